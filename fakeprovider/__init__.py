@@ -1,0 +1,36 @@
+"""fakeprovider: a scriptable fake of slow, asynchronous HTTP APIs, and a contract-test harness.
+
+The stable surface is re-exported here; ``fakeprovider.strategies`` (Hypothesis) and the pytest
+plugin are imported on their own, so ``import fakeprovider`` pulls in neither.
+"""
+
+from __future__ import annotations
+
+from .clock import Clock, RealClock, VirtualClock
+from .engine import Engine
+from .errors import FakeProviderError, InvariantViolation, Problem, ScenarioError
+from .journal import Entry, Journal, read_journal
+from .scenario import Scenario, bundled_scenarios, load_scenario, parse_scenario
+from .service import FakeProvider
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Clock",
+    "Engine",
+    "Entry",
+    "FakeProvider",
+    "FakeProviderError",
+    "InvariantViolation",
+    "Journal",
+    "Problem",
+    "RealClock",
+    "Scenario",
+    "ScenarioError",
+    "VirtualClock",
+    "__version__",
+    "bundled_scenarios",
+    "load_scenario",
+    "parse_scenario",
+    "read_journal",
+]

@@ -1,0 +1,72 @@
+"""YAML with ``yaml.safe_load`` semantics that remembers where every value came from.
+
+``load_located(text)`` returns plain Python values plus a table from each value's path
+(a tuple of keys and indexes) to its 1-based ``(line, column)``, so that validation errors
+can point at the exact spot in the file.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+Path = tuple[str | int, ...]
+Positions = dict[Path, tuple[int, int]]
+
+
+class YamlSyntaxError(Exception):
+    def __init__(self, line: int, column: int, message: str) -> None:
+        super().__init__(message)
+        self.line = line
+        self.column = column
+        self.message = message
+
+
+def _position(node: yaml.Node) -> tuple[int, int]:
+    return node.start_mark.line + 1, node.start_mark.column + 1
+
+
+def load_located(text: str) -> tuple[Any, Positions]:
+    """Parse one YAML document; raise ``YamlSyntaxError`` with a position when it is not YAML."""
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        positions: Positions = {}
+        value = None if node is None else _convert(loader, node, (), positions)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+        problem = exc.problem or exc.context or "invalid YAML"
+        raise YamlSyntaxError(line, column, f"invalid YAML: {problem}") from None
+    except yaml.YAMLError as exc:
+        raise YamlSyntaxError(1, 1, f"invalid YAML: {exc}") from None
+    finally:
+        loader.dispose()
+    if node is None:
+        positions[()] = (1, 1)
+    return value, positions
+
+
+def _convert(loader: yaml.SafeLoader, node: yaml.Node, path: Path, positions: Positions) -> Any:
+    positions[path] = _position(node)
+    if isinstance(node, yaml.MappingNode):
+        loader.flatten_mapping(node)
+        result: dict[Any, Any] = {}
+        for key_node, value_node in node.value:
+            key = loader.construct_object(key_node, deep=True)
+            if not isinstance(key, str):
+                key = str(key)
+            if key in result:
+                line, column = _position(key_node)
+                raise YamlSyntaxError(line, column, f"duplicate key {key!r}")
+            child = (*path, key)
+            result[key] = _convert(loader, value_node, child, positions)
+            # A key's own position is more useful than its value's for "unknown key" errors.
+            positions[(*child, "<key>")] = _position(key_node)
+        return result
+    if isinstance(node, yaml.SequenceNode):
+        return [
+            _convert(loader, item, (*path, index), positions) for index, item in enumerate(node.value)
+        ]
+    return loader.construct_object(node, deep=True)

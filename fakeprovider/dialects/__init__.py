@@ -1,0 +1,22 @@
+"""Wire dialects: how the engine's jobs look to a client of a given provider."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .base import Dialect, HttpRequest, HttpResponse, Route
+from .generic import GenericDialect
+
+__all__ = ["DIALECTS", "Dialect", "HttpRequest", "HttpResponse", "Route", "get_dialect"]
+
+#: Dialect name -> factory. Provider dialects register here.
+DIALECTS: dict[str, Callable[[], Dialect]] = {"generic": GenericDialect}
+
+
+def get_dialect(name: str) -> Dialect:
+    """The dialect called ``name``; ``ValueError`` listing the known ones otherwise."""
+    try:
+        return DIALECTS[name]()
+    except KeyError:
+        known = ", ".join(sorted(DIALECTS))
+        raise ValueError(f"unknown dialect {name!r}; known dialects: {known}") from None

@@ -1,0 +1,100 @@
+"""The ``generic`` dialect: the wire API of DESIGN.md section 3 (the seeds' shape)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ..engine import JobView, Reply, Request
+from .base import Dialect, HttpRequest, HttpResponse, Route, json_response, read_json_object
+
+
+def _seconds(value: float | None) -> int | None:
+    return None if value is None else max(0, math.ceil(value))
+
+
+class GenericDialect(Dialect):
+    name = "generic"
+    routes = (
+        Route("POST", "/v1/jobs", "submit"),
+        Route("GET", "/v1/jobs", "list"),
+        Route("GET", "/v1/jobs/{job_id}", "status"),
+        Route("GET", "/v1/jobs/{job_id}/content", "content"),
+        Route("POST", "/v1/jobs/{job_id}/cancel", "cancel"),
+    )
+
+    def parse_route(
+        self, route: Route, params: dict[str, str], http: HttpRequest, common: dict[str, Any]
+    ) -> Request:
+        if route.kind != "submit":
+            return Request(kind=route.kind, job_id=params.get("job_id"), **common)
+        body, problem = read_json_object(http)
+        if problem is None and body is not None:
+            if not isinstance(body.get("prompt"), str) or not body["prompt"].strip():
+                problem = (422, "invalid_request", "'prompt' is required and must be a non-empty string.")
+            elif "callback_url" in body and not isinstance(body["callback_url"], str):
+                problem = (422, "invalid_request", "'callback_url' must be a string.")
+        if problem is not None:
+            status, code, message = problem
+            return Request(
+                kind="submit", body=body, problem=message, problem_status=status, problem_code=code, **common
+            )
+        assert body is not None
+        callback = body.get("callback_url")
+        return Request(kind="submit", body=body, callback_url=callback, **common)
+
+    def render(self, reply: Reply, http: HttpRequest) -> HttpResponse:
+        if reply.scripted:
+            return self.render_scripted(reply)
+        if reply.error is not None:
+            return self.render_error(reply.status_code, reply.error, reply.headers)
+        kind = reply.request.kind
+        if kind == "list":
+            return json_response(200, {"jobs": [self.job(j) for j in reply.jobs], "has_more": False}, reply.headers)
+        job = reply.job
+        assert job is not None
+        if kind == "content":
+            assert reply.content is not None
+            headers = (*reply.headers, ("Content-Disposition", f'attachment; filename="{job.id}.mp4"'))
+            return HttpResponse(200, reply.content, "video/mp4", headers)
+        if kind == "submit":
+            payload = {
+                "job_id": job.id,
+                "status": job.status,
+                "done": job.done,
+                "message": (
+                    f"The job has STARTED and is NOT complete. Do not report success. Check "
+                    f"status_url after at least {_seconds(job.poll_after) or 0} seconds."
+                    if not job.done
+                    else job.message
+                ),
+                "poll_after_seconds": _seconds(job.poll_after),
+                "estimated_duration_seconds": _seconds(job.estimated_duration),
+                "status_url": f"/v1/jobs/{job.id}",
+            }
+            headers = (*reply.headers, ("Location", f"/v1/jobs/{job.id}"))
+            return json_response(reply.status_code, payload, headers)
+        return json_response(200, self.job(job), reply.headers)
+
+    def job(self, job: JobView) -> dict[str, Any]:
+        out: dict[str, Any] = {"job_id": job.id, "status": job.status, "done": job.done}
+        if job.progress is not None:
+            out["progress_percent"] = job.progress
+        out["elapsed_seconds"] = round(job.elapsed, 3)
+        if job.poll_after is not None:
+            out["poll_after_seconds"] = _seconds(job.poll_after)
+        out["message"] = job.message
+        if job.result is not None:
+            result = job.result
+            out["result"] = {
+                "content_url": result.url or f"/v1/jobs/{job.id}/content",
+                "size_bytes": result.size_bytes,
+                "duration_seconds": result.duration_seconds,
+                "width": result.width,
+                "height": result.height,
+            }
+        if job.error is not None:
+            out["error"] = {"code": job.error.code, "message": job.error.message}
+        if job.summary is not None:
+            out["summary"] = dict(job.summary)
+        return out

@@ -1,0 +1,675 @@
+"""The engine: a deterministic state machine that plays a scenario, with no I/O.
+
+``Engine.handle(request, now)`` takes a dialect-neutral request and a clock reading and returns
+a ``Reply`` (what to answer, after what delay, or that the connection must drop) and records a
+journal entry. Same scenario + seed + requests + clock readings = same replies and journal.
+Adapters (the Starlette app, the in-process transport) complete the entry once the response is
+sent. The engine knows nothing about any wire shape: dialects translate.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import heapq
+import json
+import math
+import random
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+from .httpdate import format_http_date
+from .journal import Entry, Journal, RetryAfterRecord
+from .scenario import TERMINAL_STATUSES, Fault, JobError, JobSpec, Result, RetryAfter, Scenario
+
+__all__ = ["ApiError", "Engine", "JobView", "Reply", "Request", "StateChange"]
+
+RequestKind = Literal["submit", "status", "content", "cancel", "list", "unknown"]
+Action = Literal["respond", "reset", "lose_response"]
+
+_ERROR_CODES = {
+    400: "bad_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    408: "request_timeout",
+    409: "conflict",
+    413: "payload_too_large",
+    422: "unprocessable_entity",
+    429: "rate_limited",
+    500: "internal_error",
+    502: "bad_gateway",
+    503: "service_unavailable",
+    504: "gateway_timeout",
+}
+
+
+@dataclass(frozen=True)
+class Request:
+    """A request as the engine sees it, whatever the dialect."""
+
+    kind: RequestKind
+    method: str
+    path: str
+    job_id: str | None = None
+    body: Mapping[str, Any] | None = None
+    credential: str | None = None
+    idempotency_key: str | None = None
+    client: str = "unknown"
+    callback_url: str | None = None
+    #: Set by the dialect when the request is malformed: the 4xx to answer and why.
+    problem: str | None = None
+    problem_status: int = 400
+    problem_code: str = "invalid_request"
+
+
+@dataclass(frozen=True)
+class ApiError:
+    code: str
+    message: str
+
+
+@dataclass(frozen=True)
+class JobView:
+    """A job as one response shows it."""
+
+    id: str
+    spec_index: int
+    status: str
+    progress: int | None
+    created_at: float
+    status_since: float
+    now: float
+    poll_after: float | None
+    estimated_duration: float | None
+    message: str
+    request: Mapping[str, Any]
+    result: Result | None
+    error: JobError | None
+    summary: Mapping[str, Any] | None
+    callback_url: str | None
+
+    @property
+    def done(self) -> bool:
+        return self.status in TERMINAL_STATUSES
+
+    @property
+    def elapsed(self) -> float:
+        return self.now - self.created_at
+
+    @property
+    def completed_at(self) -> float | None:
+        return self.status_since if self.done else None
+
+
+@dataclass(frozen=True)
+class Reply:
+    """What to answer. ``respond_at`` is the clock reading for the ``Date`` header."""
+
+    seq: int
+    request: Request
+    status_code: int
+    respond_at: float
+    delay: float = 0.0
+    action: Action = "respond"
+    job: JobView | None = None
+    jobs: tuple[JobView, ...] = ()
+    error: ApiError | None = None
+    content: bytes | None = None
+    headers: tuple[tuple[str, str], ...] = ()
+    fault: Fault | None = None
+    created: bool = False
+
+    @property
+    def scripted(self) -> bool:
+        """True when a fault replaced the normal answer."""
+        return self.fault is not None and self.fault.status is not None
+
+
+@dataclass(frozen=True)
+class StateChange:
+    """A job entered a new status (for webhooks and reports)."""
+
+    job_id: str
+    status: str
+    at: float
+
+
+@dataclass
+class _Job:
+    id: str
+    spec_index: int
+    spec: JobSpec
+    created_at: float
+    request: Mapping[str, Any]
+    digest: str
+    credential: str | None
+    callback_url: str | None
+    step: int = 0
+    since: float = 0.0
+    polls: int = 0
+    cancelled: bool = False
+
+    @property
+    def status(self) -> str:
+        if self.cancelled:
+            return "cancelled"
+        return _status_at(self.spec, self.step)
+
+    @property
+    def terminal(self) -> bool:
+        return self.status in TERMINAL_STATUSES
+
+
+def _status_at(spec: JobSpec, step: int) -> str:
+    for index in range(step, -1, -1):
+        status = spec.timeline[index].status
+        if status is not None:
+            return status
+    raise AssertionError("validated timelines start with a status")  # pragma: no cover
+
+
+@dataclass
+class _Bucket:
+    tokens: float
+    updated: float
+
+
+@dataclass
+class _FaultState:
+    matched: int = 0
+    fired: int = 0
+
+
+def default_job_id(seed: int, number: int) -> str:
+    digest = hashlib.sha256(f"{seed}:{number}".encode()).hexdigest()
+    return f"job_{digest[:12]}"
+
+
+def _digest(body: Mapping[str, Any] | None) -> str:
+    text = json.dumps(body or {}, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _fingerprint(credential: str | None) -> str | None:
+    if credential is None:
+        return None
+    return "cred_" + hashlib.sha256(credential.encode()).hexdigest()[:8]
+
+
+def video_bytes(job_id: str, size: int) -> bytes:
+    """Deterministic bytes for a job's video: an MP4 ``ftyp`` box, then filler."""
+    head = b"\x00\x00\x00\x18ftypmp42\x00\x00\x00\x00mp42isom"
+    block = hashlib.sha256(job_id.encode()).digest()
+    body = head + block * ((size - len(head)) // len(block) + 1)
+    return body[:size]
+
+
+class Engine:
+    """Plays ``scenario`` on the clock readings it is given.
+
+    ``start`` is the clock reading at which the scenario starts (fault windows count from it);
+    ``epoch`` the Unix time of clock reading 0 (for HTTP-dates); ``new_id`` makes job ids.
+    """
+
+    def __init__(
+        self,
+        scenario: Scenario,
+        *,
+        start: float = 0.0,
+        epoch: float = 0.0,
+        journal: Journal | None = None,
+        new_id: Callable[[int, int], str] = default_job_id,
+    ) -> None:
+        self.scenario = scenario
+        self.start = start
+        self.epoch = epoch
+        self.journal = journal if journal is not None else Journal()
+        self._new_id = new_id
+        self._jobs: dict[str, _Job] = {}
+        self._order: list[str] = []
+        self._submits = 0
+        self._unmatched_submits = 0
+        self._faults = [_FaultState() for _ in scenario.faults]
+        self._buckets: dict[str, _Bucket] = {}
+        self._token_uses: dict[str, int] = {}
+        self._idempotency: dict[tuple[str | None, str], str] = {}
+        self._active: dict[str | None, set[str]] = {}
+        self._ends: list[tuple[float, str]] = []  # heap of timed terminal instants (concurrency)
+        self.changes: list[StateChange] = []
+        self.on_change: Callable[[StateChange], None] | None = None
+
+    # -- public ---------------------------------------------------------------------------
+
+    @property
+    def jobs(self) -> list[JobView]:
+        return [self._view(self._jobs[i], self._jobs[i].since) for i in self._order]
+
+    def handle(self, request: Request, now: float) -> Reply:
+        """Decide the answer to ``request`` received at clock reading ``now``; journal it."""
+        seq = self.journal.next_seq()
+        job = self._jobs.get(request.job_id) if request.job_id else None
+        if job is not None:
+            self._advance(job, now)
+        reply = self._decide(seq, request, now, job)
+        self.journal.append(self._entry(reply, now))
+        return reply
+
+    def complete(self, reply: Reply, *, started: float, completed: float, status_code: int | None) -> Entry | None:
+        """Record that the answer to ``reply`` started at ``started`` and ended at ``completed``."""
+        return self.journal.complete(
+            reply.seq,
+            response_started_at=started,
+            completed_at=completed,
+            status_code=None if reply.action != "respond" else status_code,
+        )
+
+    def job_status(self, job_id: str, now: float) -> str | None:
+        job = self._jobs.get(job_id)
+        if job is None:
+            return None
+        self._advance(job, now)
+        return job.status
+
+    # -- decisions ------------------------------------------------------------------------
+
+    def _decide(self, seq: int, request: Request, now: float, job: _Job | None) -> Reply:
+        fault = self._pick_fault(request, now, job)
+        delay = fault.delay if fault else 0.0
+        respond_at = now + delay
+        if fault is not None and (fault.status is not None or fault.action == "reset"):
+            return self._scripted(seq, request, fault, respond_at, delay)
+
+        reply = self._gatekeep(seq, request, now, respond_at)
+        if reply is None:
+            reply = self._route(seq, request, now, respond_at, job)
+        if fault is not None:
+            headers = reply.headers + tuple(fault.headers.items())
+            retry = fault.retry
+            if retry is not None:
+                headers += self._retry_after_headers(retry, respond_at)
+            reply = _replace(reply, delay=delay, fault=fault, action=fault.action, headers=headers)
+        return reply
+
+    def _scripted(self, seq: int, request: Request, fault: Fault, respond_at: float, delay: float) -> Reply:
+        headers = tuple(fault.headers.items())
+        if fault.retry is not None:
+            headers += self._retry_after_headers(fault.retry, respond_at)
+        status = fault.status or 0
+        code = _ERROR_CODES.get(status, f"http_{status}")
+        return Reply(
+            seq=seq,
+            request=request,
+            status_code=status,
+            respond_at=respond_at,
+            delay=delay,
+            action=fault.action,
+            error=ApiError(code, f"Scripted fault {fault.name!r}.") if status >= 400 else None,
+            headers=headers,
+            fault=fault,
+        )
+
+    def _gatekeep(self, seq: int, request: Request, now: float, respond_at: float) -> Reply | None:
+        """Malformed requests, auth and rate limits, in that order."""
+        if request.problem is not None:
+            return self._error(seq, request, respond_at, request.problem_status, request.problem_code, request.problem)
+        if request.kind == "unknown":
+            return self._error(
+                seq, request, respond_at, 404, "route_not_found", f"No route for {request.method} {request.path}."
+            )
+        auth = self.scenario.auth
+        if auth is not None:
+            token = request.credential
+            if token is None:
+                return self._error(seq, request, respond_at, 401, "missing_credentials", "Send 'Authorization: Bearer <token>'.")
+            if token not in auth.tokens:
+                return self._error(seq, request, respond_at, 401, "invalid_token", "The token is not valid.")
+            uses = self._token_uses.get(token, 0) + 1
+            self._token_uses[token] = uses
+            if auth.revoke_after is not None and uses > auth.revoke_after:
+                return self._error(
+                    seq, request, respond_at, 401, "token_revoked", "The token has been revoked; retrying with it will not help."
+                )
+        limit = self.scenario.rate_limit
+        if limit is not None and ("any" in limit.routes or request.kind in limit.routes):
+            key = "global" if limit.scope == "global" else (request.credential or request.client)
+            bucket = self._buckets.get(key)
+            if bucket is None:
+                bucket = self._buckets[key] = _Bucket(float(limit.capacity), now)
+            bucket.tokens = min(
+                float(limit.capacity), bucket.tokens + (now - bucket.updated) / limit.refill_every
+            )
+            bucket.updated = now
+            if bucket.tokens >= 1.0:
+                bucket.tokens -= 1.0
+            else:
+                wait = (1.0 - bucket.tokens) * limit.refill_every
+                reply = self._error(seq, request, respond_at, 429, "rate_limited", "Too many requests for this API key.")
+                retry = RetryAfter(delay=wait, form=limit.retry_after_form)
+                return _replace(reply, headers=self._retry_after_headers(retry, respond_at))
+        return None
+
+    def _route(self, seq: int, request: Request, now: float, respond_at: float, job: _Job | None) -> Reply:
+        kind = request.kind
+        if kind == "submit":
+            return self._submit(seq, request, now, respond_at)
+        if kind == "list":
+            views = tuple(self._view(self._advanced(self._jobs[i], now), now) for i in self._order)
+            return Reply(seq=seq, request=request, status_code=200, respond_at=respond_at, jobs=views)
+        if job is None:
+            return self._error(seq, request, respond_at, 404, "job_not_found", f"There is no job {request.job_id!r}.")
+        if kind == "status":
+            view = self._view(job, now)
+            job.polls += 1
+            self._advance(job, now)
+            return Reply(seq=seq, request=request, status_code=200, respond_at=respond_at, job=view)
+        if kind == "content":
+            view = self._view(job, now)
+            if job.status in ("succeeded", "completed_with_errors"):
+                size = job.spec.result.size_bytes
+                return Reply(
+                    seq=seq, request=request, status_code=200, respond_at=respond_at, job=view,
+                    content=video_bytes(job.id, size),
+                )
+            if job.terminal:
+                reply = self._error(seq, request, respond_at, 409, "no_content", f"Job {job.id} ended {job.status!r}; it has no video.")
+            else:
+                reply = self._error(
+                    seq, request, respond_at, 409, "job_not_ready", f"Job {job.id} is {job.status!r}; the video is NOT ready yet."
+                )
+            return _replace(reply, job=view)
+        if kind == "cancel":
+            if job.terminal:
+                reply = self._error(seq, request, respond_at, 409, "job_already_terminal", f"Job {job.id} already ended {job.status!r}.")
+                return _replace(reply, job=self._view(job, now))
+            job.cancelled = True
+            self._changed(job, now)
+            return Reply(seq=seq, request=request, status_code=200, respond_at=respond_at, job=self._view(job, now))
+        raise AssertionError(f"unhandled request kind {kind!r}")  # pragma: no cover
+
+    def _submit(self, seq: int, request: Request, now: float, respond_at: float) -> Reply:
+        body = request.body or {}
+        digest = _digest(body)
+        key = request.idempotency_key
+        if key is not None:
+            existing = self._idempotency.get((request.credential, key))
+            if existing is not None:
+                job = self._jobs[existing]
+                if job.digest != digest:
+                    return self._error(
+                        seq, request, respond_at, 422, "idempotency_key_reused",
+                        f"Idempotency-Key {key!r} was first used with a different request body.",
+                    )
+                self._advance(job, now)
+                return Reply(
+                    seq=seq, request=request, status_code=202, respond_at=respond_at, job=self._view(job, now)
+                )
+        concurrency = self.scenario.concurrency
+        if concurrency is not None and self._active_count(request.credential, now) >= concurrency.max_active_jobs:
+            reply = self._error(
+                seq, request, respond_at, 429, "too_many_active_jobs",
+                f"At most {concurrency.max_active_jobs} jobs may run at once; wait for one to finish.",
+            )
+            retry = concurrency.retry_after
+            retry = retry if isinstance(retry, RetryAfter) else RetryAfter(delay=retry)
+            return _replace(reply, headers=self._retry_after_headers(retry, respond_at))
+        index = self._spec_for(body, consume=True)
+        self._submits += 1
+        job_id = self._new_id(self.scenario.seed, self._submits)
+        job = _Job(
+            id=job_id,
+            spec_index=index,
+            spec=self.scenario.jobs[index],
+            created_at=now,
+            request=dict(body),
+            digest=digest,
+            credential=request.credential,
+            callback_url=request.callback_url,
+            since=now,
+        )
+        self._jobs[job_id] = job
+        self._order.append(job_id)
+        if key is not None:
+            self._idempotency[(request.credential, key)] = job_id
+        self._changed(job, now)
+        self._advance(job, now)
+        if concurrency is not None and not job.terminal:
+            self._active.setdefault(request.credential, set()).add(job_id)
+            end = job.spec.end_time
+            if end is not None:
+                heapq.heappush(self._ends, (now + end, job_id))
+        return Reply(
+            seq=seq, request=request, status_code=202, respond_at=respond_at, job=self._view(job, now), created=True
+        )
+
+    # -- jobs -----------------------------------------------------------------------------
+
+    def _spec_for(self, body: Mapping[str, Any], *, consume: bool) -> int:
+        jobs = self.scenario.jobs
+        for index, spec in enumerate(jobs):
+            if spec.match is not None and _matches(spec.match, body):
+                return index
+        unmatched = [i for i, spec in enumerate(jobs) if spec.match is None] or [len(jobs) - 1]
+        position = min(self._unmatched_submits, len(unmatched) - 1)
+        if consume:
+            self._unmatched_submits += 1
+        return unmatched[position]
+
+    def _advanced(self, job: _Job, now: float) -> _Job:
+        self._advance(job, now)
+        return job
+
+    def _advance(self, job: _Job, now: float) -> None:
+        """Move ``job`` along its timeline up to ``now`` (amortised O(1))."""
+        if job.cancelled:
+            return
+        timeline = job.spec.timeline
+        while job.step + 1 < len(timeline):
+            step = timeline[job.step + 1]
+            if step.after_polls is not None:
+                if job.polls < step.after_polls:
+                    return
+                since = max(job.since, now)
+            else:
+                at = job.created_at + (step.at or 0.0)
+                if at > now:
+                    return
+                since = max(job.since, at)
+            before = job.status
+            job.step += 1
+            job.since = since if step.status is not None and step.status != before else job.since
+            if step.status is not None and step.status != before:
+                self._changed(job, job.since)
+
+    def _changed(self, job: _Job, at: float) -> None:
+        change = StateChange(job.id, job.status, at)
+        self.changes.append(change)
+        if job.terminal:
+            for active in self._active.values():
+                active.discard(job.id)
+        if self.on_change is not None:
+            self.on_change(change)
+
+    def _active_count(self, credential: str | None, now: float) -> int:
+        while self._ends and self._ends[0][0] <= now:
+            _, job_id = heapq.heappop(self._ends)
+            self._advance(self._jobs[job_id], now)
+        active = self._active.get(credential, set())
+        for job_id in [j for j in active if self._jobs[j].terminal]:
+            active.discard(job_id)
+        return len(active)
+
+    def _view(self, job: _Job, now: float) -> JobView:
+        spec = job.spec
+        step = spec.timeline[job.step]
+        status = job.status
+        progress = None
+        for index in range(job.step, -1, -1):
+            if spec.timeline[index].progress is not None:
+                progress = spec.timeline[index].progress
+                break
+        if status == "succeeded":
+            progress = 100
+        terminal = status in TERMINAL_STATUSES
+        poll_after = None if terminal else (step.poll_after if step.poll_after is not None else spec.poll_after)
+        estimate = spec.estimated_duration if spec.estimated_duration is not None else spec.end_time
+        return JobView(
+            id=job.id,
+            spec_index=job.spec_index,
+            status=status,
+            progress=progress,
+            created_at=job.created_at,
+            status_since=job.since,
+            now=now,
+            poll_after=poll_after,
+            estimated_duration=estimate,
+            message=step.message or _message(status, poll_after),
+            request=job.request,
+            result=spec.result if status in ("succeeded", "completed_with_errors") else None,
+            error=spec.error if status == "failed" else None,
+            summary=spec.summary if status == "completed_with_errors" else None,
+            callback_url=job.callback_url,
+        )
+
+    # -- faults ---------------------------------------------------------------------------
+
+    def _pick_fault(self, request: Request, now: float, job: _Job | None) -> Fault | None:
+        chosen: Fault | None = None
+        for index, fault in enumerate(self.scenario.faults):
+            if fault.route != "any" and fault.route != request.kind:
+                continue
+            if fault.job is not None:
+                spec_index = job.spec_index if job is not None else (
+                    self._spec_for(request.body or {}, consume=False) if request.kind == "submit" else None
+                )
+                if spec_index != fault.job:
+                    continue
+            elapsed = now - self.start
+            if fault.start is not None and elapsed < fault.start:
+                continue
+            if fault.end is not None and elapsed >= fault.end:
+                continue
+            state = self._faults[index]
+            state.matched += 1
+            if chosen is not None:
+                continue  # count the match, but the first firing fault wins
+            if fault.times is not None and state.fired >= fault.times:
+                continue
+            if fault.nth is not None and state.matched not in fault.nth_set:
+                continue
+            if fault.every is not None and state.matched % fault.every:
+                continue
+            if fault.probability is not None:
+                draw = random.Random(f"{self.scenario.seed}:{index}:{state.matched}").random()
+                if draw >= fault.probability:
+                    continue
+            state.fired += 1
+            chosen = fault
+        return chosen
+
+    def _retry_after_headers(self, retry: RetryAfter, respond_at: float) -> tuple[tuple[str, str], ...]:
+        if retry.raw is not None:
+            return (("Retry-After", retry.raw),)
+        if retry.form == "ms":
+            return (("retry-after-ms", str(max(0, math.ceil(retry.delay * 1000)))),)
+        if retry.form == "seconds":
+            return (("Retry-After", str(max(0, math.ceil(retry.delay)))),)
+        instant = math.ceil(self.epoch + respond_at + retry.delay)
+        return (("Retry-After", format_http_date(instant, retry.form)),)
+
+    def retry_after_record(self, headers: tuple[tuple[str, str], ...], respond_at: float) -> RetryAfterRecord | None:
+        """What a ``Retry-After`` among ``headers`` means, as clock seconds."""
+        from .httpdate import parse_http_date
+
+        for name, value in headers:
+            lowered = name.lower()
+            if lowered == "retry-after-ms":
+                try:
+                    delay = float(value) / 1000
+                except ValueError:
+                    return RetryAfterRecord(value, None, "retry-after-ms", "invalid")
+                return RetryAfterRecord(value, respond_at + delay, "retry-after-ms", "ms")
+            if lowered == "retry-after":
+                text = value.strip()
+                if text.isdigit():
+                    return RetryAfterRecord(value, respond_at + int(text), "retry-after", "seconds")
+                parsed = parse_http_date(text)
+                if parsed is None:
+                    return RetryAfterRecord(value, None, "retry-after", "invalid")
+                return RetryAfterRecord(value, parsed - self.epoch, "retry-after", _date_form(text))
+        return None
+
+    # -- helpers --------------------------------------------------------------------------
+
+    def _error(self, seq: int, request: Request, respond_at: float, status: int, code: str, message: str) -> Reply:
+        return Reply(
+            seq=seq, request=request, status_code=status, respond_at=respond_at, error=ApiError(code, message)
+        )
+
+    def _entry(self, reply: Reply, now: float) -> Entry:
+        request = reply.request
+        job = reply.job
+        true_job = self._jobs.get(job.id if job else (request.job_id or ""))
+        shown = job.status if job is not None and not reply.scripted and reply.action == "respond" else None
+        return Entry(
+            seq=reply.seq,
+            kind=request.kind,
+            job_id=job.id if job is not None else request.job_id,
+            method=request.method,
+            path=request.path,
+            client=request.client,
+            received_at=now,
+            status_code=reply.status_code if reply.action == "respond" else None,
+            job_status=shown,
+            retry_after=self.retry_after_record(reply.headers, reply.respond_at),
+            fault=reply.fault.name if reply.fault is not None else None,
+            true_status=true_job.status if true_job is not None else None,
+            status_since=true_job.since if true_job is not None else None,
+            poll_after=job.poll_after if shown is not None and job is not None else None,
+            error_code=reply.error.code if reply.error is not None else None,
+            credential=_fingerprint(request.credential),
+            idempotency_key=request.idempotency_key,
+            request_digest=_digest(request.body) if request.kind == "submit" else None,
+            dropped=reply.action if reply.action != "respond" else None,
+        )
+
+
+def _date_form(text: str) -> str:
+    if "," not in text:
+        return "asctime"
+    return "rfc850" if "-" in text else "imf"
+
+
+def _matches(pattern: Mapping[str, Any], body: Mapping[str, Any]) -> bool:
+    for key, expected in pattern.items():
+        if key not in body:
+            return False
+        actual = body[key]
+        if isinstance(expected, str) and isinstance(actual, str):
+            if not fnmatch.fnmatchcase(actual, expected):
+                return False
+        elif actual != expected:
+            return False
+    return True
+
+
+def _message(status: str, poll_after: float | None) -> str:
+    wait = f" after at least {poll_after:g} seconds" if poll_after is not None else ""
+    if status == "queued":
+        return f"The job is queued and NOT complete. Do not report success. Check status_url again{wait}."
+    if status == "processing":
+        return f"The job is processing and NOT complete. Do not report success. Check status_url again{wait}."
+    if status == "succeeded":
+        return "The job succeeded. Download the result once from the content URL."
+    if status == "failed":
+        return "The job failed. Do not retry the status read; report the error."
+    if status == "cancelled":
+        return "The job was cancelled. There is no result."
+    return "The job completed with errors: part of the output is missing. See the summary."
+
+
+def _replace(reply: Reply, **changes: Any) -> Reply:
+    return replace(reply, **changes)
+
+

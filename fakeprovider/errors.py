@@ -1,0 +1,39 @@
+"""The exception tree: one base, one error for bad scenarios, one for broken invariants."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+__all__ = ["FakeProviderError", "InvariantViolation", "Problem", "ScenarioError"]
+
+
+class FakeProviderError(Exception):
+    """Base class of every error fakeprovider raises on purpose."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a scenario document, located as precisely as we can."""
+
+    file: str
+    line: int
+    column: int
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}:{self.column}: "
+        return f"{where}{self.path}: {self.message}" if self.path else f"{where}{self.message}"
+
+
+class ScenarioError(FakeProviderError):
+    """A scenario could not be loaded; ``problems`` lists every problem found, in document order."""
+
+    def __init__(self, problems: Sequence[Problem]) -> None:
+        self.problems = tuple(problems)
+        super().__init__("\n".join(str(p) for p in self.problems))
+
+
+class InvariantViolation(FakeProviderError, AssertionError):
+    """A client broke one or more invariants; the message is the readable report."""

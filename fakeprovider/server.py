@@ -1,0 +1,119 @@
+"""Serving a ``FakeProvider`` with uvicorn: in a background thread, or in the foreground.
+
+``ServerThread`` binds the socket itself (port 0 picks a free port), hands it to uvicorn, waits
+until uvicorn has started before returning from ``start()``, and stops with ``should_exit``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import threading
+from collections.abc import Iterator
+from types import TracebackType
+
+import uvicorn
+
+from .app import create_app
+from .service import FakeProvider
+
+__all__ = ["DEFAULT_HOST", "ServerThread", "bind_socket", "serve_forever", "serving"]
+
+DEFAULT_HOST = "127.0.0.1"
+
+
+def bind_socket(host: str = DEFAULT_HOST, port: int = 0) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(128)
+    sock.set_inheritable(True)
+    return sock
+
+
+def _config(provider: FakeProvider, log_level: str) -> uvicorn.Config:
+    return uvicorn.Config(
+        create_app(provider),
+        log_level=log_level,
+        access_log=False,
+        date_header=False,  # the fake writes Date itself, from the scenario clock
+        server_header=False,
+        lifespan="off",
+        timeout_graceful_shutdown=2,
+    )
+
+
+def _url(sock: socket.socket) -> str:
+    host, port = sock.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}"
+
+
+class ServerThread:
+    """A real server for ``provider`` on a background thread (use as a context manager)."""
+
+    def __init__(
+        self, provider: FakeProvider, *, host: str = DEFAULT_HOST, port: int = 0, log_level: str = "warning"
+    ) -> None:
+        self.provider = provider
+        self._socket = bind_socket(host, port)
+        self.url = _url(self._socket)
+        self._server = uvicorn.Server(_config(provider, log_level))
+        self._thread = threading.Thread(target=self._run, name=f"fakeprovider {self.url}", daemon=True)
+        self.error: BaseException | None = None
+
+    def _run(self) -> None:
+        try:
+            asyncio.run(self._server.serve(sockets=[self._socket]))
+        except BaseException as exc:  # pragma: no cover - surfaced by start()/stop()
+            self.error = exc
+
+    def start(self, timeout: float = 10.0) -> ServerThread:
+        self._thread.start()
+        deadline = threading.Event()
+        waited = 0.0
+        while not self._server.started and self._thread.is_alive() and waited < timeout:
+            deadline.wait(0.005)
+            waited += 0.005
+        if not self._server.started:
+            self.stop()
+            raise RuntimeError(f"the fakeprovider server at {self.url} did not start: {self.error!r}")
+        return self
+
+    def stop(self, timeout: float = 10.0) -> None:
+        self._server.should_exit = True
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+        with contextlib.suppress(OSError):
+            self._socket.close()
+
+    def __enter__(self) -> ServerThread:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+
+@contextlib.contextmanager
+def serving(provider: FakeProvider, **kwargs: object) -> Iterator[ServerThread]:
+    with ServerThread(provider, **kwargs) as server:  # type: ignore[arg-type]
+        yield server
+
+
+def serve_forever(
+    provider: FakeProvider, *, host: str = DEFAULT_HOST, port: int = 8000, log_level: str = "warning",
+    on_ready: object = None,
+) -> None:
+    """Serve in the foreground until SIGINT or SIGTERM (uvicorn installs the handlers)."""
+    sock = bind_socket(host, port)
+    server = uvicorn.Server(_config(provider, log_level))
+    if callable(on_ready):
+        on_ready(_url(sock))
+    try:
+        server.run(sockets=[sock])
+    finally:
+        sock.close()

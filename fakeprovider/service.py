@@ -1,0 +1,94 @@
+"""A fake provider, independent of transport: scenario + clock + dialect + engine + journal.
+
+The Starlette app and the in-process httpx transport both drive a ``FakeProvider``: they turn
+what they received into an ``HttpRequest``, call ``receive``, wait ``reply.delay``, send the
+``HttpResponse`` (plus a ``Date`` header from ``reply.respond_at``) and call ``sent``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from typing import IO
+
+from .clock import Clock, RealClock
+from .dialects import Dialect, HttpRequest, HttpResponse, get_dialect
+from .engine import Engine, Reply, Request
+from .httpdate import format_http_date
+from .journal import Entry, Journal
+from .scenario import Scenario, load_scenario
+
+__all__ = ["FakeProvider"]
+
+
+class FakeProvider:
+    """Plays one scenario at a time; ``reset()`` starts it over with an empty journal."""
+
+    def __init__(
+        self,
+        scenario: Scenario | str,
+        *,
+        clock: Clock | None = None,
+        dialect: str | None = None,
+        seed: int | None = None,
+        time_scale: float = 1.0,
+        journal_sink: IO[str] | None = None,
+    ) -> None:
+        self.clock: Clock = clock if clock is not None else RealClock()
+        self.journal = Journal(sink=journal_sink)
+        self._lock = threading.RLock()
+        self._dialect_override = dialect
+        self._seed_override = seed
+        self._time_scale = time_scale
+        self.load(scenario)
+
+    def load(self, scenario: Scenario | str) -> None:
+        """Play ``scenario`` (a Scenario, bundled name, path or YAML) from now on, from scratch."""
+        loaded = load_scenario(scenario) if isinstance(scenario, str) else scenario
+        if self._time_scale != 1.0:
+            loaded = loaded.scaled(self._time_scale)
+        if self._seed_override is not None:
+            loaded = dataclasses.replace(loaded, seed=self._seed_override)
+        dialect = get_dialect(self._dialect_override or loaded.dialect)
+        with self._lock:
+            self.scenario = loaded
+            self.dialect: Dialect = dialect
+            self.reset()
+
+    def reset(self) -> None:
+        """Forget every job and journal entry; the scenario starts again at the current time."""
+        with self._lock:
+            self.journal.clear()
+            self.engine = Engine(
+                self.scenario,
+                start=self.clock.now(),
+                epoch=self.clock.epoch,
+                journal=self.journal,
+                new_id=self.dialect.new_job_id,
+            )
+
+    def receive(self, http: HttpRequest) -> tuple[Reply, HttpResponse]:
+        """Decide the answer to ``http`` at the clock's current reading."""
+        request: Request = self.dialect.parse(http)
+        with self._lock:
+            reply = self.engine.handle(request, self.clock.now())
+        if reply.action == "reset":
+            return reply, HttpResponse(0, b"", None)  # nothing is ever sent
+        return reply, self.dialect.render(reply, http)
+
+    def date_header(self, reply: Reply) -> str:
+        return format_http_date(self.clock.epoch + reply.respond_at)
+
+    def sent(self, reply: Reply, *, started: float, completed: float, status_code: int | None) -> Entry | None:
+        """Record that the answer to ``reply`` went out between ``started`` and ``completed``."""
+        with self._lock:
+            return self.engine.complete(reply, started=started, completed=completed, status_code=status_code)
+
+    @property
+    def entries(self) -> list[Entry]:
+        return self.journal.snapshot()
+
+    def __repr__(self) -> str:
+        return f"<FakeProvider {self.scenario.name!r} dialect={self.dialect.name!r} {len(self.journal)} entries>"
+
+

@@ -1,0 +1,1 @@
+"""pytest plugin entry point (fixtures arrive with the plugin issue)."""
