@@ -209,7 +209,11 @@ def convert(tp: Any, value: Any, path: Path, issues: list[Issue]) -> Any:
         return INVALID
     if base in (int, float):
         ok = isinstance(value, int) if base is int else isinstance(value, (int, float))
-        if isinstance(value, bool) or not ok or (isinstance(value, float) and not math.isfinite(value)):
+        if (
+            isinstance(value, bool)
+            or not ok
+            or (isinstance(value, float) and not math.isfinite(value))
+        ):
             issues.append((path, f"expected {describe(tp)}, got {_show(value)}"))
             return INVALID
         bounds = next((e for e in extras if isinstance(e, Bounds)), None)
@@ -325,7 +329,9 @@ def to_plain(obj: Any, *, keep_defaults: bool = False) -> Any:
             default = (
                 f.default
                 if f.default is not dataclasses.MISSING
-                else (f.default_factory() if f.default_factory is not dataclasses.MISSING else INVALID)
+                else (
+                    f.default_factory() if f.default_factory is not dataclasses.MISSING else INVALID
+                )
             )
             if not keep_defaults and value == default:
                 continue
@@ -435,5 +441,3 @@ def iter_fields(cls: type) -> Iterator[tuple[str, Any, str, Any]]:
         if f.default_factory is not dataclasses.MISSING:
             default = f.default_factory()
         yield f.name, hints[f.name], f.metadata.get("doc", ""), default
-
-

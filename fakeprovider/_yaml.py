@@ -67,6 +67,7 @@ def _convert(loader: yaml.SafeLoader, node: yaml.Node, path: Path, positions: Po
         return result
     if isinstance(node, yaml.SequenceNode):
         return [
-            _convert(loader, item, (*path, index), positions) for index, item in enumerate(node.value)
+            _convert(loader, item, (*path, index), positions)
+            for index, item in enumerate(node.value)
         ]
     return loader.construct_object(node, deep=True)

@@ -43,14 +43,21 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     if args.dialect is not None and args.dialect not in DIALECTS:
         known = ", ".join(sorted(DIALECTS))
-        print(f"fakeprovider serve: unknown dialect {args.dialect!r}; known dialects: {known}", file=sys.stderr)
+        print(
+            f"fakeprovider serve: unknown dialect {args.dialect!r}; known dialects: {known}",
+            file=sys.stderr,
+        )
         return 2
     sink: TextIO | None = None
     try:
         if args.journal is not None:
             sink = open(args.journal, "a", encoding="utf-8")  # noqa: SIM115 - closed below
         provider = FakeProvider(
-            args.scenario, dialect=args.dialect, seed=args.seed, time_scale=args.time_scale, journal_sink=sink
+            args.scenario,
+            dialect=args.dialect,
+            seed=args.seed,
+            time_scale=args.time_scale,
+            journal_sink=sink,
         )
     except ScenarioError as exc:
         print(exc, file=sys.stderr)
@@ -71,9 +78,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
         )
 
     try:
-        serve_forever(provider, host=args.host, port=args.port, log_level=args.log_level, on_ready=ready)
+        serve_forever(
+            provider, host=args.host, port=args.port, log_level=args.log_level, on_ready=ready
+        )
     except OSError as exc:
-        print(f"fakeprovider serve: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}", file=sys.stderr)
+        print(
+            f"fakeprovider serve: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}",
+            file=sys.stderr,
+        )
         return 2
     finally:
         if sink is not None:
@@ -148,19 +160,46 @@ def build_parser() -> argparse.ArgumentParser:
         description="Serve SCENARIO (a bundled name or a file) until Ctrl+C or SIGTERM. Prints the base URL "
         "on standard output first.",
     )
-    serve.add_argument("scenario", nargs="?", default="slow-success", metavar="SCENARIO",
-                       help="bundled scenario name or path to a YAML file (default: slow-success)")
+    serve.add_argument(
+        "scenario",
+        nargs="?",
+        default="slow-success",
+        metavar="SCENARIO",
+        help="bundled scenario name or path to a YAML file (default: slow-success)",
+    )
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
-    serve.add_argument("--port", type=_port, default=8000, help="port to bind, 0 for any free one (default: 8000)")
-    serve.add_argument("--dialect", default=None, metavar="NAME",
-                       help="wire dialect (default: the scenario's, else generic)")
-    serve.add_argument("--journal", type=Path, default=None, metavar="PATH",
-                       help="append every request to this JSONL file as it completes")
-    serve.add_argument("--seed", type=int, default=None, metavar="N", help="override the scenario's seed")
-    serve.add_argument("--time-scale", type=_positive_float, default=1.0, metavar="F",
-                       help="multiply every duration in the scenario by F (0.1 runs a 93 s job in 9.3 s)")
-    serve.add_argument("--log-level", default="warning",
-                       choices=["critical", "error", "warning", "info", "debug"], help="uvicorn log level")
+    serve.add_argument(
+        "--port", type=_port, default=8000, help="port to bind, 0 for any free one (default: 8000)"
+    )
+    serve.add_argument(
+        "--dialect",
+        default=None,
+        metavar="NAME",
+        help="wire dialect (default: the scenario's, else generic)",
+    )
+    serve.add_argument(
+        "--journal",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="append every request to this JSONL file as it completes",
+    )
+    serve.add_argument(
+        "--seed", type=int, default=None, metavar="N", help="override the scenario's seed"
+    )
+    serve.add_argument(
+        "--time-scale",
+        type=_positive_float,
+        default=1.0,
+        metavar="F",
+        help="multiply every duration in the scenario by F (0.1 runs a 93 s job in 9.3 s)",
+    )
+    serve.add_argument(
+        "--log-level",
+        default="warning",
+        choices=["critical", "error", "warning", "info", "debug"],
+        help="uvicorn log level",
+    )
     serve.set_defaults(func=cmd_serve)
 
     validate = sub.add_parser(
@@ -170,22 +209,38 @@ def build_parser() -> argparse.ArgumentParser:
         "'file:line:col: path: message' line per problem.",
     )
     validate.add_argument("files", nargs="+", metavar="FILE")
-    validate.add_argument("-q", "--quiet", action="store_true", help="print nothing for valid files")
+    validate.add_argument(
+        "-q", "--quiet", action="store_true", help="print nothing for valid files"
+    )
     validate.set_defaults(func=cmd_validate)
 
-    scenarios = sub.add_parser("scenarios", help="list the bundled scenarios",
-                               description="List the bundled scenarios with one-line descriptions.")
+    scenarios = sub.add_parser(
+        "scenarios",
+        help="list the bundled scenarios",
+        description="List the bundled scenarios with one-line descriptions.",
+    )
     scenarios.set_defaults(func=cmd_scenarios)
 
-    explain = sub.add_parser("explain", help="describe a scenario's timeline in words",
-                             description="Describe what SCENARIO does, job by job and fault by fault.")
+    explain = sub.add_parser(
+        "explain",
+        help="describe a scenario's timeline in words",
+        description="Describe what SCENARIO does, job by job and fault by fault.",
+    )
     explain.add_argument("scenario", metavar="SCENARIO", help="bundled scenario name or path")
-    explain.add_argument("--time-scale", type=_positive_float, default=1.0, metavar="F",
-                         help="show the timeline compressed by F")
+    explain.add_argument(
+        "--time-scale",
+        type=_positive_float,
+        default=1.0,
+        metavar="F",
+        help="show the timeline compressed by F",
+    )
     explain.set_defaults(func=cmd_explain)
 
-    schema = sub.add_parser("schema", help="print the scenario format's JSON Schema",
-                            description="Print the JSON Schema of the scenario format (for editors).")
+    schema = sub.add_parser(
+        "schema",
+        help="print the scenario format's JSON Schema",
+        description="Print the JSON Schema of the scenario format (for editors).",
+    )
     schema.set_defaults(func=cmd_schema)
     return parser
 

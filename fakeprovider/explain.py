@@ -30,7 +30,9 @@ def explain(scenario: Scenario) -> str:
         )
     if scenario.concurrency is not None:
         c = scenario.concurrency
-        lines.append(f"Concurrency: at most {c.max_active_jobs} active jobs; another submit gets 429.")
+        lines.append(
+            f"Concurrency: at most {c.max_active_jobs} active jobs; another submit gets 429."
+        )
     if scenario.auth is not None:
         a = scenario.auth
         revoke = f", revoked after {a.revoke_after} requests each" if a.revoke_after else ""
@@ -61,7 +63,7 @@ def _job(index: int, job: JobSpec, count: int) -> list[str]:
             when = f"after {step.after_polls} status reads"
         else:
             when = f"at {d(step.at or 0.0)}"
-        parts = []
+        parts: list[str] = []
         if step.status:
             parts.append(step.status)
         if step.progress is not None:
@@ -92,7 +94,9 @@ def _fault(fault: Fault) -> str:
         where += f" of jobs[{fault.job}]"
     extra = []
     if fault.start is not None or fault.end is not None:
-        extra.append(f"between {d(fault.start or 0.0)} and {d(fault.end) if fault.end else 'the end'}")
+        extra.append(
+            f"between {d(fault.start or 0.0)} and {d(fault.end) if fault.end else 'the end'}"
+        )
     if fault.probability is not None:
         extra.append(f"with probability {fault.probability:g}")
     if fault.times is not None:

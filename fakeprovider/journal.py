@@ -18,7 +18,16 @@ from typing import IO, Any, Literal, overload
 __all__ = ["Entry", "Journal", "RetryAfterRecord", "read_journal"]
 
 Kind = Literal["submit", "status", "content", "cancel", "list", "webhook", "admin", "unknown"]
-KINDS: tuple[str, ...] = ("submit", "status", "content", "cancel", "list", "webhook", "admin", "unknown")
+KINDS: tuple[str, ...] = (
+    "submit",
+    "status",
+    "content",
+    "cancel",
+    "list",
+    "webhook",
+    "admin",
+    "unknown",
+)
 
 
 @dataclass(frozen=True)

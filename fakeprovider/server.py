@@ -55,13 +55,20 @@ class ServerThread:
     """A real server for ``provider`` on a background thread (use as a context manager)."""
 
     def __init__(
-        self, provider: FakeProvider, *, host: str = DEFAULT_HOST, port: int = 0, log_level: str = "warning"
+        self,
+        provider: FakeProvider,
+        *,
+        host: str = DEFAULT_HOST,
+        port: int = 0,
+        log_level: str = "warning",
     ) -> None:
         self.provider = provider
         self._socket = bind_socket(host, port)
         self.url = _url(self._socket)
         self._server = uvicorn.Server(_config(provider, log_level))
-        self._thread = threading.Thread(target=self._run, name=f"fakeprovider {self.url}", daemon=True)
+        self._thread = threading.Thread(
+            target=self._run, name=f"fakeprovider {self.url}", daemon=True
+        )
         self.error: BaseException | None = None
 
     def _run(self) -> None:
@@ -79,7 +86,9 @@ class ServerThread:
             waited += 0.005
         if not self._server.started:
             self.stop()
-            raise RuntimeError(f"the fakeprovider server at {self.url} did not start: {self.error!r}")
+            raise RuntimeError(
+                f"the fakeprovider server at {self.url} did not start: {self.error!r}"
+            )
         return self
 
     def stop(self, timeout: float = 10.0) -> None:
@@ -93,7 +102,10 @@ class ServerThread:
         return self.start()
 
     def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
     ) -> None:
         self.stop()
 
@@ -105,7 +117,11 @@ def serving(provider: FakeProvider, **kwargs: object) -> Iterator[ServerThread]:
 
 
 def serve_forever(
-    provider: FakeProvider, *, host: str = DEFAULT_HOST, port: int = 8000, log_level: str = "warning",
+    provider: FakeProvider,
+    *,
+    host: str = DEFAULT_HOST,
+    port: int = 8000,
+    log_level: str = "warning",
     on_ready: object = None,
 ) -> None:
     """Serve in the foreground until SIGINT or SIGTERM (uvicorn installs the handlers)."""
