@@ -109,6 +109,8 @@ def _type_name(value: Any) -> str:
 
 
 def _show(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
     if isinstance(value, (dict, list)):
         return _type_name(value)
     text = repr(value)
@@ -172,7 +174,7 @@ def describe(tp: Any) -> str:
     if get_origin(base) is dict:
         return "a mapping"
     if is_model(base):
-        return f"a mapping ({_model_title(base)})"
+        return "a mapping"
     raise TypeError(f"unsupported annotation {tp!r}")
 
 
@@ -183,10 +185,6 @@ def _plural(text: str) -> str:
             first, _, rest = noun.partition(" ")
             return f"{first}s {rest}".strip() if not first.endswith("s") else noun
     return text
-
-
-def _model_title(cls: type) -> str:
-    return getattr(cls, "__schema_title__", cls.__name__)
 
 
 def convert(tp: Any, value: Any, path: Path, issues: list[Issue]) -> Any:

@@ -211,7 +211,7 @@ class Fault:
     name: str = doc("Name recorded in the journal's 'fault' field.")
     route: Route = doc("Which requests: submit, status, content, cancel, list or any.", "any")
     job: NonNegativeInt | None = doc("Only requests about jobs made from jobs[job].", None)
-    nth: tuple[PositiveInt, ...] | PositiveInt | None = doc(
+    nth: PositiveInt | tuple[PositiveInt, ...] | None = doc(
         "Fire on the nth matching request (1-based), or on each listed one.", None
     )
     every: PositiveInt | None = doc("Fire on every k-th matching request.", None)
@@ -354,8 +354,6 @@ class Expect:
 @dataclass(frozen=True)
 class Scenario:
     """A scripted fake provider."""
-
-    __schema_title__ = "fakeprovider scenario"
 
     jobs: tuple[JobSpec, ...] = doc("How submitted jobs behave, in order (the last one repeats).")
     name: str = doc("Scenario name.", "unnamed")
