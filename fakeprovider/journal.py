@@ -103,7 +103,7 @@ class Entry:
         for required in ("seq", "kind", "method", "path", "client", "received_at"):
             if required not in data:
                 raise ValueError(f"missing journal field {required!r}")
-        values = dict(data)
+        values = {"job_id": None, **data}
         ra = values.get("retry_after")
         if isinstance(ra, dict):
             values["retry_after"] = RetryAfterRecord(**ra)
