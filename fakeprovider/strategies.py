@@ -385,15 +385,9 @@ def _plain_faults(
     retry_after = _optional(_plain_retry_after(forms, 1, 120))
     trigger = _trigger(max_duration)
     target = st.just(_ABSENT) if jobs == 1 else _optional(st.integers(0, jobs - 1))
-    details: dict[str, st.SearchStrategy[dict[str, Any]]] = {
-        "server_error": st.fixed_dictionaries(
-            {"status": st.sampled_from(_SERVER_ERRORS), "retry_after": retry_after}
-        ),
-        "rate_limited": st.fixed_dictionaries({"status": st.just(429), "retry_after": retry_after}),
-        "slow": _slow_delays().map(lambda delay: {"delay": delay}),
-        "reset": st.just({"action": "reset"}),
-        "lose_response": st.just({"action": "lose_response"}),
-    }
+    # Every kind draws the same choices, so shrinking moves toward the earlier kinds in
+    # FAULT_KINDS (and not toward whichever kind happens to need the fewest draws).
+    details = st.tuples(st.sampled_from(_SERVER_ERRORS), retry_after, _slow_delays())
 
     @st.composite
     def plain(draw: st.DrawFn) -> list[dict[str, Any]]:
@@ -405,12 +399,22 @@ def _plain_faults(
                 "route": draw(st.sampled_from(_FAULT_ROUTES)),
                 "job": draw(target),
                 **draw(trigger),
-                **draw(details[kind]),
+                **_fault_details(kind, *draw(details)),
             }
             faults.append(_drop_absent(fault))
         return faults
 
     return plain()
+
+
+def _fault_details(kind: str, status: int, retry_after: Any, delay: str) -> dict[str, Any]:
+    if kind == "server_error":
+        return {"status": status, "retry_after": retry_after}
+    if kind == "rate_limited":
+        return {"status": 429, "retry_after": retry_after}
+    if kind == "slow":
+        return {"delay": delay}
+    return {"action": kind}  # 'reset' or 'lose_response'
 
 
 @st.composite
