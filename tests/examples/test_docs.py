@@ -21,7 +21,9 @@ def yaml_blocks(name: str) -> list[str]:
 
 
 @pytest.mark.parametrize("document", ["README.md", "docs/scenarios.md"])
-def test_every_yaml_example_in_the_docs_is_a_valid_scenario_but_the_broken_one(document: str) -> None:
+def test_every_yaml_example_in_the_docs_is_a_valid_scenario_but_the_broken_one(
+    document: str,
+) -> None:
     for block in yaml_blocks(document):
         if "status: done" in block:
             with pytest.raises(ScenarioError):
@@ -30,7 +32,9 @@ def test_every_yaml_example_in_the_docs_is_a_valid_scenario_but_the_broken_one(d
             parse_scenario(block)
 
 
-def test_readme_validate_example_output_is_real(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_readme_validate_example_output_is_real(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     (broken,) = [b for b in yaml_blocks("README.md") if "status: done" in b]
     monkeypatch.chdir(tmp_path)
     Path("broken.yaml").write_text(broken)
