@@ -75,10 +75,10 @@ def test_installed_wheel_serves_bundled_scenarios_by_name_outside_the_repo(
     )
     code = (
         "import fakeprovider, pathlib; "
-        "print(pathlib.Path(fakeprovider.__file__).is_relative_to(%r)); "
-        "print(sorted(fakeprovider.bundled_scenarios()) == %r); "
+        "print(pathlib.Path(fakeprovider.__file__).is_relative_to({!r})); "
+        "print(sorted(fakeprovider.bundled_scenarios()) == {!r}); "
         "print(fakeprovider.load_scenario('slow-success').name)"
-    ) % (str(env_dir), sorted(p.stem for p in (ROOT / "scenarios").glob("*.yaml")))
+    ).format(str(env_dir), sorted(p.stem for p in (ROOT / "scenarios").glob("*.yaml")))
     out = subprocess.run(
         [str(python), "-c", code], cwd=tmp_path, check=True, capture_output=True, text=True
     )
