@@ -2,6 +2,7 @@
 
 ``ServerThread`` binds the socket itself (port 0 picks a free port), hands it to uvicorn, waits
 until uvicorn has started before returning from ``start()``, and stops with ``should_exit``.
+Both also run a webhook ``Dispatcher`` (its own thread and event loop) for the provider.
 """
 
 from __future__ import annotations
@@ -10,12 +11,13 @@ import asyncio
 import contextlib
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from types import TracebackType
 
 import uvicorn
 
 from .app import create_app
+from .dispatcher import Dispatcher
 from .service import FakeProvider
 
 __all__ = ["DEFAULT_HOST", "ServerThread", "bind_socket", "serve_forever", "serving"]
@@ -55,9 +57,16 @@ class ServerThread:
     """A real server for ``provider`` on a background thread (use as a context manager)."""
 
     def __init__(
-        self, provider: FakeProvider, *, host: str = DEFAULT_HOST, port: int = 0, log_level: str = "warning"
+        self,
+        provider: FakeProvider,
+        *,
+        host: str = DEFAULT_HOST,
+        port: int = 0,
+        log_level: str = "warning",
+        allow_webhook_hosts: Iterable[str] = (),
     ) -> None:
         self.provider = provider
+        self.dispatcher = Dispatcher(provider, allow_webhook_hosts=allow_webhook_hosts)
         self._socket = bind_socket(host, port)
         self.url = _url(self._socket)
         self._server = uvicorn.Server(_config(provider, log_level))
@@ -71,6 +80,7 @@ class ServerThread:
             self.error = exc
 
     def start(self, timeout: float = 10.0) -> ServerThread:
+        self.dispatcher.start()
         self._thread.start()
         deadline = threading.Event()
         waited = 0.0
@@ -86,6 +96,7 @@ class ServerThread:
         self._server.should_exit = True
         if self._thread.is_alive():
             self._thread.join(timeout)
+        self.dispatcher.stop()
         with contextlib.suppress(OSError):
             self._socket.close()
 
@@ -105,15 +116,22 @@ def serving(provider: FakeProvider, **kwargs: object) -> Iterator[ServerThread]:
 
 
 def serve_forever(
-    provider: FakeProvider, *, host: str = DEFAULT_HOST, port: int = 8000, log_level: str = "warning",
+    provider: FakeProvider,
+    *,
+    host: str = DEFAULT_HOST,
+    port: int = 8000,
+    log_level: str = "warning",
     on_ready: object = None,
+    allow_webhook_hosts: Iterable[str] = (),
 ) -> None:
     """Serve in the foreground until SIGINT or SIGTERM (uvicorn installs the handlers)."""
     sock = bind_socket(host, port)
     server = uvicorn.Server(_config(provider, log_level))
+    dispatcher = Dispatcher(provider, allow_webhook_hosts=allow_webhook_hosts).start()
     if callable(on_ready):
         on_ready(_url(sock))
     try:
         server.run(sockets=[sock])
     finally:
+        dispatcher.stop()
         sock.close()
