@@ -70,7 +70,9 @@ class ServerThread:
         self._socket = bind_socket(host, port)
         self.url = _url(self._socket)
         self._server = uvicorn.Server(_config(provider, log_level))
-        self._thread = threading.Thread(target=self._run, name=f"fakeprovider {self.url}", daemon=True)
+        self._thread = threading.Thread(
+            target=self._run, name=f"fakeprovider {self.url}", daemon=True
+        )
         self.error: BaseException | None = None
 
     def _run(self) -> None:
@@ -89,7 +91,9 @@ class ServerThread:
             waited += 0.005
         if not self._server.started:
             self.stop()
-            raise RuntimeError(f"the fakeprovider server at {self.url} did not start: {self.error!r}")
+            raise RuntimeError(
+                f"the fakeprovider server at {self.url} did not start: {self.error!r}"
+            )
         return self
 
     def stop(self, timeout: float = 10.0) -> None:
@@ -104,7 +108,10 @@ class ServerThread:
         return self.start()
 
     def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
     ) -> None:
         self.stop()
 
