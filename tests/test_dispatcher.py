@@ -50,7 +50,9 @@ class Receiver:
                 body = self.rfile.read(int(self.headers["content-length"]))
                 number = len(receiver.received)
                 receiver.received.append(
-                    Received(time.monotonic(), {k.lower(): v for k, v in self.headers.items()}, body)
+                    Received(
+                        time.monotonic(), {k.lower(): v for k, v in self.headers.items()}, body
+                    )
                 )
                 status, headers, sleep = receiver.answer(number)
                 if sleep:
@@ -74,7 +76,9 @@ def receiver() -> Iterator[Receiver]:
     server.daemon_threads = True
     server.block_on_close = False
     rec.url = f"http://127.0.0.1:{server.server_address[1]}/hooks"
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
     thread.start()
     yield rec
     rec.release.set()
@@ -158,7 +162,9 @@ def test_receiver_gets_every_scripted_delivery_and_duplicates_share_the_id(recei
     assert len({r.headers["webhook-id"] for r in receiver.received}) == 3
     first, duplicate = receiver.received[2], receiver.received[5]
     assert first.body == duplicate.body
-    assert int(duplicate.headers["webhook-timestamp"]) == int(first.headers["webhook-timestamp"]) + 1
+    assert (
+        int(duplicate.headers["webhook-timestamp"]) == int(first.headers["webhook-timestamp"]) + 1
+    )
     assert duplicate.headers["webhook-signature"] != first.headers["webhook-signature"]
     for delivery in receiver.received:
         payload = Webhook(SECRET).verify(delivery.body, delivery.headers)
@@ -227,7 +233,10 @@ def test_retry_after_of_the_receiver_is_honoured(receiver, serve):
     server = serve(scenario(receiver, "  events: [job.queued]\n  retry_schedule: [50ms]\n"))
     submit(server)
     settle(server, 1.3)
-    assert webhook_rows(server) == [("job.queued", 429, None, 1, None), ("job.queued", 200, None, 2, None)]
+    assert webhook_rows(server) == [
+        ("job.queued", 429, None, 1, None),
+        ("job.queued", 200, None, 2, None),
+    ]
     first, second = receiver.received
     assert second.at - first.at >= 0.95
     assert server.provider.journal.filter(kind="webhook")[0].retry_after.raw == "1"
@@ -319,7 +328,11 @@ def test_a_slow_receiver_does_not_delay_status_responses(receiver, serve):
             latencies.append(time.perf_counter() - before)
             assert answer.status_code == 200
             time.sleep(0.02)
-    in_flight = [e for e in server.provider.journal if e.kind == "webhook" and e.completed_at is None]
+    in_flight = [
+        e for e in server.provider.journal if e.kind == "webhook" and e.completed_at is None
+    ]
     assert len(in_flight) >= 8  # the receiver is holding every delivery
-    print(f"status latency with a 5 s receiver: max {max(latencies) * 1000:.1f} ms over {len(latencies)}")
+    print(
+        f"status latency with a 5 s receiver: max {max(latencies) * 1000:.1f} ms over {len(latencies)}"
+    )
     assert max(latencies) < 0.05

@@ -49,7 +49,11 @@ def _engine_changes(text: str, *, until: float) -> tuple[Engine, list[StateChang
     engine = Engine(parse_scenario(text), epoch=DEFAULT_EPOCH)
     engine.handle(
         Request(
-            "submit", "POST", "/v1/jobs", body={"prompt": "a cat"}, callback_url="http://127.0.0.1:9/h"
+            "submit",
+            "POST",
+            "/v1/jobs",
+            body={"prompt": "a cat"},
+            callback_url="http://127.0.0.1:9/h",
         ),
         0.0,
     )
@@ -84,7 +88,9 @@ def test_real_deliveries_verify_with_the_reference_library_and_bad_ones_do_not()
     for delivery in sends:
         body = render_body(generic_payload, delivery, DEFAULT_EPOCH)
         headers = headers_for(SECRET, delivery.webhook_id, now, body, delivery.variant)
-        assert verify(SECRET, headers, body, now=now) == (delivery.variant not in ("forged", "stale"))
+        assert verify(SECRET, headers, body, now=now) == (
+            delivery.variant not in ("forged", "stale")
+        )
         try:
             Webhook(SECRET).verify(body, headers)
             verdicts.append((delivery.variant, "valid"))
@@ -139,7 +145,9 @@ def test_planning_is_a_pure_function_of_the_changes():
 
 
 def test_reorder_sends_the_terminal_event_first():
-    text = JOB.replace("  duplicates: 1\n", "  reorder: true\n").replace("  missing: [job.processing]\n", "")
+    text = JOB.replace("  duplicates: 1\n", "  reorder: true\n").replace(
+        "  missing: [job.processing]\n", ""
+    )
     text = text.replace("  forged: [job.succeeded]\n  stale: [job.succeeded]\n", "")
     _, changes = _engine_changes(text, until=100.0)
     config = parse_scenario(text).webhooks
