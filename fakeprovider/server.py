@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import signal
 import socket
 import threading
 from collections.abc import Iterable, Iterator
-from types import TracebackType
+from types import FrameType, TracebackType
 
 import uvicorn
 
@@ -125,6 +126,25 @@ def serving(provider: FakeProvider, **kwargs: object) -> Iterator[ServerThread]:
         yield server
 
 
+class _ForegroundServer(uvicorn.Server):
+    """uvicorn's server, but SIGINT/SIGTERM only ask it to stop: the process then exits 0."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        if threading.current_thread() is not threading.main_thread():  # pragma: no cover
+            yield
+            return
+        previous = {sig: signal.signal(sig, self._stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            yield
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+    def _stop(self, sig: int, frame: FrameType | None) -> None:
+        self.should_exit = True
+
+
 def serve_forever(
     provider: FakeProvider,
     *,
@@ -136,7 +156,7 @@ def serve_forever(
 ) -> None:
     """Serve in the foreground until SIGINT or SIGTERM (uvicorn installs the handlers)."""
     sock = bind_socket(host, port)
-    server = uvicorn.Server(_config(provider, log_level))
+    server = _ForegroundServer(_config(provider, log_level))
     dispatcher = Dispatcher(provider, allow_webhook_hosts=allow_webhook_hosts).start()
     if callable(on_ready):
         on_ready(_url(sock))

@@ -235,3 +235,14 @@ def test_bundled_webhook_scenarios_load():
         assert name in bundled_scenarios()
         config = load_scenario(name).webhooks
         assert config is not None
+
+
+def test_the_webhooks_block_in_the_docs_is_valid():
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).parent.parent / "docs" / "webhooks.md").read_text(encoding="utf-8")
+    (block,) = re.findall(r"```yaml\n(.*?)```", text, re.DOTALL)
+    scenario = parse_scenario("jobs:\n  - timeline: [{status: succeeded}]\n" + block)
+    assert scenario.webhooks is not None
+    assert scenario.webhooks.reorder is True
