@@ -58,6 +58,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             seed=args.seed,
             time_scale=args.time_scale,
             journal_sink=sink,
+            allow_webhook_hosts=args.allow_webhook_host,
         )
     except ScenarioError as exc:
         print(exc, file=sys.stderr)
@@ -199,6 +200,14 @@ def build_parser() -> argparse.ArgumentParser:
         default="warning",
         choices=["critical", "error", "warning", "info", "debug"],
         help="uvicorn log level",
+    )
+    serve.add_argument(
+        "--allow-webhook-host",
+        action="append",
+        default=[],
+        metavar="HOST",
+        help="let webhooks go to HOST too (by default only to loopback addresses and"
+        " localhost); repeat for several hosts",
     )
     serve.set_defaults(func=cmd_serve)
 
