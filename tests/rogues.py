@@ -78,7 +78,8 @@ def retry_after(response: httpx.Response | None, *, int_only: bool = False) -> f
         return float(value)
     when = email.utils.parsedate(value)
     sent = email.utils.parsedate(headers["date"])
-    assert when is not None and sent is not None, (value, headers["date"])
+    assert when is not None, value
+    assert sent is not None, headers["date"]
     return max(0.0, float(calendar.timegm(when) - calendar.timegm(sent)))
 
 

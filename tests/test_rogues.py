@@ -8,6 +8,7 @@ the file takes as long as its slowest run.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -127,7 +128,7 @@ def _overlap(entries: list[Entry]) -> list[str]:
     return [
         f"status read #{b.seq} for job {b.job_id} arrived at {t(b.received_at)} while read #{a.seq}"
         f" (received {t(a.received_at)}) had not started its response"
-        for a, b in zip(reads, reads[1:], strict=False)
+        for a, b in itertools.pairwise(reads)
     ]
 
 
@@ -164,7 +165,8 @@ def _int_retry_after(entries: list[Entry]) -> list[str]:
     throttled = next(e for e in reads if e.fault == "throttled-rfc850")
     after = reads[reads.index(throttled) + 1]
     record = throttled.retry_after
-    assert record is not None and record.not_before is not None
+    assert record is not None
+    assert record.not_before is not None
     return [
         f"status read #{after.seq} for job {after.job_id} at {t(after.received_at)} came"
         f" {t(record.not_before - after.received_at)} before the Retry-After {record.raw!r} of"
@@ -175,8 +177,9 @@ def _int_retry_after(entries: list[Entry]) -> list[str]:
 def _impatient(entries: list[Entry]) -> list[str]:
     chain = [e for e in entries if e.kind in ("submit", "status")]
     out = []
-    for a, b in zip(chain, chain[1:], strict=False):
-        assert a.completed_at is not None and a.poll_after is not None
+    for a, b in itertools.pairwise(chain):
+        assert a.completed_at is not None
+        assert a.poll_after is not None
         if a.job_status == "succeeded":
             break
         gap = b.received_at - a.completed_at
