@@ -171,6 +171,17 @@ def _admin_app(provider: FakeProvider) -> Starlette:
     async def journal(request: StarletteRequest) -> Response:
         return JSONResponse([e.to_dict() for e in provider.journal])
 
+    async def report(request: StarletteRequest) -> Response:
+        from .invariants import Limits, check
+
+        scale = getattr(provider, "_time_scale", 1.0)
+        try:
+            base = Limits.from_expect(provider.scenario.expect, time_scale=scale)
+            limits = Limits.from_strings(dict(request.query_params), base)
+        except ValueError as exc:
+            return _error(400, "invalid_limits", f"{exc}.")
+        return JSONResponse(check(provider.journal.snapshot(), limits).to_dict())
+
     def _admin_entry(request: StarletteRequest, status: int) -> None:
         now = provider.clock.now()
         provider.journal.append(
@@ -224,6 +235,7 @@ def _admin_app(provider: FakeProvider) -> Starlette:
     routes = [
         Route("/__admin/health", health, methods=["GET"]),
         Route("/__admin/journal", journal, methods=["GET"]),
+        Route("/__admin/report", report, methods=["GET"]),
         Route("/__admin/reset", reset, methods=["POST"]),
         Route("/__admin/scenario", scenario, methods=["PUT"]),
         Route("/{rest:path}", unknown, methods=_METHODS),

@@ -251,6 +251,10 @@ def build_parser() -> argparse.ArgumentParser:
         description="Print the JSON Schema of the scenario format (for editors).",
     )
     schema.set_defaults(func=cmd_schema)
+
+    from ._check_cli import add_check_parser
+
+    add_check_parser(sub)
     return parser
 
 
