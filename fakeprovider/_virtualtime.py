@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import asyncio.base_events
+import contextlib
 import datetime as _datetime_module
 import sys
 import threading
@@ -130,18 +131,21 @@ class _DatetimeMeta(type):
         return issubclass(sub, _REAL_DATETIME)
 
 
-class _VirtualDatetime(_REAL_DATETIME, metaclass=_DatetimeMeta):
-    """``datetime.datetime`` whose ``now``/``utcnow``/``today`` follow the virtual clock."""
+class _VirtualDatetime(_datetime_module.datetime, metaclass=_DatetimeMeta):
+    """``datetime.datetime`` whose ``now``/``utcnow``/``today`` follow the virtual clock.
+
+    They return real ``datetime.datetime`` instances (hence the ignored overrides).
+    """
 
     @classmethod
-    def now(cls, tz: _datetime_module.tzinfo | None = None) -> _datetime_module.datetime:
+    def now(cls, tz: _datetime_module.tzinfo | None = None) -> _datetime_module.datetime:  # type: ignore[override]
         active = _current()
         if active is None:
             return _REAL_DATETIME.now(tz)
         return _REAL_DATETIME.fromtimestamp(active.time(), tz)
 
     @classmethod
-    def utcnow(cls) -> _datetime_module.datetime:
+    def utcnow(cls) -> _datetime_module.datetime:  # type: ignore[override]
         active = _current()
         if active is None:
             return _REAL_DATETIME.now(_datetime_module.UTC).replace(tzinfo=None)
@@ -149,7 +153,7 @@ class _VirtualDatetime(_REAL_DATETIME, metaclass=_DatetimeMeta):
         return moment.replace(tzinfo=None)
 
     @classmethod
-    def today(cls) -> _datetime_module.datetime:
+    def today(cls) -> _datetime_module.datetime:  # type: ignore[override]
         return cls.now()
 
 
@@ -232,18 +236,19 @@ class VirtualTime:
             self._monotonic_base = _REAL_MONOTONIC() - self.clock.now()
             for module, name, replacement in _MODULE_PATCHES:
                 setattr(module, name, replacement)
-            asyncio.base_events.BaseEventLoop.time = _loop_time  # type: ignore[method-assign]
+            asyncio.base_events.BaseEventLoop.time = _loop_time  # type: ignore[method-assign,assignment]
             if self.rebind_captured:
                 self._rebind()
             _active = self
-        try:
+        with contextlib.suppress(RuntimeError):  # no loop running on this thread
             self.instrument(asyncio.get_running_loop())
-        except RuntimeError:
-            pass
         return self
 
     def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
     ) -> None:
         global _active
         with _active_lock:
@@ -261,7 +266,10 @@ class VirtualTime:
 
     def _rebind(self) -> None:
         """Replace copies of the patched names bound by value in non-stdlib modules."""
-        swaps = {id(_ORIGINALS[(m.__name__, n)]): (_ORIGINALS[(m.__name__, n)], r) for m, n, r in _MODULE_PATCHES}
+        swaps = {
+            id(_ORIGINALS[(m.__name__, n)]): (_ORIGINALS[(m.__name__, n)], r)
+            for m, n, r in _MODULE_PATCHES
+        }
         skip = _UNTOUCHED | sys.stdlib_module_names
         for name, module in list(sys.modules.items()):
             if module is None or name.partition(".")[0] in skip:

@@ -39,7 +39,13 @@ from .journal import Journal
 from .scenario import Scenario
 from .service import FakeProvider
 
-__all__ = ["DEFAULT_BASE_URL", "InProcessTransport", "VirtualProvider", "VirtualTime", "virtual_provider"]
+__all__ = [
+    "DEFAULT_BASE_URL",
+    "InProcessTransport",
+    "VirtualProvider",
+    "VirtualTime",
+    "virtual_provider",
+]
 
 #: Where in-process fakes answer (``.invalid`` never resolves, so a leak fails fast).
 DEFAULT_BASE_URL = "http://fakeprovider.invalid"
@@ -73,22 +79,30 @@ class InProcessTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
             base_url=f"{url.scheme}://{url.host}{port}",
         )
 
-    def _finish(self, request: httpx.Request, reply: Reply, response: HttpResponse) -> httpx.Response:
+    def _finish(
+        self, request: httpx.Request, reply: Reply, response: HttpResponse
+    ) -> httpx.Response:
         clock = self.provider.clock
         if reply.action != "respond":
             now = clock.now()
             self.provider.sent(reply, started=now, completed=now, status_code=None)
             if reply.action == "reset":
                 raise httpx.ReadError("[Errno 104] Connection reset by peer", request=request)
-            raise httpx.RemoteProtocolError("Server disconnected without sending a response.", request=request)
+            raise httpx.RemoteProtocolError(
+                "Server disconnected without sending a response.", request=request
+            )
         headers: list[tuple[str, str]] = []
         if response.media_type is not None:
             headers.append(("content-type", response.media_type))
         headers.extend(response.headers)
         headers.append(("date", self.provider.date_header(reply)))
         started = clock.now()
-        out = httpx.Response(response.status, headers=headers, content=response.body, request=request)
-        self.provider.sent(reply, started=started, completed=clock.now(), status_code=response.status)
+        out = httpx.Response(
+            response.status, headers=headers, content=response.body, request=request
+        )
+        self.provider.sent(
+            reply, started=started, completed=clock.now(), status_code=response.status
+        )
         return out
 
     # -- sync ----------------------------------------------------------------------------
@@ -144,7 +158,9 @@ class VirtualProvider:
     ) -> None:
         self.clock = VirtualClock(epoch=epoch)
         source = str(scenario) if isinstance(scenario, Path) else scenario
-        self.provider = FakeProvider(source, clock=self.clock, dialect=dialect, seed=seed, time_scale=time_scale)
+        self.provider = FakeProvider(
+            source, clock=self.clock, dialect=dialect, seed=seed, time_scale=time_scale
+        )
         self.url = base_url.rstrip("/")
         self.transport = InProcessTransport(self.provider)
         self.patch_time = patch_time
@@ -173,10 +189,10 @@ class VirtualProvider:
             raise RuntimeError("This VirtualProvider is already active; enter it once at a time.")
         parts = urlsplit(self.url)
         router = respx.mock(assert_all_called=False, assert_all_mocked=False)
-        pattern: dict[str, object] = {"scheme": parts.scheme, "host": parts.hostname}
+        route = router.route(scheme=parts.scheme, host=parts.hostname)
         if parts.port is not None:
-            pattern["port"] = parts.port
-        router.route(**pattern).mock(side_effect=self._side_effect)
+            route = router.route(scheme=parts.scheme, host=parts.hostname, port=parts.port)
+        route.mock(side_effect=self._side_effect)
         router.route().pass_through()
         if self.patch_time:
             self._time = VirtualTime(self.clock)
@@ -192,7 +208,10 @@ class VirtualProvider:
         return self
 
     def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
     ) -> None:
         router, self._router = self._router, None
         try:
