@@ -55,9 +55,17 @@ __all__ = [
     "webhook_plans",
 ]
 
-#: Fault kinds, simplest first: a 5xx answer, a 429, a slow answer, a connection reset, and a
-#: request that is handled but whose response is lost (on a submit: the job exists anyway).
-FAULT_KINDS: Final = ("server_error", "rate_limited", "slow", "reset", "lose_response")
+#: Fault kinds, simplest first: a 5xx answer, a 429, a slow answer, a connection reset, a
+#: request that is handled but whose response is lost (on a submit: the job exists anyway), and
+#: a 401/403 (the credentials stopped working: retrying them cannot help).
+FAULT_KINDS: Final = (
+    "server_error",
+    "rate_limited",
+    "slow",
+    "reset",
+    "lose_response",
+    "auth_error",
+)
 #: ``Retry-After`` forms, simplest first: delay-seconds, the three RFC 9110 HTTP-date forms,
 #: and a ``retry-after-ms`` header.
 RETRY_AFTER_FORMS: Final = ("seconds", "imf", "rfc850", "asctime", "ms")
@@ -77,6 +85,7 @@ WEBHOOK_EVENTS: Final = (
 )
 
 _SERVER_ERRORS = (503, 500, 502, 504)
+_AUTH_ERRORS = (401, 403)
 _FAULT_ROUTES = ("status", "submit", "content", "any")
 _RATE_LIMIT_ROUTES: tuple[tuple[str, ...], ...] = (("any",), ("status",), ("submit",))
 _ABSENT: Final = object()  # a key left out of the generated document
@@ -387,7 +396,12 @@ def _plain_faults(
     target = st.just(_ABSENT) if jobs == 1 else _optional(st.integers(0, jobs - 1))
     # Every kind draws the same choices, so shrinking moves toward the earlier kinds in
     # FAULT_KINDS (and not toward whichever kind happens to need the fewest draws).
-    details = st.tuples(st.sampled_from(_SERVER_ERRORS), retry_after, _slow_delays())
+    details = st.tuples(
+        st.sampled_from(_SERVER_ERRORS),
+        retry_after,
+        _slow_delays(),
+        st.sampled_from(_AUTH_ERRORS),
+    )
 
     @st.composite
     def plain(draw: st.DrawFn) -> list[dict[str, Any]]:
@@ -407,7 +421,11 @@ def _plain_faults(
     return plain()
 
 
-def _fault_details(kind: str, status: int, retry_after: Any, delay: str) -> dict[str, Any]:
+def _fault_details(
+    kind: str, status: int, retry_after: Any, delay: str, auth_status: int
+) -> dict[str, Any]:
+    if kind == "auth_error":
+        return {"status": auth_status}
     if kind == "server_error":
         return {"status": status, "retry_after": retry_after}
     if kind == "rate_limited":
@@ -541,9 +559,13 @@ def _plain_scenario(
     webhooks: bool,
     timeline_kinds: tuple[str, ...],
     outcomes: tuple[str | None, ...],
+    missing_poll_hints: bool,
 ) -> st.SearchStrategy[dict[str, Any]]:
     timeline = _plain_timeline(4, max_duration, 20, timeline_kinds, outcomes)
-    poll_after = st.one_of(st.just(_ABSENT), st.integers(1, 60).map(_seconds), st.just(None))
+    hints = [st.just(_ABSENT), st.integers(1, 60).map(_seconds)]
+    if missing_poll_hints:
+        hints.append(st.just(None))  # 'poll_after: null': answers carry no usable hint
+    poll_after = st.one_of(hints)
     rate_limit = _optional(_plain_rate_limit(forms)) if rate_limits else st.just(_ABSENT)
     hooks = (
         _optional(_plain_webhooks(WEBHOOK_EVENTS[:3], None, 30.0, 2, True))
@@ -587,6 +609,7 @@ def scenarios(
     webhooks: bool = False,
     timeline_kinds: Sequence[str] = TIMELINE_KINDS,
     outcomes: Sequence[str | None] = OUTCOMES,
+    missing_poll_hints: bool = False,
 ) -> Scenario:
     """Whole scenarios: a hostile provider to attack a client with.
 
@@ -595,7 +618,8 @@ def scenarios(
     as '10m') or after up to 20 status reads, ending in one of ``outcomes``; up to
     ``max_faults`` faults of ``fault_kinds``; ``Retry-After`` in ``retry_after_forms``; a
     token-bucket rate limit when ``rate_limits``; webhook plans when ``webhooks`` (off by
-    default: deliveries need a receiver). Shrinks toward one job that succeeds at once, no
+    default: deliveries need a receiver). Poll hints are the default 5s or 1s to 60s; with
+    ``missing_poll_hints`` a job may also have none (``poll_after: null``). Shrinks toward one job that succeeds at once, no
     faults, no rate limit, no webhooks.
     """
     low = _check_int("min_jobs", min_jobs, 1)
@@ -612,6 +636,7 @@ def scenarios(
         _check_bool("webhooks", webhooks),
         _check_choices("timeline_kinds", timeline_kinds, TIMELINE_KINDS),
         _check_choices("outcomes", outcomes, OUTCOMES),
+        _check_bool("missing_poll_hints", missing_poll_hints),
     )
     scenario: Scenario = _validated(Scenario, draw(_plain_scenario(*args)), "scenario")
     return scenario

@@ -231,7 +231,7 @@ def test_every_fault_kind_retry_after_form_and_timeline_kind_is_drawn() -> None:
         *(f"retry-after:{form}" for form in RETRY_AFTER_FORMS),
         *(f"route:{route}" for route in ("status", "submit", "content", "any")),
         *(f"trigger:{t}" for t in ("nth", "nth-list", "every", "start", "probability", "times", "job")),
-        *(f"status:{code}" for code in (429, 500, 502, 503, 504)),
+        *(f"status:{code}" for code in (401, 403, 429, 500, 502, 503, 504)),
         "outcome:succeeded", "outcome:failed", "outcome:cancelled",
         "outcome:completed_with_errors", "outcome:processing",  # processing: never finishes
         "timeline:time", "timeline:polls", "rate-limit",
@@ -333,7 +333,7 @@ def test_webhook_plans_shrink_to_plain_delivery() -> None:
         (
             scenarios(fault_kinds=["timeout"]),
             "fault_kinds contains the unknown choice 'timeout'; choose from 'server_error',"
-            " 'rate_limited', 'slow', 'reset', 'lose_response'.",
+            " 'rate_limited', 'slow', 'reset', 'lose_response', 'auth_error'.",
         ),
         (scenarios(fault_kinds=[]), "fault_kinds=[] must name at least one choice."),
         (scenarios(fault_kinds="reset"), "fault_kinds='reset' must be a list or tuple of choices."),
