@@ -349,6 +349,10 @@ def test_webhook_plans_shrink_to_plain_delivery() -> None:
             "outcomes contains the unknown choice 'done'; choose from 'succeeded', 'failed',"
             " 'cancelled', 'completed_with_errors', None.",
         ),
+        (
+            scenarios(missing_poll_hints="no"),  # type: ignore[arg-type]
+            "missing_poll_hints='no' must be True or False.",
+        ),
         (timelines(max_steps=0), "max_steps=0 must be at least 1."),
         (
             timelines(kinds=("time", "ticks")),
@@ -380,6 +384,21 @@ def test_bad_arguments_raise_invalid_argument_when_drawn(
     with pytest.raises(InvalidArgument) as raised:
         find(strategy, lambda _: True, settings=settings(database=None))
     assert str(raised.value) == message
+
+
+def test_null_poll_hints_only_when_asked() -> None:
+    hints: set[float | None] = set()
+
+    @settings(QUIET, max_examples=150)
+    @seed(3)
+    @given(scenarios(), scenarios(missing_poll_hints=True))
+    def collect(default: Scenario, hostile: Scenario) -> None:
+        assert all(job.poll_after is not None for job in default.jobs)
+        hints.update(job.poll_after for job in hostile.jobs)
+
+    collect()
+    assert None in hints
+    assert 5.0 in hints
 
 
 def test_duration_strings_are_accepted() -> None:

@@ -158,6 +158,7 @@ def test_the_shrunk_scenario_is_the_one_thing_the_bug_needs(
     assert found == [SHRUNK[invariant]]
 
 
+@pytest.mark.slow  # about 30 s
 def test_the_correct_client_survives_500_examples(fakeprovider_session: Any) -> None:
     outcomes: dict[str, int] = {}
 
@@ -178,6 +179,7 @@ def test_the_correct_client_survives_500_examples(fakeprovider_session: Any) -> 
     assert {"succeeded", "failed", "timed_out", "error"} <= set(outcomes)
 
 
+@pytest.mark.slow  # a measurement: about 12 s (run with -m slow -s to see the numbers)
 def test_200_examples_of_multi_minute_jobs_take_seconds(fakeprovider_session: Any) -> None:
     simulated = 0.0
 
