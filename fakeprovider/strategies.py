@@ -363,10 +363,12 @@ def _slow_delays() -> st.SearchStrategy[str]:
 
 
 def _trigger(max_duration: float) -> st.SearchStrategy[dict[str, Any]]:
-    """Which matching requests a fault fires on, simplest first."""
+    """Which matching requests a fault fires on, simplest first: the nth, the first n (an
+    outage), several listed, every k-th, a time window, a seeded probability."""
     window = max(1, math.floor(max_duration))
     return st.one_of(
         st.integers(1, 5).map(lambda n: {"nth": n}),
+        st.integers(1, 10).map(lambda n: {"times": n}),  # an outage: the first n requests
         st.lists(st.integers(1, 8), min_size=2, max_size=3, unique=True).map(
             lambda ns: {"nth": sorted(ns)}
         ),
@@ -449,8 +451,8 @@ def fault_plans(
     """A scenario's ``faults:``, between ``min_faults`` and ``max_faults`` of them.
 
     Each fault is one of ``kinds`` (see ``FAULT_KINDS``) on one route, fired on the nth
-    matching request(s), every k-th, inside a time window (within ``max_duration``) or with a
-    seeded probability; ``job`` targets one of the first ``jobs`` job specs. 5xx and 429
+    matching request(s), on the first n (an outage), every k-th, inside a time window (within
+    ``max_duration``) or with a seeded probability; ``job`` targets one of the first ``jobs`` job specs. 5xx and 429
     faults may carry a ``Retry-After`` in one of ``retry_after_forms``.
     """
     args = _fault_args(min_faults, max_faults, kinds, retry_after_forms, jobs, max_duration)
