@@ -26,6 +26,7 @@ __all__ = [
     "Violation",
     "describe",
     "fmt_time",
+    "told",
     "was_sent",
     "webhook_ack",
     "webhook_url",
@@ -114,6 +115,44 @@ def _by_job(entries: Sequence[Entry], kind: str | None = None) -> dict[str, list
     return out
 
 
+#: A webhook send that is not a genuine message: a receiver must reject it with a 4xx.
+_REJECT = frozenset({"forged", "stale"})
+
+
+def webhook_url(entry: Entry) -> str:
+    """The receiver URL a webhook entry went to, from its ``client`` (host:port) and ``path``.
+
+    The journal does not keep the scheme; loopback receivers are plain HTTP, so it says http.
+    """
+    return f"http://{entry.client}{entry.path}"
+
+
+def was_sent(entry: Entry) -> bool:
+    """True for a webhook entry that stands for a real send: not a ``missing`` event (attempt
+    0, nothing sent) and not a delivery refused because its host is not allowed."""
+    return (
+        entry.kind == "webhook"
+        and entry.delivery != "missing"
+        and entry.attempt != 0
+        and entry.error_code != "host_not_allowed"
+    )
+
+
+def told(entry: Entry) -> bool:
+    """True for a webhook entry that reached the receiver with a genuine message: sent, not
+    forged or stale, and not lost to a connection error."""
+    return (
+        was_sent(entry) and entry.delivery not in _REJECT and entry.error_code != "connection_error"
+    )
+
+
+def _no_answer(entry: Entry) -> str:
+    waited = fmt_time(entry.latency) if entry.latency is not None else "an unknown time"
+    if entry.error_code == "timeout":
+        return f"timed out after {waited} without an answer"
+    return f"got no answer ({(entry.error_code or 'no response').replace('_', ' ')})"
+
+
 # -- the rules ------------------------------------------------------------------------------
 
 
@@ -182,7 +221,9 @@ def no_premature_retrieval(
         notified = [
             w.received_at
             for w in webhooks
-            if w.job_id == job_id and (w.event or "").removeprefix("job.") in SUCCESS_STATUSES
+            if w.job_id == job_id
+            and told(w)
+            and (w.event or "").removeprefix("job.") in SUCCESS_STATUSES
         ]
         for fetch in (e for e in job_entries if e.kind == "content"):
             before = [e for e in job_entries if e.seq < fetch.seq]
@@ -461,36 +502,6 @@ def status_rate(entries: Sequence[Entry], limits: Limits) -> Iterator[Violation]
                 read.client,
             )
             return
-
-
-#: A webhook send that is not a genuine message: a receiver must reject it with a 4xx.
-_REJECT = frozenset({"forged", "stale"})
-
-
-def webhook_url(entry: Entry) -> str:
-    """The receiver URL a webhook entry went to, from its ``client`` (host:port) and ``path``.
-
-    The journal does not keep the scheme; loopback receivers are plain HTTP, so it says http.
-    """
-    return f"http://{entry.client}{entry.path}"
-
-
-def was_sent(entry: Entry) -> bool:
-    """True for a webhook entry that stands for a real send: not a ``missing`` event (attempt
-    0, nothing sent) and not a delivery refused because its host is not allowed."""
-    return (
-        entry.kind == "webhook"
-        and entry.delivery != "missing"
-        and entry.attempt != 0
-        and entry.error_code != "host_not_allowed"
-    )
-
-
-def _no_answer(entry: Entry) -> str:
-    waited = fmt_time(entry.latency) if entry.latency is not None else "an unknown time"
-    if entry.error_code == "timeout":
-        return f"timed out after {waited} without an answer"
-    return f"got no answer ({(entry.error_code or 'no response').replace('_', ' ')})"
 
 
 def webhook_ack(deliveries: Sequence[Entry], limits: Limits) -> Iterator[Violation]:

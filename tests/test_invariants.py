@@ -158,9 +158,21 @@ def test_a_download_before_success_was_seen_is_premature() -> None:
     webhook = Entry(
         seq=2, kind="webhook", job_id="j_1", method="POST", path="/hook", client="receiver",
         received_at=0.4, response_started_at=0.41, completed_at=0.41, status_code=204,
-        event="job.succeeded",
+        event="job.succeeded", attempt=1,
     )  # fmt: skip
     assert messages([entries[0], webhook, e(3, "content", 0.5)]) == []
+    # a forged or stale send, a missing event and a refused host told the client nothing
+    for fake in [
+        dataclasses.replace(webhook, delivery="forged"),
+        dataclasses.replace(webhook, delivery="stale", status_code=401),
+        dataclasses.replace(
+            webhook, delivery="missing", attempt=0, status_code=None, response_started_at=None
+        ),
+        dataclasses.replace(webhook, status_code=None, error_code="host_not_allowed"),
+        dataclasses.replace(webhook, status_code=None, error_code="connection_error"),
+    ]:
+        report = check([entries[0], fake, e(3, "content", 0.5)])
+        assert len(report.by_invariant("no_premature_retrieval")) == 1, fake
 
 
 # -- bounded_retries ------------------------------------------------------------------------------
@@ -686,3 +698,21 @@ def test_a_well_behaved_simulated_client_never_breaks_an_invariant(
             code, answer = send("content", job_id)
     report = check(engine.journal, max_retries=5, retrievals=1)
     assert report.violations == (), report.render()
+
+
+def test_missing_events_and_refused_hosts_are_not_counted_as_deliveries() -> None:
+    missing = Entry(
+        seq=2, kind="webhook", job_id="j_1", method="POST", path="/hooks",
+        client="127.0.0.1:5555", received_at=1.0, completed_at=1.0, event="job.succeeded",
+        webhook_id="msg_1", attempt=0, delivery="missing",
+    )  # fmt: skip
+    refused = dataclasses.replace(
+        missing, seq=3, attempt=1, delivery=None, error_code="host_not_allowed"
+    )
+    report = check([e(1, "submit", 0.0, status="queued"), missing, refused])
+    assert report.metrics["webhooks"]["deliveries"] == 0
+    assert report.coverage["not_checked"]["webhook_ack"] == "no webhook was delivered"
+    sent = dataclasses.replace(missing, seq=4, attempt=1, delivery=None, status_code=204)
+    report = check([e(1, "submit", 0.0, status="queued"), missing, sent])
+    assert report.metrics["webhooks"]["deliveries"] == 1
+    assert "webhook_ack" not in report.coverage["not_checked"]
