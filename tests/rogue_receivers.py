@@ -179,7 +179,7 @@ class SlowWorker(Receiver):
 
     name = "slow-worker"
 
-    def __init__(self, secret: str = SECRET, *, work: float = 0.2) -> None:
+    def __init__(self, secret: str = SECRET, *, work: float = 2.5) -> None:
         super().__init__(secret)
         self.work = work
 
