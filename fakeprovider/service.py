@@ -50,6 +50,7 @@ class FakeProvider:
         if self._seed_override is not None:
             loaded = dataclasses.replace(loaded, seed=self._seed_override)
         dialect = get_dialect(self._dialect_override or loaded.dialect)
+        dialect.epoch = self.clock.epoch
         with self._lock:
             self.scenario = loaded
             self.dialect: Dialect = dialect

@@ -60,7 +60,9 @@ class Route:
         object.__setattr__(self, "pattern", re.compile(f"^{regex}$"))
 
 
-def json_response(status: int, payload: Any, headers: Sequence[tuple[str, str]] = ()) -> HttpResponse:
+def json_response(
+    status: int, payload: Any, headers: Sequence[tuple[str, str]] = ()
+) -> HttpResponse:
     body = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
     return HttpResponse(status, body, "application/json", tuple(headers))
 
@@ -70,6 +72,10 @@ class Dialect:
 
     name = "base"
     routes: Sequence[Route] = ()
+    #: Unix time of clock reading 0, set by ``FakeProvider`` so that dialects can show
+    #: timestamps (``created_at``...) as providers do. Job times in a ``JobView`` are clock
+    #: readings; ``epoch + reading`` is Unix time.
+    epoch: float = 0.0
 
     def match(self, method: str, path: str) -> tuple[Route, dict[str, str]] | None:
         for route in self.routes:
@@ -89,7 +95,7 @@ class Dialect:
     def parse(self, http: HttpRequest) -> Request:
         """The engine request for ``http`` (``kind='unknown'`` when no route matches)."""
         found = self.match(http.method, http.path)
-        common = {
+        common: dict[str, Any] = {
             "method": http.method,
             "path": http.path,
             "credential": self.credential(http),
@@ -100,8 +106,11 @@ class Dialect:
             allowed = self.allowed_methods(http.path)
             if allowed:
                 return Request(
-                    kind="unknown", problem=f"{http.method} is not allowed here; use {', '.join(allowed)}.",
-                    problem_status=405, problem_code="method_not_allowed", **common,
+                    kind="unknown",
+                    problem=f"{http.method} is not allowed here; use {', '.join(allowed)}.",
+                    problem_status=405,
+                    problem_code="method_not_allowed",
+                    **common,
                 )
             return Request(kind="unknown", **common)
         route, params = found
@@ -118,8 +127,12 @@ class Dialect:
     def render(self, reply: Reply, http: HttpRequest) -> HttpResponse:
         raise NotImplementedError
 
-    def render_error(self, status: int, error: ApiError, headers: Sequence[tuple[str, str]] = ()) -> HttpResponse:
-        return json_response(status, {"error": {"code": error.code, "message": error.message}}, headers)
+    def render_error(
+        self, status: int, error: ApiError, headers: Sequence[tuple[str, str]] = ()
+    ) -> HttpResponse:
+        return json_response(
+            status, {"error": {"code": error.code, "message": error.message}}, headers
+        )
 
     def render_scripted(self, reply: Reply) -> HttpResponse:
         """A fault's answer: its body verbatim, else the dialect's error shape."""
@@ -131,16 +144,24 @@ class Dialect:
                 return json_response(reply.status_code, {}, reply.headers)
             return self.render_error(reply.status_code, error, reply.headers)
         if isinstance(fault.body, str):
-            return HttpResponse(reply.status_code, fault.body.encode(), "text/plain; charset=utf-8", reply.headers)
+            return HttpResponse(
+                reply.status_code, fault.body.encode(), "text/plain; charset=utf-8", reply.headers
+            )
         return json_response(reply.status_code, fault.body, reply.headers)
 
 
-def read_json_object(http: HttpRequest) -> tuple[dict[str, Any] | None, tuple[int, str, str] | None]:
+def read_json_object(
+    http: HttpRequest,
+) -> tuple[dict[str, Any] | None, tuple[int, str, str] | None]:
     """The body as a JSON object, or (status, code, message) saying why it is not one."""
     ctype = http.headers.get("content-type", "").split(";")[0].strip().lower()
     if ctype != "application/json" and not ctype.endswith("+json"):
         shown = ctype or "none"
-        return None, (415, "unsupported_media_type", f"Send the body as application/json (got {shown}).")
+        return None, (
+            415,
+            "unsupported_media_type",
+            f"Send the body as application/json (got {shown}).",
+        )
     try:
         data = json.loads(http.body or b"null")
     except (ValueError, UnicodeDecodeError) as exc:

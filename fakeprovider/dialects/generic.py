@@ -31,13 +31,22 @@ class GenericDialect(Dialect):
         body, problem = read_json_object(http)
         if problem is None and body is not None:
             if not isinstance(body.get("prompt"), str) or not body["prompt"].strip():
-                problem = (422, "invalid_request", "'prompt' is required and must be a non-empty string.")
+                problem = (
+                    422,
+                    "invalid_request",
+                    "'prompt' is required and must be a non-empty string.",
+                )
             elif "callback_url" in body and not isinstance(body["callback_url"], str):
                 problem = (422, "invalid_request", "'callback_url' must be a string.")
         if problem is not None:
             status, code, message = problem
             return Request(
-                kind="submit", body=body, problem=message, problem_status=status, problem_code=code, **common
+                kind="submit",
+                body=body,
+                problem=message,
+                problem_status=status,
+                problem_code=code,
+                **common,
             )
         assert body is not None
         callback = body.get("callback_url")
@@ -50,12 +59,17 @@ class GenericDialect(Dialect):
             return self.render_error(reply.status_code, reply.error, reply.headers)
         kind = reply.request.kind
         if kind == "list":
-            return json_response(200, {"jobs": [self.job(j) for j in reply.jobs], "has_more": False}, reply.headers)
+            return json_response(
+                200, {"jobs": [self.job(j) for j in reply.jobs], "has_more": False}, reply.headers
+            )
         job = reply.job
         assert job is not None
         if kind == "content":
             assert reply.content is not None
-            headers = (*reply.headers, ("Content-Disposition", f'attachment; filename="{job.id}.mp4"'))
+            headers = (
+                *reply.headers,
+                ("Content-Disposition", f'attachment; filename="{job.id}.mp4"'),
+            )
             return HttpResponse(200, reply.content, "video/mp4", headers)
         if kind == "submit":
             payload = {
