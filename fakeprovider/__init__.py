@@ -4,8 +4,6 @@ The stable surface is re-exported here; ``fakeprovider.strategies`` (Hypothesis)
 plugin are imported on their own, so ``import fakeprovider`` pulls in neither.
 """
 
-from __future__ import annotations
-
 from .clock import Clock, RealClock, VirtualClock
 from .engine import Engine
 from .errors import FakeProviderError, InvariantViolation, Problem, ScenarioError

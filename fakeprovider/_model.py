@@ -109,6 +109,8 @@ def _type_name(value: Any) -> str:
 
 
 def _show(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
     if isinstance(value, (dict, list)):
         return _type_name(value)
     text = repr(value)
@@ -172,7 +174,7 @@ def describe(tp: Any) -> str:
     if get_origin(base) is dict:
         return "a mapping"
     if is_model(base):
-        return f"a mapping ({_model_title(base)})"
+        return "a mapping"
     raise TypeError(f"unsupported annotation {tp!r}")
 
 
@@ -183,10 +185,6 @@ def _plural(text: str) -> str:
             first, _, rest = noun.partition(" ")
             return f"{first}s {rest}".strip() if not first.endswith("s") else noun
     return text
-
-
-def _model_title(cls: type) -> str:
-    return getattr(cls, "__schema_title__", cls.__name__)
 
 
 def convert(tp: Any, value: Any, path: Path, issues: list[Issue]) -> Any:
@@ -209,7 +207,11 @@ def convert(tp: Any, value: Any, path: Path, issues: list[Issue]) -> Any:
         return INVALID
     if base in (int, float):
         ok = isinstance(value, int) if base is int else isinstance(value, (int, float))
-        if isinstance(value, bool) or not ok or (isinstance(value, float) and not math.isfinite(value)):
+        if (
+            isinstance(value, bool)
+            or not ok
+            or (isinstance(value, float) and not math.isfinite(value))
+        ):
             issues.append((path, f"expected {describe(tp)}, got {_show(value)}"))
             return INVALID
         bounds = next((e for e in extras if isinstance(e, Bounds)), None)
@@ -325,7 +327,9 @@ def to_plain(obj: Any, *, keep_defaults: bool = False) -> Any:
             default = (
                 f.default
                 if f.default is not dataclasses.MISSING
-                else (f.default_factory() if f.default_factory is not dataclasses.MISSING else INVALID)
+                else (
+                    f.default_factory() if f.default_factory is not dataclasses.MISSING else INVALID
+                )
             )
             if not keep_defaults and value == default:
                 continue
@@ -435,5 +439,3 @@ def iter_fields(cls: type) -> Iterator[tuple[str, Any, str, Any]]:
         if f.default_factory is not dataclasses.MISSING:
             default = f.default_factory()
         yield f.name, hints[f.name], f.metadata.get("doc", ""), default
-
-

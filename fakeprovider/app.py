@@ -8,7 +8,9 @@ when a scenario scripts a reset. Admin routes live under the reserved prefix ``/
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
+import struct
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
@@ -86,13 +88,11 @@ def _abort(receive: Receive) -> None:
         raise ConnectionAbortedError("scripted connection reset")
     sock = transport.get_extra_info("socket")
     if sock is not None:
-        try:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
-        except OSError:  # pragma: no cover - platform without SO_LINGER
-            pass
+        with contextlib.suppress(OSError):  # a platform without SO_LINGER just closes
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
     transport.abort()
-    if hasattr(cycle, "disconnected"):
-        cycle.disconnected = True
+    if cycle is not None and hasattr(cycle, "disconnected"):
+        cycle.disconnected = True  # so uvicorn neither logs nor answers 500
 
 
 def create_app(provider: FakeProvider) -> _Recorder:
@@ -105,7 +105,9 @@ def create_app(provider: FakeProvider) -> _Recorder:
             async for chunk in request.stream():
                 body += chunk
                 if len(body) > limit:
-                    return _error(413, "payload_too_large", f"Request bodies are limited to {limit} bytes.")
+                    return _error(
+                        413, "payload_too_large", f"Request bodies are limited to {limit} bytes."
+                    )
         except ClientDisconnect:
             return Response(status_code=499)
         http = HttpRequest(
@@ -159,7 +161,9 @@ def create_app(provider: FakeProvider) -> _Recorder:
                 method=request.method,
                 path=request.url.path,
                 client=request.headers.get("x-client-id")
-                or (f"{request.client.host}:{request.client.port}" if request.client else "unknown"),
+                or (
+                    f"{request.client.host}:{request.client.port}" if request.client else "unknown"
+                ),
                 received_at=now,
                 response_started_at=now,
                 completed_at=now,
@@ -192,7 +196,9 @@ def create_app(provider: FakeProvider) -> _Recorder:
         return JSONResponse({"status": "loaded", "scenario": provider.scenario.name})
 
     async def admin_unknown(request: StarletteRequest) -> Response:
-        return _error(404, "route_not_found", f"No admin route {request.method} {request.url.path}.")
+        return _error(
+            404, "route_not_found", f"No admin route {request.method} {request.url.path}."
+        )
 
     routes = [
         Route("/__admin/health", health, methods=["GET"]),
@@ -204,11 +210,11 @@ def create_app(provider: FakeProvider) -> _Recorder:
     ]
 
     async def on_error(request: StarletteRequest, exc: Exception) -> Response:
-        return _error(500, "internal_error", "fakeprovider failed; this is a bug, please report it.")
+        return _error(
+            500, "internal_error", "fakeprovider failed; this is a bug, please report it."
+        )
 
     starlette = Starlette(routes=routes, exception_handlers={Exception: on_error})
     starlette.state.provider = provider
     recorder = _Recorder(starlette, provider)
     return recorder
-
-

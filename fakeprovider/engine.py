@@ -256,7 +256,9 @@ class Engine:
         self.journal.append(self._entry(reply, now))
         return reply
 
-    def complete(self, reply: Reply, *, started: float, completed: float, status_code: int | None) -> Entry | None:
+    def complete(
+        self, reply: Reply, *, started: float, completed: float, status_code: int | None
+    ) -> Entry | None:
         """Record that the answer to ``reply`` started at ``started`` and ended at ``completed``."""
         return self.journal.complete(
             reply.seq,
@@ -292,7 +294,9 @@ class Engine:
             reply = _replace(reply, delay=delay, fault=fault, action=fault.action, headers=headers)
         return reply
 
-    def _scripted(self, seq: int, request: Request, fault: Fault, respond_at: float, delay: float) -> Reply:
+    def _scripted(
+        self, seq: int, request: Request, fault: Fault, respond_at: float, delay: float
+    ) -> Reply:
         headers = tuple(fault.headers.items())
         if fault.retry is not None:
             headers += self._retry_after_headers(fault.retry, respond_at)
@@ -313,23 +317,49 @@ class Engine:
     def _gatekeep(self, seq: int, request: Request, now: float, respond_at: float) -> Reply | None:
         """Malformed requests, auth and rate limits, in that order."""
         if request.problem is not None:
-            return self._error(seq, request, respond_at, request.problem_status, request.problem_code, request.problem)
+            return self._error(
+                seq,
+                request,
+                respond_at,
+                request.problem_status,
+                request.problem_code,
+                request.problem,
+            )
         if request.kind == "unknown":
             return self._error(
-                seq, request, respond_at, 404, "route_not_found", f"No route for {request.method} {request.path}."
+                seq,
+                request,
+                respond_at,
+                404,
+                "route_not_found",
+                f"No route for {request.method} {request.path}.",
             )
         auth = self.scenario.auth
         if auth is not None:
             token = request.credential
             if token is None:
-                return self._error(seq, request, respond_at, 401, "missing_credentials", "Send 'Authorization: Bearer <token>'.")
+                return self._error(
+                    seq,
+                    request,
+                    respond_at,
+                    401,
+                    "missing_credentials",
+                    "Send 'Authorization: Bearer <token>'.",
+                )
             if token not in auth.tokens:
-                return self._error(seq, request, respond_at, 401, "invalid_token", "The token is not valid.")
+                return self._error(
+                    seq, request, respond_at, 401, "invalid_token", "The token is not valid."
+                )
             uses = self._token_uses.get(token, 0) + 1
             self._token_uses[token] = uses
             if auth.revoke_after is not None and uses > auth.revoke_after:
                 return self._error(
-                    seq, request, respond_at, 401, "token_revoked", "The token has been revoked; retrying with it will not help."
+                    seq,
+                    request,
+                    respond_at,
+                    401,
+                    "token_revoked",
+                    "The token has been revoked; retrying with it will not help.",
                 )
         limit = self.scenario.rate_limit
         if limit is not None and ("any" in limit.routes or request.kind in limit.routes):
@@ -345,20 +375,38 @@ class Engine:
                 bucket.tokens -= 1.0
             else:
                 wait = (1.0 - bucket.tokens) * limit.refill_every
-                reply = self._error(seq, request, respond_at, 429, "rate_limited", "Too many requests for this API key.")
+                reply = self._error(
+                    seq,
+                    request,
+                    respond_at,
+                    429,
+                    "rate_limited",
+                    "Too many requests for this API key.",
+                )
                 retry = RetryAfter(delay=wait, form=limit.retry_after_form)
                 return _replace(reply, headers=self._retry_after_headers(retry, respond_at))
         return None
 
-    def _route(self, seq: int, request: Request, now: float, respond_at: float, job: _Job | None) -> Reply:
+    def _route(
+        self, seq: int, request: Request, now: float, respond_at: float, job: _Job | None
+    ) -> Reply:
         kind = request.kind
         if kind == "submit":
             return self._submit(seq, request, now, respond_at)
         if kind == "list":
             views = tuple(self._view(self._advanced(self._jobs[i], now), now) for i in self._order)
-            return Reply(seq=seq, request=request, status_code=200, respond_at=respond_at, jobs=views)
+            return Reply(
+                seq=seq, request=request, status_code=200, respond_at=respond_at, jobs=views
+            )
         if job is None:
-            return self._error(seq, request, respond_at, 404, "job_not_found", f"There is no job {request.job_id!r}.")
+            return self._error(
+                seq,
+                request,
+                respond_at,
+                404,
+                "job_not_found",
+                f"There is no job {request.job_id!r}.",
+            )
         if kind == "status":
             view = self._view(job, now)
             job.polls += 1
@@ -369,23 +417,52 @@ class Engine:
             if job.status in ("succeeded", "completed_with_errors"):
                 size = job.spec.result.size_bytes
                 return Reply(
-                    seq=seq, request=request, status_code=200, respond_at=respond_at, job=view,
+                    seq=seq,
+                    request=request,
+                    status_code=200,
+                    respond_at=respond_at,
+                    job=view,
                     content=video_bytes(job.id, size),
                 )
             if job.terminal:
-                reply = self._error(seq, request, respond_at, 409, "no_content", f"Job {job.id} ended {job.status!r}; it has no video.")
+                reply = self._error(
+                    seq,
+                    request,
+                    respond_at,
+                    409,
+                    "no_content",
+                    f"Job {job.id} ended {job.status!r}; it has no video.",
+                )
             else:
                 reply = self._error(
-                    seq, request, respond_at, 409, "job_not_ready", f"Job {job.id} is {job.status!r}; the video is NOT ready yet."
+                    seq,
+                    request,
+                    respond_at,
+                    409,
+                    "job_not_ready",
+                    f"Job {job.id} is {job.status!r}; the video is NOT ready yet.",
                 )
             return _replace(reply, job=view)
         if kind == "cancel":
             if job.terminal:
-                reply = self._error(seq, request, respond_at, 409, "job_already_terminal", f"Job {job.id} already ended {job.status!r}.")
+                reply = self._error(
+                    seq,
+                    request,
+                    respond_at,
+                    409,
+                    "job_already_terminal",
+                    f"Job {job.id} already ended {job.status!r}.",
+                )
                 return _replace(reply, job=self._view(job, now))
             job.cancelled = True
             self._changed(job, now)
-            return Reply(seq=seq, request=request, status_code=200, respond_at=respond_at, job=self._view(job, now))
+            return Reply(
+                seq=seq,
+                request=request,
+                status_code=200,
+                respond_at=respond_at,
+                job=self._view(job, now),
+            )
         raise AssertionError(f"unhandled request kind {kind!r}")  # pragma: no cover
 
     def _submit(self, seq: int, request: Request, now: float, respond_at: float) -> Reply:
@@ -398,17 +475,32 @@ class Engine:
                 job = self._jobs[existing]
                 if job.digest != digest:
                     return self._error(
-                        seq, request, respond_at, 422, "idempotency_key_reused",
+                        seq,
+                        request,
+                        respond_at,
+                        422,
+                        "idempotency_key_reused",
                         f"Idempotency-Key {key!r} was first used with a different request body.",
                     )
                 self._advance(job, now)
                 return Reply(
-                    seq=seq, request=request, status_code=202, respond_at=respond_at, job=self._view(job, now)
+                    seq=seq,
+                    request=request,
+                    status_code=202,
+                    respond_at=respond_at,
+                    job=self._view(job, now),
                 )
         concurrency = self.scenario.concurrency
-        if concurrency is not None and self._active_count(request.credential, now) >= concurrency.max_active_jobs:
+        if (
+            concurrency is not None
+            and self._active_count(request.credential, now) >= concurrency.max_active_jobs
+        ):
             reply = self._error(
-                seq, request, respond_at, 429, "too_many_active_jobs",
+                seq,
+                request,
+                respond_at,
+                429,
+                "too_many_active_jobs",
                 f"At most {concurrency.max_active_jobs} jobs may run at once; wait for one to finish.",
             )
             retry = concurrency.retry_after
@@ -440,7 +532,12 @@ class Engine:
             if end is not None:
                 heapq.heappush(self._ends, (now + end, job_id))
         return Reply(
-            seq=seq, request=request, status_code=202, respond_at=respond_at, job=self._view(job, now), created=True
+            seq=seq,
+            request=request,
+            status_code=202,
+            respond_at=respond_at,
+            job=self._view(job, now),
+            created=True,
         )
 
     # -- jobs -----------------------------------------------------------------------------
@@ -512,7 +609,11 @@ class Engine:
         if status == "succeeded":
             progress = 100
         terminal = status in TERMINAL_STATUSES
-        poll_after = None if terminal else (step.poll_after if step.poll_after is not None else spec.poll_after)
+        poll_after = (
+            None
+            if terminal
+            else (step.poll_after if step.poll_after is not None else spec.poll_after)
+        )
         estimate = spec.estimated_duration if spec.estimated_duration is not None else spec.end_time
         return JobView(
             id=job.id,
@@ -540,8 +641,14 @@ class Engine:
             if fault.route != "any" and fault.route != request.kind:
                 continue
             if fault.job is not None:
-                spec_index = job.spec_index if job is not None else (
-                    self._spec_for(request.body or {}, consume=False) if request.kind == "submit" else None
+                spec_index = (
+                    job.spec_index
+                    if job is not None
+                    else (
+                        self._spec_for(request.body or {}, consume=False)
+                        if request.kind == "submit"
+                        else None
+                    )
                 )
                 if spec_index != fault.job:
                     continue
@@ -568,7 +675,9 @@ class Engine:
             chosen = fault
         return chosen
 
-    def _retry_after_headers(self, retry: RetryAfter, respond_at: float) -> tuple[tuple[str, str], ...]:
+    def _retry_after_headers(
+        self, retry: RetryAfter, respond_at: float
+    ) -> tuple[tuple[str, str], ...]:
         if retry.raw is not None:
             return (("Retry-After", retry.raw),)
         if retry.form == "ms":
@@ -578,7 +687,9 @@ class Engine:
         instant = math.ceil(self.epoch + respond_at + retry.delay)
         return (("Retry-After", format_http_date(instant, retry.form)),)
 
-    def retry_after_record(self, headers: tuple[tuple[str, str], ...], respond_at: float) -> RetryAfterRecord | None:
+    def retry_after_record(
+        self, headers: tuple[tuple[str, str], ...], respond_at: float
+    ) -> RetryAfterRecord | None:
         """What a ``Retry-After`` among ``headers`` means, as clock seconds."""
         from .httpdate import parse_http_date
 
@@ -602,16 +713,26 @@ class Engine:
 
     # -- helpers --------------------------------------------------------------------------
 
-    def _error(self, seq: int, request: Request, respond_at: float, status: int, code: str, message: str) -> Reply:
+    def _error(
+        self, seq: int, request: Request, respond_at: float, status: int, code: str, message: str
+    ) -> Reply:
         return Reply(
-            seq=seq, request=request, status_code=status, respond_at=respond_at, error=ApiError(code, message)
+            seq=seq,
+            request=request,
+            status_code=status,
+            respond_at=respond_at,
+            error=ApiError(code, message),
         )
 
     def _entry(self, reply: Reply, now: float) -> Entry:
         request = reply.request
         job = reply.job
         true_job = self._jobs.get(job.id if job else (request.job_id or ""))
-        shown = job.status if job is not None and not reply.scripted and reply.action == "respond" else None
+        shown = (
+            job.status
+            if job is not None and not reply.scripted and reply.action == "respond"
+            else None
+        )
         return Entry(
             seq=reply.seq,
             kind=request.kind,
@@ -671,5 +792,3 @@ def _message(status: str, poll_after: float | None) -> str:
 
 def _replace(reply: Reply, **changes: Any) -> Reply:
     return replace(reply, **changes)
-
-

@@ -26,7 +26,9 @@ def format_http_date(unix: float, form: DateForm = "imf") -> str:
     t = time.gmtime(math.floor(unix))
     clock = f"{t.tm_hour:02d}:{t.tm_min:02d}:{t.tm_sec:02d}"
     if form == "imf":
-        return f"{_DAYS[t.tm_wday]}, {t.tm_mday:02d} {_MONTHS[t.tm_mon - 1]} {t.tm_year} {clock} GMT"
+        return (
+            f"{_DAYS[t.tm_wday]}, {t.tm_mday:02d} {_MONTHS[t.tm_mon - 1]} {t.tm_year} {clock} GMT"
+        )
     if form == "rfc850":
         year = t.tm_year % 100
         return f"{_LONG_DAYS[t.tm_wday]}, {t.tm_mday:02d}-{_MONTHS[t.tm_mon - 1]}-{year:02d} {clock} GMT"
@@ -42,7 +44,7 @@ def parse_http_date(text: str) -> float | None:
     except (TypeError, ValueError, IndexError):
         return None
     if parsed.tzinfo is None:  # asctime carries no zone; HTTP-dates are always GMT
-        parsed = parsed.replace(tzinfo=datetime.timezone.utc)
+        parsed = parsed.replace(tzinfo=datetime.UTC)
     return parsed.timestamp()
 
 

@@ -18,7 +18,16 @@ from typing import IO, Any, Literal, overload
 __all__ = ["Entry", "Journal", "RetryAfterRecord", "read_journal"]
 
 Kind = Literal["submit", "status", "content", "cancel", "list", "webhook", "admin", "unknown"]
-KINDS: tuple[str, ...] = ("submit", "status", "content", "cancel", "list", "webhook", "admin", "unknown")
+KINDS: tuple[str, ...] = (
+    "submit",
+    "status",
+    "content",
+    "cancel",
+    "list",
+    "webhook",
+    "admin",
+    "unknown",
+)
 
 
 @dataclass(frozen=True)
@@ -94,7 +103,7 @@ class Entry:
         for required in ("seq", "kind", "method", "path", "client", "received_at"):
             if required not in data:
                 raise ValueError(f"missing journal field {required!r}")
-        values = dict(data)
+        values = {"job_id": None, **data}
         ra = values.get("retry_after")
         if isinstance(ra, dict):
             values["retry_after"] = RetryAfterRecord(**ra)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -53,7 +53,9 @@ __all__ = [
     "scenario_schema",
 ]
 
-Status = Literal["queued", "processing", "succeeded", "failed", "cancelled", "completed_with_errors"]
+Status = Literal[
+    "queued", "processing", "succeeded", "failed", "cancelled", "completed_with_errors"
+]
 Route = Literal["submit", "status", "content", "cancel", "list", "any"]
 Outcome = Literal["succeeded", "failed", "cancelled", "timed_out", "completed_with_errors"]
 RetryAfterForm = Literal["seconds", "imf", "rfc850", "asctime", "ms"]
@@ -68,13 +70,17 @@ _Issues = list[tuple[tuple[str | int, ...], str]]
 class Step:
     """One point on a job's timeline: from this moment on, the job shows this state."""
 
-    status: Status | None = doc("The status from this step on; omit to keep the previous one.", None)
+    status: Status | None = doc(
+        "The status from this step on; omit to keep the previous one.", None
+    )
     at: Duration | None = doc("When the step starts, measured from the submit (e.g. '93s').", None)
     after_polls: NonNegativeInt | None = doc(
         "Start the step once the client has made this many status reads of the job.", None
     )
     progress: Progress | None = doc("Progress percentage shown from this step on.", None)
-    poll_after: Duration | None = doc("Poll hint shown while in this step (overrides the job's).", None)
+    poll_after: Duration | None = doc(
+        "Poll hint shown while in this step (overrides the job's).", None
+    )
     message: str | None = doc("The human message shown in status answers during this step.", None)
 
     def _check(self) -> _Issues:
@@ -115,8 +121,12 @@ class JobSpec:
         "Use this spec for submits whose body has these fields (strings may use * and ?).", None
     )
     poll_after: Duration | None = doc("Poll hint shown while the job is not terminal.", 5.0)
-    estimated_duration: Duration | None = doc("Estimate shown on submit; default: the timeline's end.", None)
-    result: Result = doc("The produced video (for 'succeeded' and 'completed_with_errors').", field_default=Result)
+    estimated_duration: Duration | None = doc(
+        "Estimate shown on submit; default: the timeline's end.", None
+    )
+    result: Result = doc(
+        "The produced video (for 'succeeded' and 'completed_with_errors').", field_default=Result
+    )
     error: JobError = doc("The error shown when the job fails.", field_default=JobError)
     summary: dict[str, Any] | None = doc(
         "Summary shown with 'completed_with_errors' (e.g. {succeeded: 3, failed: 1}).", None
@@ -201,7 +211,7 @@ class Fault:
     name: str = doc("Name recorded in the journal's 'fault' field.")
     route: Route = doc("Which requests: submit, status, content, cancel, list or any.", "any")
     job: NonNegativeInt | None = doc("Only requests about jobs made from jobs[job].", None)
-    nth: tuple[PositiveInt, ...] | PositiveInt | None = doc(
+    nth: PositiveInt | tuple[PositiveInt, ...] | None = doc(
         "Fire on the nth matching request (1-based), or on each listed one.", None
     )
     every: PositiveInt | None = doc("Fire on every k-th matching request.", None)
@@ -223,13 +233,27 @@ class Fault:
     def _check(self) -> _Issues:
         issues: _Issues = []
         if self.probability is not None and not 0 <= self.probability <= 1:
-            issues.append((("probability",), f"expected a number between 0 and 1, got {self.probability!r}"))
+            issues.append(
+                (("probability",), f"expected a number between 0 and 1, got {self.probability!r}")
+            )
         if self.status is not None and not 100 <= self.status <= 599:
-            issues.append((("status",), f"expected an HTTP status between 100 and 599, got {self.status}"))
+            issues.append(
+                (("status",), f"expected an HTTP status between 100 and 599, got {self.status}")
+            )
         if self.start is not None and self.end is not None and self.end <= self.start:
-            issues.append((("end",), f"the window ends ({_fmt(self.end)}) before it starts ({_fmt(self.start)})"))
+            issues.append(
+                (
+                    ("end",),
+                    f"the window ends ({_fmt(self.end)}) before it starts ({_fmt(self.start)})",
+                )
+            )
         if self.action != "respond" and (self.status is not None or self.body is not None):
-            issues.append((("action",), f"action {self.action!r} sends no answer, so 'status' and 'body' cannot be set"))
+            issues.append(
+                (
+                    ("action",),
+                    f"action {self.action!r} sends no answer, so 'status' and 'body' cannot be set",
+                )
+            )
         if (
             self.action == "respond"
             and self.status is None
@@ -237,7 +261,12 @@ class Fault:
             and not self.headers
             and self.retry_after is None
         ):
-            issues.append(((), "a fault must change something: set 'status', 'delay', 'headers', 'retry_after' or 'action'"))
+            issues.append(
+                (
+                    (),
+                    "a fault must change something: set 'status', 'delay', 'headers', 'retry_after' or 'action'",
+                )
+            )
         return issues
 
     @property
@@ -260,7 +289,9 @@ class RateLimit:
     capacity: PositiveInt = doc("Burst size: requests allowed at once.")
     refill_every: Duration = doc("One token comes back every this long.")
     routes: tuple[Route, ...] = doc("Routes that spend tokens.", ("any",))
-    scope: Literal["key", "global"] = doc("One bucket per API key (or client), or one for all.", "key")
+    scope: Literal["key", "global"] = doc(
+        "One bucket per API key (or client), or one for all.", "key"
+    )
     retry_after_form: RetryAfterForm = doc("How the computed Retry-After is written.", "seconds")
 
 
@@ -285,8 +316,12 @@ class Webhooks:
     """Webhook deliveries (see the webhooks section of the format reference)."""
 
     url: str | None = doc("Receiver URL when the submit carries no callback_url.", None)
-    secret: str = doc("Signing secret, 'whsec_' + base64.", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
-    events: tuple[str, ...] = doc("Events to send.", ("job.succeeded", "job.failed", "job.cancelled"))
+    secret: str = doc(
+        "Signing secret, 'whsec_' + base64.", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+    )
+    events: tuple[str, ...] = doc(
+        "Events to send.", ("job.succeeded", "job.failed", "job.cancelled")
+    )
     delay: Duration = doc("Delay between the state change and the first delivery.", 0.0)
     duplicates: NonNegativeInt = doc("Extra deliveries of each event with the same webhook-id.", 0)
     duplicate_gap: Duration = doc("Time between duplicate deliveries.", 1.0)
@@ -295,7 +330,9 @@ class Webhooks:
     stale: tuple[str, ...] = doc("Events delivered (also) with a timestamp 10 minutes old.", ())
     missing: tuple[str, ...] = doc("Events never delivered though the state changes.", ())
     max_attempts: PositiveInt = doc("Attempts per delivery when the receiver fails.", 5)
-    retry_schedule: tuple[Duration, ...] = doc("Waits between attempts (capped, jittered).", (5.0, 30.0, 120.0, 600.0))
+    retry_schedule: tuple[Duration, ...] = doc(
+        "Waits between attempts (capped, jittered).", (5.0, 30.0, 120.0, 600.0)
+    )
     timeout: Duration = doc("Give up on a receiver's answer after this long.", 10.0)
 
 
@@ -306,7 +343,9 @@ class Expect:
     outcome: Outcome | None = doc("What a correct client should report for the first job.", None)
     deadline: Duration | None = doc("The client's deadline for a job, from its submit.", None)
     max_retries: NonNegativeInt = doc("Consecutive failed attempts allowed per job and route.", 5)
-    retrievals: NonNegativeInt | None = doc("Content fetches expected per succeeded job (e.g. 1).", None)
+    retrievals: NonNegativeInt | None = doc(
+        "Content fetches expected per succeeded job (e.g. 1).", None
+    )
     poll_tolerance: Fraction = doc("Fraction of the poll hint a poll may come early by.", 0.1)
     status_rate: float | None = doc("Budget of status reads per second across jobs (opt-in).", None)
     ack_limit: Duration = doc("How fast a webhook receiver must answer.", 5.0)
@@ -316,12 +355,12 @@ class Expect:
 class Scenario:
     """A scripted fake provider."""
 
-    __schema_title__ = "fakeprovider scenario"
-
     jobs: tuple[JobSpec, ...] = doc("How submitted jobs behave, in order (the last one repeats).")
     name: str = doc("Scenario name.", "unnamed")
     description: str = doc("One line saying what the scenario tests.", "")
-    dialect: str = doc("Wire dialect: generic, openai-videos, runway, replicate, fal, google-veo, luma.", "generic")
+    dialect: str = doc(
+        "Wire dialect: generic, openai-videos, runway, replicate, fal, google-veo, luma.", "generic"
+    )
     seed: int = doc("Seed for probabilities and ids.", 0)
     faults: tuple[Fault, ...] = doc("Scripted misbehaviour.", ())
     rate_limit: RateLimit | None = doc("Token-bucket rate limit.", None)
@@ -338,7 +377,10 @@ class Scenario:
         for index, fault in enumerate(self.faults):
             if fault.job is not None and fault.job >= len(self.jobs):
                 issues.append(
-                    (("faults", index, "job"), f"there is no jobs[{fault.job}]: the scenario has {len(self.jobs)} job(s)")
+                    (
+                        ("faults", index, "job"),
+                        f"there is no jobs[{fault.job}]: the scenario has {len(self.jobs)} job(s)",
+                    )
                 )
         names = [f.name for f in self.faults]
         for index, name in enumerate(names):
@@ -455,7 +497,9 @@ def _read(path: Path) -> str:
     try:
         return path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise ScenarioError([Problem(str(path), 1, 1, "", f"cannot read the file: {exc}")]) from None
+        raise ScenarioError(
+            [Problem(str(path), 1, 1, "", f"cannot read the file: {exc}")]
+        ) from None
 
 
 def parse_scenario(text: str, *, filename: str = "<string>") -> Scenario:
@@ -467,7 +511,13 @@ def parse_scenario(text: str, *, filename: str = "<string>") -> Scenario:
     if not isinstance(value, dict):
         line, column = positions.get((), (1, 1))
         got = "an empty document" if value is None else "a " + type(value).__name__
-        raise ScenarioError([Problem(filename, line, column, "", f"expected a mapping with a 'jobs' key, got {got}")])
+        raise ScenarioError(
+            [
+                Problem(
+                    filename, line, column, "", f"expected a mapping with a 'jobs' key, got {got}"
+                )
+            ]
+        )
     issues: list[tuple[tuple[str | int, ...], str]] = []
     scenario = convert(Scenario, value, (), issues)
     if scenario is INVALID or issues:
@@ -481,7 +531,9 @@ def parse_scenario(text: str, *, filename: str = "<string>") -> Scenario:
     return scenario  # type: ignore[no-any-return]
 
 
-def _locate(positions: dict[tuple[str | int, ...], tuple[int, int]], path: tuple[str | int, ...]) -> tuple[int, int]:
+def _locate(
+    positions: dict[tuple[str | int, ...], tuple[int, int]], path: tuple[str | int, ...]
+) -> tuple[int, int]:
     probe = path
     while probe not in positions and probe:
         probe = probe[:-1]

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import signal
 import socket
 import threading
 from collections.abc import Iterator
-from types import TracebackType
+from types import FrameType, TracebackType
 
 import uvicorn
 
@@ -55,13 +56,20 @@ class ServerThread:
     """A real server for ``provider`` on a background thread (use as a context manager)."""
 
     def __init__(
-        self, provider: FakeProvider, *, host: str = DEFAULT_HOST, port: int = 0, log_level: str = "warning"
+        self,
+        provider: FakeProvider,
+        *,
+        host: str = DEFAULT_HOST,
+        port: int = 0,
+        log_level: str = "warning",
     ) -> None:
         self.provider = provider
         self._socket = bind_socket(host, port)
         self.url = _url(self._socket)
         self._server = uvicorn.Server(_config(provider, log_level))
-        self._thread = threading.Thread(target=self._run, name=f"fakeprovider {self.url}", daemon=True)
+        self._thread = threading.Thread(
+            target=self._run, name=f"fakeprovider {self.url}", daemon=True
+        )
         self.error: BaseException | None = None
 
     def _run(self) -> None:
@@ -79,7 +87,9 @@ class ServerThread:
             waited += 0.005
         if not self._server.started:
             self.stop()
-            raise RuntimeError(f"the fakeprovider server at {self.url} did not start: {self.error!r}")
+            raise RuntimeError(
+                f"the fakeprovider server at {self.url} did not start: {self.error!r}"
+            )
         return self
 
     def stop(self, timeout: float = 10.0) -> None:
@@ -93,7 +103,10 @@ class ServerThread:
         return self.start()
 
     def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
     ) -> None:
         self.stop()
 
@@ -104,13 +117,36 @@ def serving(provider: FakeProvider, **kwargs: object) -> Iterator[ServerThread]:
         yield server
 
 
+class _ForegroundServer(uvicorn.Server):
+    """uvicorn's server, but SIGINT/SIGTERM only ask it to stop: the process then exits 0."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        if threading.current_thread() is not threading.main_thread():  # pragma: no cover
+            yield
+            return
+        previous = {sig: signal.signal(sig, self._stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            yield
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+    def _stop(self, sig: int, frame: FrameType | None) -> None:
+        self.should_exit = True
+
+
 def serve_forever(
-    provider: FakeProvider, *, host: str = DEFAULT_HOST, port: int = 8000, log_level: str = "warning",
+    provider: FakeProvider,
+    *,
+    host: str = DEFAULT_HOST,
+    port: int = 8000,
+    log_level: str = "warning",
     on_ready: object = None,
 ) -> None:
     """Serve in the foreground until SIGINT or SIGTERM (uvicorn installs the handlers)."""
     sock = bind_socket(host, port)
-    server = uvicorn.Server(_config(provider, log_level))
+    server = _ForegroundServer(_config(provider, log_level))
     if callable(on_ready):
         on_ready(_url(sock))
     try:

@@ -80,10 +80,14 @@ class FakeProvider:
     def date_header(self, reply: Reply) -> str:
         return format_http_date(self.clock.epoch + reply.respond_at)
 
-    def sent(self, reply: Reply, *, started: float, completed: float, status_code: int | None) -> Entry | None:
+    def sent(
+        self, reply: Reply, *, started: float, completed: float, status_code: int | None
+    ) -> Entry | None:
         """Record that the answer to ``reply`` went out between ``started`` and ``completed``."""
         with self._lock:
-            return self.engine.complete(reply, started=started, completed=completed, status_code=status_code)
+            return self.engine.complete(
+                reply, started=started, completed=completed, status_code=status_code
+            )
 
     @property
     def entries(self) -> list[Entry]:
@@ -91,5 +95,3 @@ class FakeProvider:
 
     def __repr__(self) -> str:
         return f"<FakeProvider {self.scenario.name!r} dialect={self.dialect.name!r} {len(self.journal)} entries>"
-
-

@@ -1,0 +1,255 @@
+"""The ``fakeprovider`` command. ``main()`` only parses options and calls the library."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TextIO
+
+from . import __version__
+from .errors import ScenarioError
+
+__all__ = ["main"]
+
+Command = Callable[[argparse.Namespace], int]
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return value
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port between 0 and 65535, got {value}")
+    return value
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from .dialects import DIALECTS
+    from .server import serve_forever
+    from .service import FakeProvider
+
+    if args.dialect is not None and args.dialect not in DIALECTS:
+        known = ", ".join(sorted(DIALECTS))
+        print(
+            f"fakeprovider serve: unknown dialect {args.dialect!r}; known dialects: {known}",
+            file=sys.stderr,
+        )
+        return 2
+    sink: TextIO | None = None
+    try:
+        if args.journal is not None:
+            sink = open(args.journal, "a", encoding="utf-8")  # noqa: SIM115 - closed below
+        provider = FakeProvider(
+            args.scenario,
+            dialect=args.dialect,
+            seed=args.seed,
+            time_scale=args.time_scale,
+            journal_sink=sink,
+        )
+    except ScenarioError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"fakeprovider serve: cannot write the journal: {exc}", file=sys.stderr)
+        return 2
+
+    def ready(url: str) -> None:
+        print(url, flush=True)
+        scenario = provider.scenario
+        scale = f", time scale {args.time_scale:g}" if args.time_scale != 1.0 else ""
+        print(
+            f"fakeprovider {__version__}: serving {scenario.name!r} in the {provider.dialect.name} dialect"
+            f"{scale} at {url} (Ctrl+C to stop)",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    try:
+        serve_forever(
+            provider, host=args.host, port=args.port, log_level=args.log_level, on_ready=ready
+        )
+    except OSError as exc:
+        print(
+            f"fakeprovider serve: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}",
+            file=sys.stderr,
+        )
+        return 2
+    finally:
+        if sink is not None:
+            sink.close()
+    return 0
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from .scenario import load_scenario
+
+    status = 0
+    for name in args.files:
+        try:
+            load_scenario(Path(name) if not _is_bundled(name) else name)
+        except ScenarioError as exc:
+            for problem in exc.problems:
+                print(problem)
+            status = 1
+        else:
+            if not args.quiet:
+                print(f"{name}: ok", file=sys.stderr)
+    return status
+
+
+def _is_bundled(name: str) -> bool:
+    from .scenario import bundled_scenarios
+
+    return not Path(name).exists() and name in bundled_scenarios()
+
+
+def cmd_scenarios(args: argparse.Namespace) -> int:
+    from .scenario import bundled_scenarios, load_scenario
+
+    names = bundled_scenarios()
+    width = max(len(n) for n in names)
+    for name in names:
+        print(f"{name:<{width}}  {load_scenario(name).description}")
+    return 0
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    from .explain import explain
+    from .scenario import load_scenario
+
+    try:
+        scenario = load_scenario(args.scenario, time_scale=args.time_scale)
+    except ScenarioError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    sys.stdout.write(explain(scenario))
+    return 0
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    from .scenario import dump_schema
+
+    sys.stdout.write(dump_schema())
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="fakeprovider",
+        description="A scriptable fake of slow, asynchronous (202 Accepted, then poll) HTTP APIs.",
+    )
+    parser.add_argument("--version", action="version", version=f"fakeprovider {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    serve = sub.add_parser(
+        "serve",
+        help="serve a scenario over HTTP",
+        description="Serve SCENARIO (a bundled name or a file) until Ctrl+C or SIGTERM. Prints the base URL "
+        "on standard output first.",
+    )
+    serve.add_argument(
+        "scenario",
+        nargs="?",
+        default="slow-success",
+        metavar="SCENARIO",
+        help="bundled scenario name or path to a YAML file (default: slow-success)",
+    )
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
+    serve.add_argument(
+        "--port", type=_port, default=8000, help="port to bind, 0 for any free one (default: 8000)"
+    )
+    serve.add_argument(
+        "--dialect",
+        default=None,
+        metavar="NAME",
+        help="wire dialect (default: the scenario's, else generic)",
+    )
+    serve.add_argument(
+        "--journal",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="append every request to this JSONL file as it completes",
+    )
+    serve.add_argument(
+        "--seed", type=int, default=None, metavar="N", help="override the scenario's seed"
+    )
+    serve.add_argument(
+        "--time-scale",
+        type=_positive_float,
+        default=1.0,
+        metavar="F",
+        help="multiply every duration in the scenario by F (0.1 runs a 93 s job in 9.3 s)",
+    )
+    serve.add_argument(
+        "--log-level",
+        default="warning",
+        choices=["critical", "error", "warning", "info", "debug"],
+        help="uvicorn log level",
+    )
+    serve.set_defaults(func=cmd_serve)
+
+    validate = sub.add_parser(
+        "validate",
+        help="check scenario files",
+        description="Validate scenario files. Exit 0 when all are valid, else 1 with one "
+        "'file:line:col: path: message' line per problem.",
+    )
+    validate.add_argument("files", nargs="+", metavar="FILE")
+    validate.add_argument(
+        "-q", "--quiet", action="store_true", help="print nothing for valid files"
+    )
+    validate.set_defaults(func=cmd_validate)
+
+    scenarios = sub.add_parser(
+        "scenarios",
+        help="list the bundled scenarios",
+        description="List the bundled scenarios with one-line descriptions.",
+    )
+    scenarios.set_defaults(func=cmd_scenarios)
+
+    explain = sub.add_parser(
+        "explain",
+        help="describe a scenario's timeline in words",
+        description="Describe what SCENARIO does, job by job and fault by fault.",
+    )
+    explain.add_argument("scenario", metavar="SCENARIO", help="bundled scenario name or path")
+    explain.add_argument(
+        "--time-scale",
+        type=_positive_float,
+        default=1.0,
+        metavar="F",
+        help="show the timeline compressed by F",
+    )
+    explain.set_defaults(func=cmd_explain)
+
+    schema = sub.add_parser(
+        "schema",
+        help="print the scenario format's JSON Schema",
+        description="Print the JSON Schema of the scenario format (for editors).",
+    )
+    schema.set_defaults(func=cmd_schema)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    func: Command = args.func
+    return func(args)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

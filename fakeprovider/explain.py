@@ -1,0 +1,128 @@
+"""``fakeprovider explain``: a scenario's timeline in words."""
+
+from __future__ import annotations
+
+from ._durations import format_duration as d
+from .scenario import Fault, JobSpec, RetryAfter, Scenario
+
+__all__ = ["explain"]
+
+
+def explain(scenario: Scenario) -> str:
+    """A plain-English account of what ``scenario`` will do."""
+    lines = [f"{scenario.name}: {scenario.description or '(no description)'}"]
+    lines.append(f"dialect {scenario.dialect}, seed {scenario.seed}")
+    for index, job in enumerate(scenario.jobs):
+        lines.append("")
+        lines.extend(_job(index, job, len(scenario.jobs)))
+    if scenario.faults:
+        lines.append("")
+        lines.append("Faults:")
+        lines.extend(f"  - {_fault(f)}" for f in scenario.faults)
+    if scenario.rate_limit is not None:
+        r = scenario.rate_limit
+        routes = ", ".join(r.routes)
+        per = "per API key" if r.scope == "key" else "for everyone"
+        lines.append("")
+        lines.append(
+            f"Rate limit: {r.capacity} requests at once on {routes} {per}, one more every "
+            f"{d(r.refill_every)}; over it: 429 with a computed Retry-After ({r.retry_after_form})."
+        )
+    if scenario.concurrency is not None:
+        c = scenario.concurrency
+        lines.append(
+            f"Concurrency: at most {c.max_active_jobs} active jobs; another submit gets 429."
+        )
+    if scenario.auth is not None:
+        a = scenario.auth
+        revoke = f", revoked after {a.revoke_after} requests each" if a.revoke_after else ""
+        lines.append(f"Auth: Bearer tokens {', '.join(a.tokens)}{revoke}.")
+    e = scenario.expect
+    expects = []
+    if e.outcome:
+        expects.append(f"outcome {e.outcome}")
+    if e.deadline is not None:
+        expects.append(f"deadline {d(e.deadline)}")
+    expects.append(f"at most {e.max_retries} retries in a row")
+    if e.retrievals is not None:
+        expects.append(f"{e.retrievals} download(s) per job")
+    lines.append("")
+    lines.append("Expect: " + ", ".join(expects) + ".")
+    return "\n".join(lines) + "\n"
+
+
+def _job(index: int, job: JobSpec, count: int) -> list[str]:
+    label = f"Job {index}" + (f" ({job.name})" if job.name else "")
+    if job.match:
+        label += f", for submits matching {job.match}"
+    elif count > 1:
+        label += f", for submit #{index + 1}" + (" and later ones" if index == count - 1 else "")
+    lines = [label + ":"]
+    for step in job.timeline:
+        if step.after_polls is not None:
+            when = f"after {step.after_polls} status reads"
+        else:
+            when = f"at {d(step.at or 0.0)}"
+        parts: list[str] = []
+        if step.status:
+            parts.append(step.status)
+        if step.progress is not None:
+            parts.append(f"progress {step.progress}%")
+        hint = step.poll_after if step.poll_after is not None else None
+        if hint is not None:
+            parts.append(f"poll hint {d(hint)}")
+        lines.append(f"  {when:>22}: {', '.join(parts) or step.message}")
+    if job.poll_after is not None:
+        lines.append(f"  poll hint while running: {d(job.poll_after)}")
+    final = job.final_status
+    if final == "failed":
+        lines.append(f"  fails with {job.error.code}: {job.error.message}")
+    elif final in ("succeeded", "completed_with_errors"):
+        lines.append(f"  produces a {job.result.size_bytes}-byte video")
+    return lines
+
+
+def _fault(fault: Fault) -> str:
+    if fault.nth is not None:
+        which = "requests #" + ", #".join(str(n) for n in sorted(fault.nth_set))
+    elif fault.every is not None:
+        which = f"every {fault.every}th request"
+    else:
+        which = "every request"
+    where = "" if fault.route == "any" else f" to {fault.route}"
+    if fault.job is not None:
+        where += f" of jobs[{fault.job}]"
+    extra = []
+    if fault.start is not None or fault.end is not None:
+        extra.append(
+            f"between {d(fault.start or 0.0)} and {d(fault.end) if fault.end else 'the end'}"
+        )
+    if fault.probability is not None:
+        extra.append(f"with probability {fault.probability:g}")
+    if fault.times is not None:
+        extra.append(f"at most {fault.times} times")
+    if fault.action == "reset":
+        what = "the connection is reset"
+    elif fault.action == "lose_response":
+        what = "the request is handled, then the connection drops (the response is lost)"
+    elif fault.status is not None:
+        what = f"answer {fault.status}"
+    else:
+        what = "the normal answer"
+    if fault.delay:
+        what += f" after {d(fault.delay)}"
+    retry = fault.retry
+    if retry is not None:
+        what += f", with {_retry(retry)}"
+    scope = f" ({'; '.join(extra)})" if extra else ""
+    return f"{fault.name}: {which}{where}{scope}: {what}"
+
+
+def _retry(retry: RetryAfter) -> str:
+    if retry.raw is not None:
+        return f"Retry-After: {retry.raw}"
+    if retry.form == "ms":
+        return f"retry-after-ms {round(retry.delay * 1000)}"
+    if retry.form == "seconds":
+        return f"Retry-After {d(retry.delay)} (delay-seconds)"
+    return f"Retry-After {d(retry.delay)} later as an HTTP-date ({retry.form})"

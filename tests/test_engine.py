@@ -1,0 +1,384 @@
+"""The pure engine: timelines, faults, limits, auth, idempotency, determinism."""
+
+from __future__ import annotations
+
+import email.utils
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fakeprovider.clock import DEFAULT_EPOCH
+from fakeprovider.engine import Engine, Request
+from fakeprovider.scenario import load_scenario, parse_scenario
+
+
+def engine_for(text: str) -> Engine:
+    return Engine(parse_scenario(text), epoch=DEFAULT_EPOCH)
+
+
+def submit(engine: Engine, now: float, **kwargs: object) -> str:
+    reply = engine.handle(
+        Request("submit", "POST", "/v1/jobs", body={"prompt": "a cat"}, **kwargs), now
+    )  # type: ignore[arg-type]
+    assert reply.job is not None
+    return reply.job.id
+
+
+def status(engine: Engine, job_id: str, now: float, **kwargs: object):  # type: ignore[no-untyped-def]
+    return engine.handle(
+        Request("status", "GET", f"/v1/jobs/{job_id}", job_id=job_id, **kwargs), now
+    )  # type: ignore[arg-type]
+
+
+TIMED = """
+jobs:
+  - poll_after: 5s
+    timeline:
+      - status: queued
+      - {at: 4s, status: processing, progress: 5}
+      - {at: 30s, progress: 35}
+      - {at: 93s, status: succeeded}
+"""
+
+
+def test_timeline_by_time_shows_each_status_from_its_instant() -> None:
+    engine = engine_for(TIMED)
+    job = submit(engine, 10.0)
+    shown = [
+        (status(engine, job, t).job.status, status(engine, job, t).job.progress)
+        for t in (13.9, 14.0, 40.0, 102.9, 103.0)
+    ]  # type: ignore[union-attr]
+    assert shown == [
+        ("queued", None),
+        ("processing", 5),
+        ("processing", 35),
+        ("processing", 35),
+        ("succeeded", 100),
+    ]
+
+
+def test_terminal_view_has_no_poll_hint_and_a_result() -> None:
+    engine = engine_for(TIMED)
+    job = submit(engine, 0.0)
+    view = status(engine, job, 100.0).job
+    assert (view.done, view.poll_after, view.completed_at, view.result.size_bytes) == (
+        True,
+        None,
+        93.0,
+        262144,
+    )
+
+
+def test_timeline_by_poll_count_changes_after_the_nth_read() -> None:
+    engine = engine_for(
+        "jobs:\n  - timeline:\n      - status: queued\n      - {after_polls: 2, status: processing}\n"
+        "      - {after_polls: 3, status: succeeded}\n"
+    )
+    job = submit(engine, 0.0)
+    assert [status(engine, job, float(t)).job.status for t in range(1, 6)] == [  # type: ignore[union-attr]
+        "queued",
+        "queued",
+        "processing",
+        "succeeded",
+        "succeeded",
+    ]
+
+
+def test_faulted_status_reads_do_not_count_as_polls() -> None:
+    engine = engine_for(
+        "jobs:\n  - timeline:\n      - status: queued\n      - {after_polls: 1, status: succeeded}\n"
+        "faults:\n  - {name: down, route: status, nth: 1, status: 503}\n"
+    )
+    job = submit(engine, 0.0)
+    codes = [
+        (r.status_code, r.job.status if r.job else None)
+        for r in (status(engine, job, t) for t in (1.0, 2.0, 3.0))
+    ]
+    assert codes == [(503, None), (200, "queued"), (200, "succeeded")]
+
+
+def test_jobs_are_matched_by_body_then_by_order_and_the_last_repeats() -> None:
+    engine = engine_for(
+        "jobs:\n  - {name: a, timeline: [{status: queued}]}\n  - {name: b, timeline: [{status: failed}]}\n"
+        "  - {name: preview, match: {prompt: 'preview*'}, timeline: [{status: succeeded}]}\n"
+    )
+    specs = []
+    for prompt in ("x", "preview: a cat", "y", "z"):
+        reply = engine.handle(Request("submit", "POST", "/v1/jobs", body={"prompt": prompt}), 0.0)
+        specs.append(reply.job.spec_index)  # type: ignore[union-attr]
+    assert specs == [0, 2, 1, 1]
+
+
+@pytest.mark.parametrize(
+    ("when", "fired_on"),
+    [
+        ("nth: 3", [3]),
+        ("nth: [2, 4]", [2, 4]),
+        ("every: 3", [3, 6]),
+        ("every: 2, times: 2", [2, 4]),
+        ("start: 3s, end: 5s", [3, 4]),
+    ],
+)
+def test_fault_selection(when: str, fired_on: list[int]) -> None:
+    engine = engine_for(
+        f"jobs: [{{timeline: [{{status: queued}}]}}]\nfaults:\n  - {{name: f, route: status, status: 502, {when}}}\n"
+    )
+    job = submit(engine, 0.0)
+    codes = [status(engine, job, float(n)).status_code for n in range(1, 8)]
+    assert [n for n, code in zip(range(1, 8), codes, strict=True) if code == 502] == fired_on
+
+
+def test_seeded_probability_is_reproducible_and_seed_dependent() -> None:
+    def fired(seed: int) -> list[int]:
+        engine = engine_for(
+            f"seed: {seed}\njobs: [{{timeline: [{{status: queued}}]}}]\n"
+            "faults:\n  - {name: f, route: status, status: 503, probability: 0.3}\n"
+        )
+        job = submit(engine, 0.0)
+        return [n for n in range(1, 200) if status(engine, job, float(n)).status_code == 503]
+
+    first = fired(1)
+    assert fired(1) == first
+    assert fired(2) != first
+    assert 30 < len(first) < 90
+
+
+def test_fault_delay_moves_the_response_instant() -> None:
+    engine = engine_for(
+        "jobs: [{timeline: [{status: queued}]}]\nfaults:\n  - {name: slow, route: status, delay: 3s}\n"
+    )
+    job = submit(engine, 0.0)
+    reply = status(engine, job, 10.0)
+    assert (reply.status_code, reply.delay, reply.respond_at, reply.job.status) == (
+        200,
+        3.0,
+        13.0,
+        "queued",
+    )  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("form", ["imf", "rfc850", "asctime"])
+def test_retry_after_http_date_parses_back_to_the_scripted_instant(form: str) -> None:
+    engine = engine_for(
+        "jobs: [{timeline: [{status: queued}]}]\nfaults:\n"
+        f"  - {{name: busy, route: status, status: 503, delay: 1500ms, retry_after: {{delay: 30s, form: {form}}}}}\n"
+    )
+    job = submit(engine, 0.0)
+    reply = status(engine, job, 100.25)
+    ((name, value),) = reply.headers
+    parsed = email.utils.parsedate_to_datetime(value)
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=__import__("datetime").timezone.utc)
+    # Date is written for the response instant (100.25 + 1.5 s); Retry-After is 30 s later,
+    # rounded up to the next whole second so that a client waiting until it waits long enough.
+    assert name == "Retry-After"
+    assert parsed.timestamp() == DEFAULT_EPOCH + 132.0
+    record = engine.journal.last.retry_after
+    assert (record.form, record.not_before) == (form, 132.0)  # type: ignore[union-attr]
+
+
+def test_retry_after_seconds_and_ms_forms() -> None:
+    engine = engine_for(
+        "jobs: [{timeline: [{status: queued}]}]\nfaults:\n"
+        "  - {name: a, route: status, nth: 1, status: 503, retry_after: 2500ms}\n"
+        "  - {name: b, route: status, nth: 2, status: 429, retry_after: {delay: 1500ms, form: ms}}\n"
+        "  - {name: c, route: status, nth: 3, status: 503, retry_after: {delay: 1s, raw: soon}}\n"
+    )
+    job = submit(engine, 0.0)
+    headers = [status(engine, job, 1.0).headers for _ in range(3)]
+    assert headers == [
+        (("Retry-After", "3"),),
+        (("retry-after-ms", "1500"),),
+        (("Retry-After", "soon"),),
+    ]
+    records = [
+        (e.retry_after.header, e.retry_after.not_before)
+        for e in engine.journal.filter(kind="status")
+    ]  # type: ignore[union-attr]
+    assert records == [("retry-after", 4.0), ("retry-after-ms", 2.5), ("retry-after", None)]
+
+
+def test_token_bucket_answers_429_with_the_computed_wait() -> None:
+    engine = engine_for(
+        "jobs: [{timeline: [{status: queued}]}]\n"
+        "rate_limit: {capacity: 2, refill_every: 10s, routes: [status]}\n"
+    )
+    job = submit(engine, 0.0)
+    replies = [status(engine, job, t) for t in (0.0, 1.0, 2.0, 10.0, 11.0)]
+    assert [(r.status_code, r.headers) for r in replies] == [
+        (200, ()),
+        (200, ()),
+        (429, (("Retry-After", "8"),)),
+        (200, ()),
+        (429, (("Retry-After", "9"),)),
+    ]
+    assert engine.journal.last.error_code == "rate_limited"
+
+
+def test_rate_limit_buckets_are_per_key() -> None:
+    engine = engine_for(
+        "jobs: [{timeline: [{status: queued}]}]\nrate_limit: {capacity: 1, refill_every: 1m}\n"
+    )
+    job = submit(engine, 0.0, client="a")
+    assert [status(engine, job, 1.0, client=c).status_code for c in ("a", "b", "b")] == [
+        429,
+        200,
+        429,
+    ]
+
+
+def test_concurrency_limit_rejects_submits_until_a_job_ends() -> None:
+    engine = engine_for(
+        "jobs: [{timeline: [{status: queued}, {at: 10s, status: succeeded}]}]\n"
+        "concurrency: {max_active_jobs: 1, retry_after: 5s}\n"
+    )
+    codes = []
+    for t in (0.0, 5.0, 10.0):
+        reply = engine.handle(Request("submit", "POST", "/v1/jobs", body={"prompt": "x"}), t)
+        codes.append((reply.status_code, reply.headers))
+    assert codes == [(202, ()), (429, (("Retry-After", "5"),)), (202, ())]
+
+
+def test_auth_missing_invalid_and_revoked_tokens() -> None:
+    engine = engine_for(
+        "jobs: [{timeline: [{status: queued}]}]\nauth: {tokens: [good], revoke_after: 2}\n"
+    )
+    results = []
+    for credential in (None, "bad", "good", "good", "good"):
+        reply = engine.handle(Request("list", "GET", "/v1/jobs", credential=credential), 0.0)
+        results.append((reply.status_code, reply.error.code if reply.error else None))
+    assert results == [
+        (401, "missing_credentials"),
+        (401, "invalid_token"),
+        (200, None),
+        (200, None),
+        (401, "token_revoked"),
+    ]
+
+
+def test_idempotency_key_replays_the_job_or_rejects_a_different_body() -> None:
+    engine = engine_for("jobs: [{timeline: [{status: queued}]}]\n")
+    first = engine.handle(
+        Request("submit", "POST", "/", body={"prompt": "a"}, idempotency_key="k1"), 0.0
+    )
+    again = engine.handle(
+        Request("submit", "POST", "/", body={"prompt": "a"}, idempotency_key="k1"), 1.0
+    )
+    other = engine.handle(
+        Request("submit", "POST", "/", body={"prompt": "b"}, idempotency_key="k1"), 2.0
+    )
+    assert (again.job.id, again.created) == (first.job.id, False)  # type: ignore[union-attr]
+    assert (other.status_code, other.error.code) == (422, "idempotency_key_reused")  # type: ignore[union-attr]
+    assert len(engine.jobs) == 1
+
+
+def test_lost_submit_response_still_creates_the_job() -> None:
+    engine = Engine(load_scenario("ambiguous-submit"))
+    reply = engine.handle(
+        Request("submit", "POST", "/v1/jobs", body={"prompt": "x"}, idempotency_key="k"), 0.0
+    )
+    assert (reply.action, len(engine.jobs)) == ("lose_response", 1)
+    entry = engine.journal.last
+    assert (entry.status_code, entry.dropped, entry.fault, entry.job_id) == (
+        None,
+        "lose_response",
+        "lost-submit-response",
+        reply.job.id,
+    )  # type: ignore[union-attr]
+
+
+def test_reset_fault_handles_nothing() -> None:
+    engine = engine_for(
+        "jobs: [{timeline: [{status: queued}]}]\nfaults:\n  - {name: rst, route: submit, nth: 1, action: reset}\n"
+    )
+    reply = engine.handle(Request("submit", "POST", "/v1/jobs", body={"prompt": "x"}), 0.0)
+    assert (reply.action, reply.job, engine.jobs) == ("reset", None, [])
+
+
+def test_content_before_success_is_409_and_after_is_deterministic_bytes() -> None:
+    engine = engine_for(TIMED)
+    job = submit(engine, 0.0)
+    early = engine.handle(Request("content", "GET", "/c", job_id=job), 50.0)
+    late = engine.handle(Request("content", "GET", "/c", job_id=job), 93.0)
+    assert (early.status_code, early.error.code) == (409, "job_not_ready")  # type: ignore[union-attr]
+    assert late.content is not None
+    assert (len(late.content), late.content[4:8]) == (262144, b"ftyp")
+
+
+def test_cancel_ends_a_running_job_and_refuses_an_ended_one() -> None:
+    engine = engine_for(TIMED)
+    job = submit(engine, 0.0)
+    cancel = engine.handle(Request("cancel", "POST", "/x", job_id=job), 20.0)
+    again = engine.handle(Request("cancel", "POST", "/x", job_id=job), 21.0)
+    assert (cancel.status_code, cancel.job.status) == (200, "cancelled")  # type: ignore[union-attr]
+    assert (again.status_code, again.error.code) == (409, "job_already_terminal")  # type: ignore[union-attr]
+    assert status(engine, job, 200.0).job.status == "cancelled"  # type: ignore[union-attr]
+
+
+def test_unknown_job_is_404_job_not_found() -> None:
+    engine = engine_for(TIMED)
+    reply = status(engine, "job_nope", 0.0)
+    assert (reply.status_code, reply.error.code, engine.journal.last.kind) == (
+        404,
+        "job_not_found",
+        "status",
+    )  # type: ignore[union-attr]
+
+
+def test_journal_records_true_status_and_when_it_began() -> None:
+    engine = engine_for(TIMED)
+    job = submit(engine, 0.0)
+    status(engine, job, 95.0)
+    entry = engine.journal.last
+    assert (entry.job_status, entry.true_status, entry.status_since, entry.poll_after) == (
+        "succeeded",
+        "succeeded",
+        93.0,
+        None,
+    )
+
+
+# -- determinism ---------------------------------------------------------------------------
+
+requests_strategy = st.lists(
+    st.tuples(
+        st.sampled_from(["submit", "status", "content", "cancel", "list"]),
+        st.integers(0, 3),
+        st.floats(0, 30, allow_nan=False),
+    ),
+    max_size=40,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    requests=requests_strategy,
+    scenario=st.sampled_from(["transient-5xx", "rate-limited", "rate-limit-budget"]),
+)
+def test_same_requests_and_clock_readings_give_the_same_journal(
+    requests: list[tuple[str, int, float]], scenario: str
+) -> None:
+    def play() -> list[dict[str, object]]:
+        engine = Engine(load_scenario(scenario), epoch=DEFAULT_EPOCH)
+        now = 0.0
+        for kind, index, gap in requests:
+            now += gap
+            ids = [j.id for j in engine.jobs]
+            job_id = ids[index % len(ids)] if ids else "job_missing"
+            if kind == "submit":
+                request = Request("submit", "POST", "/v1/jobs", body={"prompt": f"p{index}"})
+            elif kind == "list":
+                request = Request("list", "GET", "/v1/jobs")
+            else:
+                request = Request(kind, "GET", f"/v1/jobs/{job_id}", job_id=job_id)  # type: ignore[arg-type]
+            reply = engine.handle(request, now)
+            engine.complete(
+                reply,
+                started=reply.respond_at,
+                completed=reply.respond_at,
+                status_code=reply.status_code,
+            )
+        return [e.to_dict() for e in engine.journal]
+
+    assert play() == play()

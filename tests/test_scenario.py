@@ -1,0 +1,314 @@
+"""Scenario loading and validation: located errors, round trips, scaling, bundled files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from fakeprovider.errors import ScenarioError
+from fakeprovider.scenario import (
+    RetryAfter,
+    bundled_scenarios,
+    load_scenario,
+    parse_scenario,
+    scenario_schema,
+)
+
+# Each bad document and the exact problem reported for it (file:line:col: path: message).
+BAD_DOCUMENTS = [
+    pytest.param(
+        "jobs: [\n",
+        "bad.yaml:2:1: invalid YAML: expected the node content, but found '<stream end>'",
+        id="syntax",
+    ),
+    pytest.param(
+        "- 1\n- 2\n",
+        "bad.yaml:1:1: expected a mapping with a 'jobs' key, got a list",
+        id="not_mapping",
+    ),
+    pytest.param(
+        "",
+        "bad.yaml:1:1: expected a mapping with a 'jobs' key, got an empty document",
+        id="empty",
+    ),
+    pytest.param(
+        "name: x\n",
+        "bad.yaml:1:1: missing required key 'jobs' (a list of mappings)",
+        id="missing_jobs",
+    ),
+    pytest.param(
+        "jobs:\n  - timeline: [{status: queued}]\nfault: []\n",
+        "bad.yaml:3:1: fault: unknown key 'fault'; expected one of: jobs, name, description, dialect, seed, faults, rate_limit, concurrency, auth, webhooks, expect, max_body_bytes",
+        id="unknown_top_key",
+    ),
+    pytest.param(
+        "jobs:\n  - timeline:\n      - {status: queued, when: 3s}\n",
+        "bad.yaml:3:26: jobs[0].timeline[0].when: unknown key 'when'; expected one of: status, at, after_polls, progress, poll_after, message",
+        id="unknown_step_key",
+    ),
+    pytest.param(
+        "jobs:\n  - timeline:\n      - status: done\n",
+        "bad.yaml:3:17: jobs[0].timeline[0].status: expected one of 'queued', 'processing', 'succeeded', 'failed', 'cancelled', 'completed_with_errors', got 'done'",
+        id="bad_status",
+    ),
+    pytest.param(
+        "jobs:\n  - timeline:\n      - status: queued\n      - {at: 5 seconds, status: succeeded}\n",
+        "bad.yaml:4:14: jobs[0].timeline[1].at: expected a duration such as '250ms', '7s' or '2m', got '5 seconds'",
+        id="bad_duration",
+    ),
+    pytest.param(
+        "jobs:\n  - timeline:\n      - {status: processing, progress: 120}\n",
+        "bad.yaml:3:40: jobs[0].timeline[0].progress: expected an integer between 0 and 100, got 120",
+        id="negative_progress",
+    ),
+    pytest.param(
+        "jobs:\n  - timeline:\n      - status: queued\n      - {at: 10s, status: succeeded}\n      - {at: 20s, status: processing}\n",
+        "bad.yaml:5:9: jobs[0].timeline[2]: nothing can follow the terminal status 'succeeded' of step 1",
+        id="terminal_then_more",
+    ),
+    pytest.param(
+        "jobs:\n  - timeline:\n      - status: queued\n      - {at: 30s, status: processing}\n      - {at: 10s, status: succeeded}\n",
+        "bad.yaml:5:14: jobs[0].timeline[2].at: times must not go backwards: 10s comes after 30s",
+        id="time_backwards",
+    ),
+    pytest.param(
+        "jobs:\n  - timeline:\n      - status: queued\n      - {at: 3s, after_polls: 2, status: succeeded}\n",
+        "bad.yaml:4:9: jobs[0].timeline[1]: a step starts either 'at' a time or 'after_polls' reads, not both",
+        id="at_and_polls",
+    ),
+    pytest.param(
+        "jobs:\n  - timeline:\n      - status: queued\n      - {after_polls: 4, status: processing}\n      - {after_polls: 2, status: succeeded}\n",
+        "bad.yaml:5:23: jobs[0].timeline[2].after_polls: poll counts must not go backwards: 2 comes after 4",
+        id="polls_backwards",
+    ),
+    pytest.param(
+        "jobs:\n  - timeline:\n      - {progress: 5}\n",
+        "bad.yaml:3:9: jobs[0].timeline[0].status: the first step must set a status",
+        id="first_without_status",
+    ),
+    pytest.param(
+        "jobs:\n  - timeline:\n      - status: queued\n      - {at: 4s}\n",
+        "bad.yaml:4:9: jobs[0].timeline[1]: a step must set 'status', 'progress' or 'message'",
+        id="empty_step",
+    ),
+    pytest.param(
+        "jobs: []\n",
+        "bad.yaml:1:7: jobs: a scenario needs at least one job",
+        id="empty_jobs",
+    ),
+    pytest.param(
+        "jobs:\n  - timeline: []\n",
+        "bad.yaml:2:15: jobs[0].timeline: a timeline needs at least one step",
+        id="empty_timeline",
+    ),
+    pytest.param(
+        "jobs:\n  - timeline: [{status: queued}]\nfaults:\n  - {route: status, status: 503}\n",
+        "bad.yaml:4:5: faults[0]: missing required key 'name' (a string)",
+        id="fault_no_name",
+    ),
+    pytest.param(
+        "jobs:\n  - timeline: [{status: queued}]\nfaults:\n  - {name: f, route: poll, status: 503}\n",
+        "bad.yaml:4:22: faults[0].route: expected one of 'submit', 'status', 'content', 'cancel', 'list', 'any', got 'poll'",
+        id="fault_bad_route",
+    ),
+    pytest.param(
+        "jobs:\n  - timeline: [{status: queued}]\nfaults:\n  - {name: f, route: status, nth: 2}\n",
+        "bad.yaml:4:5: faults[0]: a fault must change something: set 'status', 'delay', 'headers', 'retry_after' or 'action'",
+        id="fault_noop",
+    ),
+    pytest.param(
+        "jobs:\n  - timeline: [{status: queued}]\nfaults:\n  - {name: f, status: 503, probability: 1.5}\n",
+        "bad.yaml:4:41: faults[0].probability: expected a number between 0 and 1, got 1.5",
+        id="fault_probability",
+    ),
+    pytest.param(
+        "jobs:\n  - timeline: [{status: queued}]\nfaults:\n  - {name: f, status: 999}\n",
+        "bad.yaml:4:23: faults[0].status: expected an HTTP status between 100 and 599, got 999",
+        id="fault_status_range",
+    ),
+    pytest.param(
+        "jobs:\n  - timeline: [{status: queued}]\nfaults:\n  - {name: f, action: reset, status: 503}\n",
+        "bad.yaml:4:23: faults[0].action: action 'reset' sends no answer, so 'status' and 'body' cannot be set",
+        id="fault_reset_with_status",
+    ),
+    pytest.param(
+        "jobs:\n  - timeline: [{status: queued}]\nfaults:\n  - {name: f, status: 503, start: 20s, end: 10s}\n",
+        "bad.yaml:4:45: faults[0].end: the window ends (10s) before it starts (20s)",
+        id="fault_window",
+    ),
+    pytest.param(
+        "jobs:\n  - timeline: [{status: queued}]\nfaults:\n  - {name: f, status: 503, job: 3}\n",
+        "bad.yaml:4:33: faults[0].job: there is no jobs[3]: the scenario has 1 job(s)",
+        id="fault_job_index",
+    ),
+    pytest.param(
+        "jobs:\n  - timeline: [{status: queued}]\nfaults:\n  - {name: f, status: 503}\n  - {name: f, status: 502}\n",
+        "bad.yaml:5:12: faults[1].name: fault name 'f' is used twice",
+        id="fault_dup_name",
+    ),
+    pytest.param(
+        "jobs:\n  - timeline: [{status: queued}]\nfaults:\n  - {name: f, status: 429, retry_after: {delay: 3s, form: rfc1123}}\n",
+        "bad.yaml:4:59: faults[0].retry_after.form: expected one of 'seconds', 'imf', 'rfc850', 'asctime', 'ms', got 'rfc1123'",
+        id="retry_after_form",
+    ),
+    pytest.param(
+        "jobs:\n  - timeline: [{status: queued}]\nfaults:\n  - {name: f, status: 503, nth: 0}\n",
+        "bad.yaml:4:33: faults[0].nth: expected an integer at least 1 or a list of integers at least 1 or null, got 0",
+        id="nth_zero",
+    ),
+    pytest.param(
+        "jobs:\n  - timeline: [{status: queued}]\nrate_limit: {capacity: 3}\n",
+        "bad.yaml:3:13: rate_limit: missing required key 'refill_every' (a duration such as '250ms', '7s' or '2m')",
+        id="rate_limit_missing",
+    ),
+    pytest.param(
+        "seed: yes\njobs:\n  - timeline: [{status: queued}]\n",
+        "bad.yaml:1:7: seed: expected an integer, got true",
+        id="bool_for_int",
+    ),
+    pytest.param(
+        "jobs:\n  - timeline:\n      - status: queued\n      - {at: 5s, status: completed_with_errors}\n",
+        "bad.yaml:2:5: jobs[0].summary: a job that ends 'completed_with_errors' needs a summary",
+        id="cwe_no_summary",
+    ),
+    pytest.param(
+        "jobs:\n  - timeline: [{status: queued}]\njobs: []\n",
+        "bad.yaml:3:1: duplicate key 'jobs'; each key may appear once",
+        id="duplicate_key",
+    ),
+    pytest.param(
+        "jobs: {timeline: []}\n",
+        "bad.yaml:1:7: jobs: expected a list of mappings, got a mapping",
+        id="jobs_not_list",
+    ),
+    pytest.param(
+        "jobs:\n  - timeline: [{status: queued}]\nexpect: {outcome: success}\n",
+        "bad.yaml:3:19: expect.outcome: expected one of 'succeeded', 'failed', 'cancelled', 'timed_out', 'completed_with_errors', got 'success'",
+        id="expect_outcome",
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), BAD_DOCUMENTS)
+def test_bad_document_is_reported_with_file_line_column_and_path(text: str, expected: str) -> None:
+    with pytest.raises(ScenarioError) as caught:
+        parse_scenario(text, filename="bad.yaml")
+    assert [str(p) for p in caught.value.problems] == [expected]
+
+
+def test_every_problem_in_a_document_is_reported_in_document_order() -> None:
+    text = "jobs:\n  - timeline: [{status: done}]\nfaults:\n  - {name: f, route: poll, status: 503}\nbogus: 1\n"
+    with pytest.raises(ScenarioError) as caught:
+        parse_scenario(text, filename="two.yaml")
+    assert str(caught.value) == (
+        "two.yaml:2:25: jobs[0].timeline[0].status: expected one of 'queued', 'processing', "
+        "'succeeded', 'failed', 'cancelled', 'completed_with_errors', got 'done'\n"
+        "two.yaml:4:22: faults[0].route: expected one of 'submit', 'status', 'content', 'cancel', "
+        "'list', 'any', got 'poll'\n"
+        "two.yaml:5:1: bogus: unknown key 'bogus'; expected one of: jobs, name, description, dialect, "
+        "seed, faults, rate_limit, concurrency, auth, webhooks, expect, max_body_bytes"
+    )
+
+
+def test_problem_carries_its_parts() -> None:
+    with pytest.raises(ScenarioError) as caught:
+        parse_scenario("jobs:\n  - timeline:\n      - status: done\n", filename="p.yaml")
+    (problem,) = caught.value.problems
+    assert (problem.file, problem.line, problem.column, problem.path) == (
+        "p.yaml",
+        3,
+        17,
+        "jobs[0].timeline[0].status",
+    )
+
+
+def test_file_errors_name_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "broken.yaml"
+    path.write_text("jobs:\n  - timeline:\n      - {status: queued, at: soon}\n")
+    with pytest.raises(ScenarioError) as caught:
+        load_scenario(path)
+    assert str(caught.value) == (
+        f"{path}:3:30: jobs[0].timeline[0].at: expected a duration such as '250ms', '7s' or '2m', got 'soon'"
+    )
+
+
+def test_unknown_name_lists_the_bundled_scenarios() -> None:
+    with pytest.raises(ScenarioError) as caught:
+        load_scenario("slow-sucess")
+    assert str(caught.value).startswith(
+        "slow-sucess:1:1: no such file and no bundled scenario named 'slow-sucess'; bundled: ambiguous-submit, "
+    )
+
+
+def test_durations_accept_units_and_bare_seconds() -> None:
+    scenario = parse_scenario(
+        "jobs:\n  - timeline:\n      - status: queued\n      - {at: 250ms, status: processing}\n"
+        "      - {at: 1m30s, progress: 50}\n      - {at: 93, status: succeeded}\n"
+    )
+    assert [s.at for s in scenario.jobs[0].timeline] == [None, 0.25, 90.0, 93.0]
+
+
+def test_retry_after_short_form_is_delay_seconds() -> None:
+    scenario = parse_scenario(
+        "jobs: [{timeline: [{status: queued}]}]\nfaults:\n  - {name: a, status: 503, retry_after: 7s}\n"
+        "  - {name: b, status: 429, retry_after: {delay: 30s, form: rfc850}}\n"
+    )
+    assert [f.retry for f in scenario.faults] == [
+        RetryAfter(delay=7.0, form="seconds"),
+        RetryAfter(delay=30.0, form="rfc850"),
+    ]
+
+
+def test_nth_accepts_one_number_or_a_list() -> None:
+    scenario = parse_scenario(
+        "jobs: [{timeline: [{status: queued}]}]\nfaults:\n  - {name: a, status: 503, nth: 2}\n"
+        "  - {name: b, status: 503, nth: [3, 5]}\n"
+    )
+    assert [f.nth_set for f in scenario.faults] == [frozenset({2}), frozenset({3, 5})]
+
+
+@pytest.mark.parametrize("name", sorted(bundled_scenarios()))
+def test_yaml_round_trip_gives_an_equal_scenario(name: str) -> None:
+    scenario = load_scenario(name)
+    assert parse_scenario(scenario.to_yaml()) == scenario
+
+
+def test_time_scale_multiplies_every_duration_and_no_count() -> None:
+    scenario = load_scenario("transient-5xx").scaled(0.1)
+    assert [s.at for s in scenario.jobs[0].timeline] == [None, pytest.approx(0.2), 3.0, 6.0]
+    assert scenario.jobs[0].poll_after == pytest.approx(0.4)
+    assert [f.nth for f in scenario.faults] == [(2, 3), 6, 9, 1]
+    assert scenario.faults[0].retry_after == pytest.approx(0.3)
+    assert scenario.expect.deadline == pytest.approx(30.0)
+    assert scenario.expect.max_retries == 3
+
+
+def test_time_scale_must_be_positive() -> None:
+    with pytest.raises(ValueError, match=r"^time scale must be a positive number, got 0$"):
+        load_scenario("slow-success").scaled(0)
+
+
+def test_load_scenario_with_time_scale_runs_a_93_second_job_in_9_3_seconds() -> None:
+    scenario = load_scenario("slow-success", time_scale=0.1)
+    assert scenario.jobs[0].end_time == pytest.approx(9.3)
+
+
+def test_schema_is_generated_from_the_model_and_shipped() -> None:
+    schema = scenario_schema()
+    shipped = Path(__file__).parent.parent / "fakeprovider" / "scenario.schema.json"
+    assert json.loads(shipped.read_text()) == schema
+    step = schema["$defs"]["Step"]
+    assert step["additionalProperties"] is False
+    assert step["properties"]["status"]["anyOf"][0]["enum"][:2] == ["queued", "processing"]
+    assert schema["$ref"] == "#/$defs/Scenario"
+    assert schema["$defs"]["Scenario"]["required"] == ["jobs"]
+
+
+@pytest.mark.parametrize("name", sorted(bundled_scenarios()))
+def test_bundled_scenario_is_valid_described_and_has_expectations(name: str) -> None:
+    scenario = load_scenario(name)
+    assert scenario.name == name
+    assert scenario.description
+    assert scenario.expect.deadline is not None
