@@ -1,0 +1,326 @@
+"""Metrics, coverage, warnings and the text rendering of an invariant report (pure)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ._rules import Violation, fmt_time
+from .journal import Entry
+from .scenario import TERMINAL_STATUSES
+
+if TYPE_CHECKING:
+    from .invariants import Limits
+
+__all__ = ["coverage", "metrics", "render"]
+
+_CONTEXT = 3  # entries shown before and after the offending ones
+_MAX_LINES = 14
+
+
+def _job_key(job_id: str, run: int, runs: int) -> str:
+    return job_id if runs == 1 else f"run {run}: {job_id}"
+
+
+def _clients(run: Sequence[Entry]) -> dict[str, list[Entry]]:
+    out: dict[str, list[Entry]] = {}
+    for e in run:
+        if e.kind not in ("webhook", "unknown"):
+            out.setdefault(e.client, []).append(e)
+    return out
+
+
+def _retries(entries: Sequence[Entry]) -> int:
+    last_failed: dict[tuple[str, str | None], bool] = {}
+    count = 0
+    for e in entries:
+        key = (e.kind, e.request_digest if e.kind == "submit" else e.job_id)
+        if last_failed.get(key, False):
+            count += 1
+        last_failed[key] = e.failed
+    return count
+
+
+def _terminal_at(run: Sequence[Entry]) -> dict[str, float]:
+    """When each job entered its terminal status, as far as the journal tells."""
+    out: dict[str, float] = {}
+    for e in run:
+        if e.job_id and e.true_status in TERMINAL_STATUSES and e.status_since is not None:
+            out.setdefault(e.job_id, e.status_since)
+    return out
+
+
+def _time_in_status(run: Sequence[Entry]) -> dict[str, dict[str, float]]:
+    changes: dict[str, dict[float, str]] = {}
+    last_seen: dict[str, float] = {}
+    for e in run:
+        if e.job_id is None or e.true_status is None or e.status_since is None:
+            continue
+        changes.setdefault(e.job_id, {})[e.status_since] = e.true_status
+        last_seen[e.job_id] = max(last_seen.get(e.job_id, 0.0), e.received_at)
+    out: dict[str, dict[str, float]] = {}
+    for job_id, points in changes.items():
+        ordered = sorted(points.items())
+        spent: dict[str, float] = {}
+        for index, (since, status) in enumerate(ordered):
+            if status in TERMINAL_STATUSES:
+                break
+            until = ordered[index + 1][0] if index + 1 < len(ordered) else last_seen[job_id]
+            spent[status] = round(spent.get(status, 0.0) + max(0.0, until - since), 6)
+        out[job_id] = spent
+    return out
+
+
+def metrics(runs: Sequence[Sequence[Entry]]) -> dict[str, Any]:
+    """Polls per completion, detection delay, retries, rate-limit hits, time in each status and
+    webhook coverage, per client and in total."""
+    per_client: dict[str, dict[str, Any]] = {}
+    delays: dict[str, float] = {}
+    time_in_status: dict[str, dict[str, float]] = {}
+    deliveries: list[Entry] = []
+    terminal_jobs: set[str] = set()
+    notified: set[str] = set()
+    for number, run in enumerate(runs):
+        terminal_at = _terminal_at(run)
+        terminal_jobs.update(_job_key(j, number, len(runs)) for j in terminal_at)
+        for job_id, spent in _time_in_status(run).items():
+            time_in_status[_job_key(job_id, number, len(runs))] = spent
+        hooks = [e for e in run if e.kind == "webhook"]
+        deliveries.extend(hooks)
+        notified.update(
+            _job_key(h.job_id, number, len(runs))
+            for h in hooks
+            if h.job_id and (h.event or "").removeprefix("job.") in TERMINAL_STATUSES
+        )
+        for client, entries in _clients(run).items():
+            m = per_client.setdefault(
+                client,
+                {
+                    "requests": 0,
+                    "status_reads": 0,
+                    "completions": 0,
+                    "retries": 0,
+                    "rate_limit_hits": 0,
+                },
+            )
+            m["requests"] += len(entries)
+            m["status_reads"] += sum(e.kind == "status" for e in entries)
+            m["retries"] += _retries(entries)
+            m["rate_limit_hits"] += sum(e.status_code == 429 for e in entries)
+            seen: dict[str, float] = {}
+            for e in entries:
+                if e.job_id and e.job_status in TERMINAL_STATUSES and e.completed_at is not None:
+                    seen.setdefault(e.job_id, e.completed_at)
+            m["completions"] += len(seen)
+            for job_id, at in seen.items():
+                if job_id in terminal_at:
+                    key = f"{client} {_job_key(job_id, number, len(runs))}"
+                    delays[key] = round(max(0.0, at - terminal_at[job_id]), 6)
+    for m in per_client.values():
+        m["polls_per_completion"] = (
+            round(m["status_reads"] / m["completions"], 3) if m["completions"] else None
+        )
+    reads = sum(m["status_reads"] for m in per_client.values())
+    completions = sum(m["completions"] for m in per_client.values())
+    acked = [d for d in deliveries if d.status_code is not None and 200 <= d.status_code < 300]
+    return {
+        "runs": len(runs),
+        "requests": sum(m["requests"] for m in per_client.values()),
+        "status_reads": reads,
+        "completions": completions,
+        "polls_per_completion": round(reads / completions, 3) if completions else None,
+        "detection_delay": {
+            "mean": round(sum(delays.values()) / len(delays), 6) if delays else None,
+            "max": max(delays.values()) if delays else None,
+            "by_client_and_job": delays,
+        },
+        "retries": sum(m["retries"] for m in per_client.values()),
+        "rate_limit_hits": sum(m["rate_limit_hits"] for m in per_client.values()),
+        "time_in_status": time_in_status,
+        "webhooks": {
+            "deliveries": len(deliveries),
+            "acknowledged": len(acked),
+            "by_event": dict(Counter(d.event or "unknown" for d in deliveries)),
+            "terminal_jobs": len(terminal_jobs),
+            "terminal_jobs_notified": len(notified & terminal_jobs),
+        },
+        "clients": per_client,
+    }
+
+
+def coverage(runs: Sequence[Sequence[Entry]], limits: Limits) -> tuple[dict[str, Any], list[str]]:
+    """What the runs exercised, and warnings for what they did not."""
+    entries = [e for run in runs for e in run]
+    requests = [e for e in entries if e.kind not in ("webhook", "unknown")]
+    observed: dict[str, set[str]] = {}
+    reached: dict[str, set[str]] = {}
+    for run in runs:
+        true_by_job: dict[str, set[str]] = {}
+        for e in run:
+            if e.job_id and e.true_status:
+                true_by_job.setdefault(e.job_id, set()).add(e.true_status)
+        for client, mine in _clients(run).items():
+            seen = observed.setdefault(client, set())
+            seen.update(e.job_status for e in mine if e.job_status)
+            watched = reached.setdefault(client, set())
+            for job_id in {e.job_id for e in mine if e.job_id}:
+                watched.update(true_by_job.get(job_id, set()))
+    codes = Counter(e.status_code for e in requests if e.status_code is not None)
+    forms = Counter(e.retry_after.form for e in requests if e.retry_after is not None)
+    faults = Counter(e.fault for e in requests if e.fault)
+    dropped = sum(e.dropped is not None or e.status_code is None for e in requests)
+    not_checked: dict[str, str] = {}
+    if limits.deadline is None:
+        not_checked["deadline"] = "no deadline was set"
+    if limits.status_rate is None:
+        not_checked["status_rate"] = "opt-in: no status_rate budget was set"
+    if not any(e.kind == "webhook" for e in entries):
+        not_checked["webhook_ack"] = "no webhook was delivered"
+    found = {
+        "statuses_observed": {c: sorted(s) for c, s in sorted(observed.items())},
+        "status_codes": {str(code): n for code, n in sorted(codes.items())},
+        "faults_served": dict(sorted(faults.items())),
+        "retry_after_forms": dict(sorted(forms.items())),
+        "dropped_connections": dropped,
+        "not_checked": not_checked,
+    }
+    warnings: list[str] = []
+    if not requests:
+        warnings.append("the journal holds no requests, so nothing was checked")
+        return found, warnings
+    if not codes.get(429):
+        warnings.append("no 429 was served, so rate-limit handling was not exercised")
+    if not dropped and not any(code >= 500 for code in codes):
+        warnings.append(
+            "no 5xx or dropped connection was served, so retry handling was not exercised"
+        )
+    if not forms:
+        warnings.append("no Retry-After was served, so honours_retry_after was not exercised")
+    if not any(s & TERMINAL_STATUSES for s in observed.values()):
+        warnings.append("no client saw a job end, so stops_at_terminal was not exercised")
+    for client in sorted(observed):
+        for status in sorted(reached.get(client, set()) - observed[client]):
+            warnings.append(f"the client {client!r} never observed {status!r}")
+    warnings.extend(f"{name} was not checked: {why}" for name, why in not_checked.items())
+    return found, warnings
+
+
+# -- rendering --------------------------------------------------------------------------------
+
+
+def _line(e: Entry, mark: str) -> str:
+    if e.response_started_at is None:
+        timing = "no answer"
+    elif e.completed_at is not None and e.completed_at - e.response_started_at > 0.0005:
+        timing = f"{fmt_time(e.response_started_at)} to {fmt_time(e.completed_at)}"
+    else:
+        timing = fmt_time(e.response_started_at)
+    answer = str(e.status_code) if e.status_code is not None else (e.dropped or "dropped")
+    parts = [
+        f"{mark} #{e.seq:<4} {fmt_time(e.received_at):>11}  {e.method} {e.path}",
+        f"-> {answer}",
+    ]
+    if e.job_status:
+        parts.append(repr(e.job_status))
+    parts.append(f"(answered {timing})")
+    if e.poll_after is not None:
+        parts.append(f"hint {e.poll_after:g} s")
+    if e.retry_after is not None:
+        until = (
+            ""
+            if e.retry_after.not_before is None
+            else f" until {fmt_time(e.retry_after.not_before)}"
+        )
+        parts.append(f"{e.retry_after.header} {e.retry_after.raw!r}{until}")
+    if e.fault:
+        parts.append(f"fault {e.fault}")
+    return " ".join(parts)
+
+
+def _timeline(v: Violation, run: Sequence[Entry]) -> list[str]:
+    related = [
+        e
+        for e in run
+        if e.seq in v.seqs
+        or (
+            e.client == v.client
+            and e.kind not in ("webhook", "unknown")
+            and (e.job_id == v.job_id if v.job_id is not None else e.kind == "status")
+        )
+    ]
+    positions = [i for i, e in enumerate(related) if e.seq in v.seqs]
+    if not positions:
+        return []
+    low = max(0, positions[0] - _CONTEXT)
+    high = min(len(related), positions[-1] + _CONTEXT + 1)
+    shown = related[low:high]
+    if len(shown) > _MAX_LINES:
+        keep = {e.seq for e in shown if e.seq in v.seqs}
+        shown = [e for e in shown if e.seq in keep] or shown[:_MAX_LINES]
+    title = f"job {v.job_id}" if v.job_id is not None else "status reads"
+    lines = [f"    timeline of {title} for client {v.client!r}:"]
+    if low:
+        lines.append("      ...")
+    changes_seen: set[tuple[str | None, float]] = set()
+    previous: Entry | None = None
+    for e in shown:
+        change = (e.true_status, e.status_since or 0.0)
+        if (
+            previous is not None
+            and e.true_status
+            and e.status_since is not None
+            and change not in changes_seen
+            and e.true_status != previous.true_status
+        ):
+            lines.append(
+                f"      ~  {fmt_time(e.status_since):>11}  the job became {e.true_status!r}"
+            )
+        changes_seen.add(change)
+        previous = e
+        lines.append("    " + _line(e, ">>" if e.seq in v.seqs else "  "))
+    if high < len(related):
+        lines.append("      ...")
+    return lines
+
+
+def render(
+    violations: Sequence[Violation],
+    entries: Sequence[Entry],
+    found_metrics: dict[str, Any],
+    warnings: Sequence[str],
+) -> str:
+    from .invariants import split_runs
+
+    runs = split_runs(entries)
+    requests = found_metrics["requests"]
+    clients = len(found_metrics["clients"])
+    if violations:
+        head = (
+            f"{len(violations)} invariant violation(s) in {requests} request(s)"
+            f" from {clients} client(s):"
+        )
+    else:
+        head = f"no invariant violations in {requests} request(s) from {clients} client(s)"
+    lines = [head]
+    for v in violations:
+        where = f" (run {v.run})" if len(runs) > 1 else ""
+        lines.append("")
+        lines.append(f"  {v.invariant}{where}: {v.message}")
+        lines.extend(_timeline(v, runs[v.run] if v.run < len(runs) else ()))
+    lines.append("")
+    delay = found_metrics["detection_delay"]
+    lines.append(
+        "metrics: "
+        f"polls per completion {_num(found_metrics['polls_per_completion'])}, "
+        f"detection delay mean {_num(delay['mean'], ' s')} max {_num(delay['max'], ' s')}, "
+        f"retries {found_metrics['retries']}, rate-limit hits {found_metrics['rate_limit_hits']}, "
+        f"webhook deliveries {found_metrics['webhooks']['deliveries']}"
+    )
+    for warning in warnings:
+        lines.append(f"warning: {warning}")
+    return "\n".join(lines)
+
+
+def _num(value: float | None, unit: str = "") -> str:
+    return "n/a" if value is None else f"{value:.3f}{unit}" if unit else f"{value:g}"
