@@ -66,6 +66,7 @@ class FakeProvider:
                 epoch=self.clock.epoch,
                 journal=self.journal,
                 new_id=self.dialect.new_job_id,
+                poll_hints=self.dialect.poll_hints,
             )
 
     def receive(self, http: HttpRequest) -> tuple[Reply, HttpResponse]:

@@ -76,6 +76,10 @@ class Dialect:
     #: timestamps (``created_at``...) as providers do. Job times in a ``JobView`` are clock
     #: readings; ``epoch + reading`` is Unix time.
     epoch: float = 0.0
+    #: Whether this wire shape tells clients when to poll again (a header or a body field).
+    #: When it does not, the journal records no poll hint, so ``honours_poll_after`` only
+    #: judges clients that were shown one.
+    poll_hints: bool = True
 
     def match(self, method: str, path: str) -> tuple[Route, dict[str, str]] | None:
         for route in self.routes:

@@ -37,6 +37,7 @@ _SUBMIT_ROUTE = Route("POST", "/{app}", "submit")
 
 class FalDialect(Dialect):
     name = "fal"
+    poll_hints = False
     routes = (*_ROUTES.values(), _SUBMIT_ROUTE, _common.FILE_ROUTE)
 
     def new_job_id(self, seed: int, number: int) -> str:

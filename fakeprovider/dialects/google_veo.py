@@ -55,6 +55,7 @@ _RPC_INTERNAL = 13
 
 class GoogleVeoDialect(Dialect):
     name = "google-veo"
+    poll_hints = False
     routes = (_CREATE_ROUTE, _FETCH_ROUTE, _CANCEL_ROUTE)
 
     def new_job_id(self, seed: int, number: int) -> str:

@@ -31,6 +31,7 @@ _STRINGS = ("prompt", "aspect_ratio", "duration", "resolution", "callback_url", 
 
 class LumaDialect(Dialect):
     name = "luma"
+    poll_hints = False
     routes = (
         Route("POST", f"{PREFIX}/generations", "submit"),
         Route("POST", f"{PREFIX}/generations/video", "submit"),

@@ -119,7 +119,7 @@ class OpenAIVideosDialect(Dialect):
             return HttpResponse(200, reply.content, "video/mp4", reply.headers)
         if kind == "cancel":
             return self._deleted(job, reply)
-        headers = reply.headers
+        headers = reply.headers  # status and create answers both carry the hint
         if not job.done and job.poll_after is not None:
             hint = max(1, math.ceil(job.poll_after * 1000))
             headers = (*headers, ("openai-poll-after-ms", str(hint)))

@@ -36,6 +36,7 @@ _PREFER = re.compile(r"^\s*wait(?:\s*=\s*(\d+))?\s*$")
 
 class ReplicateDialect(Dialect):
     name = "replicate"
+    poll_hints = False
     routes = (
         Route("POST", "/v1/models/{owner}/{model}/predictions", "submit"),
         Route("POST", "/v1/deployments/{owner}/{model}/predictions", "submit"),

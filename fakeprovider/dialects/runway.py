@@ -36,6 +36,7 @@ _CREDITS_PER_SECOND = 10
 
 class RunwayDialect(Dialect):
     name = "runway"
+    poll_hints = False
     routes = (
         Route("POST", "/v1/text_to_video", "submit"),
         Route("POST", "/v1/image_to_video", "submit"),
