@@ -22,7 +22,8 @@ SCALE = 0.02
 
 @contextmanager
 def serve(
-    dialect: str, scenario: Scenario | str, *, time_scale: float = SCALE) -> Iterator[tuple[FakeProvider, str]]:
+    dialect: str, scenario: Scenario | str, *, time_scale: float = SCALE
+) -> Iterator[tuple[FakeProvider, str]]:
     """A real server playing ``scenario`` in ``dialect``; yields the provider and base URL."""
     provider = FakeProvider(scenario, dialect=dialect, time_scale=time_scale)
     with ServerThread(provider) as server:

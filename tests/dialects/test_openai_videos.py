@@ -10,14 +10,25 @@ import pytest
 from fakeprovider.scenario import parse_scenario
 from fakeprovider.service import FakeProvider
 
-from .helpers import CLIENT_HEADERS, call, last_status, serve, settled, unusual, violated, violations, virtual
+from .helpers import (
+    CLIENT_HEADERS,
+    call,
+    last_status,
+    serve,
+    settled,
+    unusual,
+    violated,
+    violations,
+    virtual,
+)
 
 BOUNDARY = "fakeboundary"
 
 
 def multipart(**fields: str) -> tuple[bytes, dict[str, str]]:
     parts = [
-        f'--{BOUNDARY}\r\nContent-Disposition: form-data; name="{k}"\r\n\r\n{v}\r\n' for k, v in fields.items()
+        f'--{BOUNDARY}\r\nContent-Disposition: form-data; name="{k}"\r\n\r\n{v}\r\n'
+        for k, v in fields.items()
     ]
     body = ("".join(parts) + f"--{BOUNDARY}--\r\n").encode()
     return body, {"content-type": f"multipart/form-data; boundary={BOUNDARY}"}
@@ -71,11 +82,17 @@ def test_status_vocabulary_progress_and_completion() -> None:
     clock.advance(50)
     status, headers, payload = call(provider, "GET", f"/v1/videos/{job_id}")
     done = video(
-        job_id, status="completed", progress=100, completed_at=1767225693, expires_at=1767225693 + 86400
+        job_id,
+        status="completed",
+        progress=100,
+        completed_at=1767225693,
+        expires_at=1767225693 + 86400,
     )
     assert (status, payload) == (200, done)
     assert "openai-poll-after-ms" not in headers
-    status, headers, content = call(provider, "GET", f"/v1/videos/{job_id}/content", query={"variant": "video"})
+    status, headers, content = call(
+        provider, "GET", f"/v1/videos/{job_id}/content", query={"variant": "video"}
+    )
     assert status == 200
     assert isinstance(content, bytes)
     assert len(content) == 1048576
@@ -95,7 +112,10 @@ def test_delete_cancels_a_running_video_which_then_reads_failed_cancelled() -> N
     assert (status, payload) == (200, {"id": job_id, "object": "video.deleted", "deleted": True})
     status, _, payload = call(provider, "GET", f"/v1/videos/{job_id}")
     assert payload["status"] == "failed"
-    assert payload["error"] == {"code": "cancelled", "message": "The job was cancelled. There is no result."}
+    assert payload["error"] == {
+        "code": "cancelled",
+        "message": "The job was cancelled. There is no result.",
+    }
     assert [(e.kind, e.job_status) for e in provider.entries] == [
         ("submit", "queued"),
         ("cancel", "cancelled"),
@@ -116,7 +136,14 @@ def test_malformed_creates_get_openai_errors(fields: dict[str, str], message: st
     status, _, payload = call(provider, "POST", "/v1/videos", body=body, headers=headers)
     assert (status, payload) == (
         400,
-        {"error": {"message": message, "type": "invalid_request_error", "param": None, "code": "invalid_value"}},
+        {
+            "error": {
+                "message": message,
+                "type": "invalid_request_error",
+                "param": None,
+                "code": "invalid_value",
+            }
+        },
     )
     assert [(e.kind, e.status_code) for e in provider.entries] == [("submit", 400)]
 
@@ -129,7 +156,9 @@ def test_unknown_video_and_not_ready_content() -> None:
     job_id = create(provider)
     status, _, payload = call(provider, "GET", f"/v1/videos/{job_id}/content")
     assert (status, payload["error"]["code"]) == (409, "job_not_ready")
-    status, _, payload = call(provider, "GET", f"/v1/videos/{job_id}/content", query={"variant": "gif"})
+    status, _, payload = call(
+        provider, "GET", f"/v1/videos/{job_id}/content", query={"variant": "gif"}
+    )
     assert (status, payload["error"]["code"]) == (400, "invalid_value")
 
 
@@ -156,8 +185,14 @@ def run_sdk(url: str) -> tuple[Any, Any]:
     client = openai.OpenAI(api_key="sk-test", base_url=f"{url}/v1", default_headers=CLIENT_HEADERS)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)  # videos.* is @deprecated in 3.57
-        video_obj = client.videos.create_and_poll(prompt="a cat", model="sora-2", seconds="4", size="1280x720")
-        content = client.videos.download_content(video_obj.id).read() if video_obj.status == "completed" else None
+        video_obj = client.videos.create_and_poll(
+            prompt="a cat", model="sora-2", seconds="4", size="1280x720"
+        )
+        content = (
+            client.videos.download_content(video_obj.id).read()
+            if video_obj.status == "completed"
+            else None
+        )
     return video_obj, content
 
 
@@ -232,7 +267,9 @@ expect: {outcome: succeeded, retrievals: 0}
 def test_finding_sdk_reads_the_poll_hint_only_once() -> None:
     """openai 3.57 ``poll()`` keeps the first openai-poll-after-ms it saw: later hints are ignored."""
     with serve("openai-videos", parse_scenario(HINT_CHANGES), time_scale=1.0) as (provider, url):
-        client = openai.OpenAI(api_key="sk-test", base_url=f"{url}/v1", default_headers=CLIENT_HEADERS)
+        client = openai.OpenAI(
+            api_key="sk-test", base_url=f"{url}/v1", default_headers=CLIENT_HEADERS
+        )
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
             video_obj = client.videos.create_and_poll(prompt="a cat")

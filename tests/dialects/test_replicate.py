@@ -10,7 +10,17 @@ import pytest
 
 from fakeprovider.scenario import parse_scenario
 
-from .helpers import CLIENT_HEADERS, call, download, last_status, serve, settled, unusual, violated, virtual
+from .helpers import (
+    CLIENT_HEADERS,
+    call,
+    download,
+    last_status,
+    serve,
+    settled,
+    unusual,
+    violated,
+    virtual,
+)
 
 PATH = "/v1/models/google/veo-3/predictions"
 
@@ -41,7 +51,11 @@ def prediction(job_id: str, **changes: Any) -> dict[str, Any]:
 def test_create_with_prefer_wait_answers_starting_then_succeeded() -> None:
     provider, clock = virtual("replicate")
     status, _, payload = call(
-        provider, "POST", PATH, json_body={"input": {"prompt": "a cat"}}, headers={"Prefer": "wait=5"}
+        provider,
+        "POST",
+        PATH,
+        json_body={"input": {"prompt": "a cat"}},
+        headers={"Prefer": "wait=5"},
     )
     job_id = payload["id"]
     assert (status, payload) == (201, prediction(job_id))
@@ -72,16 +86,34 @@ def test_create_with_prefer_wait_answers_starting_then_succeeded() -> None:
     ("path", "body", "headers", "status", "detail"),
     [
         (PATH, {"input": "a cat"}, {}, 422, "input: 'input' is required and must be an object."),
-        ("/v1/predictions", {"input": {}}, {}, 422, "version: 'version' is required and must be a string."),
-        (PATH, {"input": {}, "webhook_events_filter": ["done"]}, {}, 422,
-         "webhook_events_filter: each event must be one of start, output, logs, completed."),
-        (PATH, {"input": {}}, {"Prefer": "wait=90"}, 400,
-         "Invalid Prefer header 'wait=90'; send 'wait' or 'wait=N' with N from 1 to 60."),
+        (
+            "/v1/predictions",
+            {"input": {}},
+            {},
+            422,
+            "version: 'version' is required and must be a string.",
+        ),
+        (
+            PATH,
+            {"input": {}, "webhook_events_filter": ["done"]},
+            {},
+            422,
+            "webhook_events_filter: each event must be one of start, output, logs, completed.",
+        ),
+        (
+            PATH,
+            {"input": {}},
+            {"Prefer": "wait=90"},
+            400,
+            "Invalid Prefer header 'wait=90'; send 'wait' or 'wait=N' with N from 1 to 60.",
+        ),
     ],
 )
-def test_validated_fields(path: str, body: Any, headers: dict[str, str], status: int, detail: str) -> None:
+def test_validated_fields(
+    path: str, body: Any, headers: dict[str, str], status: int, detail: str
+) -> None:
     provider, _ = virtual("replicate")
-    got, out_headers, payload = call(provider, "POST", path, json_body=body, headers=headers)
+    got, _, payload = call(provider, "POST", path, json_body=body, headers=headers)
     title = "Unprocessable Entity" if status == 422 else "Bad Request"
     assert (got, payload) == (status, {"title": title, "detail": detail, "status": status})
     assert [(e.kind, e.status_code) for e in provider.entries] == [("submit", status)]
@@ -116,7 +148,9 @@ def run_sdk(url: str) -> Any:
 
 
 def _create_and_wait(client: Any) -> Any:
-    prediction_obj = client.models.predictions.create(model="google/veo-3", input={"prompt": "a cat"}, wait=5)
+    prediction_obj = client.models.predictions.create(
+        model="google/veo-3", input={"prompt": "a cat"}, wait=5
+    )
     prediction_obj.wait()
     if prediction_obj.status == "succeeded":
         download(prediction_obj.output)
@@ -190,7 +224,9 @@ expect: {outcome: succeeded, retrievals: 1}
 
 
 def test_sdk_honours_delay_seconds_retry_after() -> None:
-    with serve("replicate", parse_scenario(RETRY_AFTER.replace("FORM", "seconds")), time_scale=1.0) as (
+    with serve(
+        "replicate", parse_scenario(RETRY_AFTER.replace("FORM", "seconds")), time_scale=1.0
+    ) as (
         provider,
         url,
     ):

@@ -6,7 +6,17 @@ from typing import Any
 
 import pytest
 
-from .helpers import CLIENT_HEADERS, call, download, last_status, serve, settled, unusual, violated, virtual
+from .helpers import (
+    CLIENT_HEADERS,
+    call,
+    download,
+    last_status,
+    serve,
+    settled,
+    unusual,
+    violated,
+    virtual,
+)
 
 V = {"X-Runway-Version": "2024-11-06"}
 CREATE = {"model": "gen4.5", "promptText": "a cat", "ratio": "1280:720", "duration": 5}
@@ -19,7 +29,12 @@ def test_create_and_task_shapes_through_every_status() -> None:
     assert (status, payload) == (200, {"id": job_id, "estimatedCost": {"credits": 50}})
     created = "2026-01-01T00:00:00.000Z"
     _, _, task = call(provider, "GET", f"/v1/tasks/{job_id}", headers=V)
-    assert task == {"id": job_id, "createdAt": created, "status": "PENDING", "estimatedCost": {"credits": 50}}
+    assert task == {
+        "id": job_id,
+        "createdAt": created,
+        "status": "PENDING",
+        "estimatedCost": {"credits": 50},
+    }
     clock.advance(31)
     _, _, task = call(provider, "GET", f"/v1/tasks/{job_id}", headers=V)
     assert task == {
@@ -70,20 +85,39 @@ def test_failed_task_and_delete() -> None:
 @pytest.mark.parametrize(
     ("headers", "body", "status", "error"),
     [
-        ({}, CREATE, 400, "Missing the X-Runway-Version header; send X-Runway-Version: 2024-11-06."),
+        (
+            {},
+            CREATE,
+            400,
+            "Missing the X-Runway-Version header; send X-Runway-Version: 2024-11-06.",
+        ),
         (
             {"X-Runway-Version": "2023-01-01"},
             CREATE,
             400,
             "Unsupported X-Runway-Version '2023-01-01'; this API speaks 2024-11-06.",
         ),
-        (V, {"model": "gen4.5"}, 400, "Validation of body failed: 'promptText' must be a non-empty string."),
-        (V, {**CREATE, "duration": "5"}, 400, "Validation of body failed: 'duration' must be an integer number of seconds."),
+        (
+            V,
+            {"model": "gen4.5"},
+            400,
+            "Validation of body failed: 'promptText' must be a non-empty string.",
+        ),
+        (
+            V,
+            {**CREATE, "duration": "5"},
+            400,
+            "Validation of body failed: 'duration' must be an integer number of seconds.",
+        ),
     ],
 )
-def test_bad_creates(headers: dict[str, str], body: dict[str, Any], status: int, error: str) -> None:
+def test_bad_creates(
+    headers: dict[str, str], body: dict[str, Any], status: int, error: str
+) -> None:
     provider, _ = virtual("runway")
-    got_status, _, payload = call(provider, "POST", "/v1/text_to_video", json_body=body, headers=headers)
+    got_status, _, payload = call(
+        provider, "POST", "/v1/text_to_video", json_body=body, headers=headers
+    )
     assert (got_status, payload["error"]) == (status, error)
     assert [(e.kind, e.status_code) for e in provider.entries] == [("submit", status)]
 
@@ -112,7 +146,9 @@ def fast_waiter(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def run_sdk(url: str, timeout: float = 10) -> Any:
     client = runwayml.RunwayML(api_key="key_test", base_url=url, default_headers=CLIENT_HEADERS)
-    task = client.text_to_video.create(model="gen4.5", prompt_text="a cat", ratio="1280:720", duration=5)
+    task = client.text_to_video.create(
+        model="gen4.5", prompt_text="a cat", ratio="1280:720", duration=5
+    )
     done = task.wait_for_task_output(timeout=timeout)
     download(done.output[0])  # what a user does next: download once
     client.close()
