@@ -33,7 +33,13 @@ class HttpRequest:
 
     @property
     def client(self) -> str:
-        return self.headers.get("x-client-id") or self.peer
+        """``X-Client-Id``, else the peer's host: not its port, which changes whenever a client
+        opens a new connection (an SDK's reconnect must not look like a second client)."""
+        explicit = self.headers.get("x-client-id")
+        if explicit:
+            return explicit
+        host, sep, port = self.peer.rpartition(":")
+        return host if sep and port.isdigit() else self.peer
 
     @property
     def bearer(self) -> str | None:
