@@ -17,10 +17,13 @@ def test_virtual_clock_moves_only_when_told() -> None:
 
 def test_virtual_clock_refuses_to_go_backwards() -> None:
     clock = VirtualClock(start=5.0)
-    with pytest.raises(ValueError, match=r"^a virtual clock never goes backwards; got advance\(seconds=-1\)$"):
+    with pytest.raises(
+        ValueError, match=r"^a virtual clock never goes backwards; got advance\(seconds=-1\)$"
+    ):
         clock.advance(-1)
     with pytest.raises(
-        ValueError, match=r"^a virtual clock never goes backwards; it reads 5.0, got jump_to\(reading=4.0\)$"
+        ValueError,
+        match=r"^a virtual clock never goes backwards; it reads 5.0, got jump_to\(reading=4.0\)$",
     ):
         clock.jump_to(4.0)
 

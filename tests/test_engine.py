@@ -18,13 +18,17 @@ def engine_for(text: str) -> Engine:
 
 
 def submit(engine: Engine, now: float, **kwargs: object) -> str:
-    reply = engine.handle(Request("submit", "POST", "/v1/jobs", body={"prompt": "a cat"}, **kwargs), now)  # type: ignore[arg-type]
+    reply = engine.handle(
+        Request("submit", "POST", "/v1/jobs", body={"prompt": "a cat"}, **kwargs), now
+    )  # type: ignore[arg-type]
     assert reply.job is not None
     return reply.job.id
 
 
 def status(engine: Engine, job_id: str, now: float, **kwargs: object):  # type: ignore[no-untyped-def]
-    return engine.handle(Request("status", "GET", f"/v1/jobs/{job_id}", job_id=job_id, **kwargs), now)  # type: ignore[arg-type]
+    return engine.handle(
+        Request("status", "GET", f"/v1/jobs/{job_id}", job_id=job_id, **kwargs), now
+    )  # type: ignore[arg-type]
 
 
 TIMED = """
@@ -41,15 +45,29 @@ jobs:
 def test_timeline_by_time_shows_each_status_from_its_instant() -> None:
     engine = engine_for(TIMED)
     job = submit(engine, 10.0)
-    shown = [(status(engine, job, t).job.status, status(engine, job, t).job.progress) for t in (13.9, 14.0, 40.0, 102.9, 103.0)]  # type: ignore[union-attr]
-    assert shown == [("queued", None), ("processing", 5), ("processing", 35), ("processing", 35), ("succeeded", 100)]
+    shown = [
+        (status(engine, job, t).job.status, status(engine, job, t).job.progress)
+        for t in (13.9, 14.0, 40.0, 102.9, 103.0)
+    ]  # type: ignore[union-attr]
+    assert shown == [
+        ("queued", None),
+        ("processing", 5),
+        ("processing", 35),
+        ("processing", 35),
+        ("succeeded", 100),
+    ]
 
 
 def test_terminal_view_has_no_poll_hint_and_a_result() -> None:
     engine = engine_for(TIMED)
     job = submit(engine, 0.0)
     view = status(engine, job, 100.0).job
-    assert (view.done, view.poll_after, view.completed_at, view.result.size_bytes) == (True, None, 93.0, 262144)
+    assert (view.done, view.poll_after, view.completed_at, view.result.size_bytes) == (
+        True,
+        None,
+        93.0,
+        262144,
+    )
 
 
 def test_timeline_by_poll_count_changes_after_the_nth_read() -> None:
@@ -73,7 +91,10 @@ def test_faulted_status_reads_do_not_count_as_polls() -> None:
         "faults:\n  - {name: down, route: status, nth: 1, status: 503}\n"
     )
     job = submit(engine, 0.0)
-    codes = [(r.status_code, r.job.status if r.job else None) for r in (status(engine, job, t) for t in (1.0, 2.0, 3.0))]
+    codes = [
+        (r.status_code, r.job.status if r.job else None)
+        for r in (status(engine, job, t) for t in (1.0, 2.0, 3.0))
+    ]
     assert codes == [(503, None), (200, "queued"), (200, "succeeded")]
 
 
@@ -124,10 +145,17 @@ def test_seeded_probability_is_reproducible_and_seed_dependent() -> None:
 
 
 def test_fault_delay_moves_the_response_instant() -> None:
-    engine = engine_for("jobs: [{timeline: [{status: queued}]}]\nfaults:\n  - {name: slow, route: status, delay: 3s}\n")
+    engine = engine_for(
+        "jobs: [{timeline: [{status: queued}]}]\nfaults:\n  - {name: slow, route: status, delay: 3s}\n"
+    )
     job = submit(engine, 0.0)
     reply = status(engine, job, 10.0)
-    assert (reply.status_code, reply.delay, reply.respond_at, reply.job.status) == (200, 3.0, 13.0, "queued")  # type: ignore[union-attr]
+    assert (reply.status_code, reply.delay, reply.respond_at, reply.job.status) == (
+        200,
+        3.0,
+        13.0,
+        "queued",
+    )  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize("form", ["imf", "rfc850", "asctime"])
@@ -138,7 +166,7 @@ def test_retry_after_http_date_parses_back_to_the_scripted_instant(form: str) ->
     )
     job = submit(engine, 0.0)
     reply = status(engine, job, 100.25)
-    (name, value), = reply.headers
+    ((name, value),) = reply.headers
     parsed = email.utils.parsedate_to_datetime(value)
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=__import__("datetime").timezone.utc)
@@ -159,8 +187,15 @@ def test_retry_after_seconds_and_ms_forms() -> None:
     )
     job = submit(engine, 0.0)
     headers = [status(engine, job, 1.0).headers for _ in range(3)]
-    assert headers == [(("Retry-After", "3"),), (("retry-after-ms", "1500"),), (("Retry-After", "soon"),)]
-    records = [(e.retry_after.header, e.retry_after.not_before) for e in engine.journal.filter(kind="status")]  # type: ignore[union-attr]
+    assert headers == [
+        (("Retry-After", "3"),),
+        (("retry-after-ms", "1500"),),
+        (("Retry-After", "soon"),),
+    ]
+    records = [
+        (e.retry_after.header, e.retry_after.not_before)
+        for e in engine.journal.filter(kind="status")
+    ]  # type: ignore[union-attr]
     assert records == [("retry-after", 4.0), ("retry-after-ms", 2.5), ("retry-after", None)]
 
 
@@ -182,9 +217,15 @@ def test_token_bucket_answers_429_with_the_computed_wait() -> None:
 
 
 def test_rate_limit_buckets_are_per_key() -> None:
-    engine = engine_for("jobs: [{timeline: [{status: queued}]}]\nrate_limit: {capacity: 1, refill_every: 1m}\n")
+    engine = engine_for(
+        "jobs: [{timeline: [{status: queued}]}]\nrate_limit: {capacity: 1, refill_every: 1m}\n"
+    )
     job = submit(engine, 0.0, client="a")
-    assert [status(engine, job, 1.0, client=c).status_code for c in ("a", "b", "b")] == [429, 200, 429]
+    assert [status(engine, job, 1.0, client=c).status_code for c in ("a", "b", "b")] == [
+        429,
+        200,
+        429,
+    ]
 
 
 def test_concurrency_limit_rejects_submits_until_a_job_ends() -> None:
@@ -200,7 +241,9 @@ def test_concurrency_limit_rejects_submits_until_a_job_ends() -> None:
 
 
 def test_auth_missing_invalid_and_revoked_tokens() -> None:
-    engine = engine_for("jobs: [{timeline: [{status: queued}]}]\nauth: {tokens: [good], revoke_after: 2}\n")
+    engine = engine_for(
+        "jobs: [{timeline: [{status: queued}]}]\nauth: {tokens: [good], revoke_after: 2}\n"
+    )
     results = []
     for credential in (None, "bad", "good", "good", "good"):
         reply = engine.handle(Request("list", "GET", "/v1/jobs", credential=credential), 0.0)
@@ -216,9 +259,15 @@ def test_auth_missing_invalid_and_revoked_tokens() -> None:
 
 def test_idempotency_key_replays_the_job_or_rejects_a_different_body() -> None:
     engine = engine_for("jobs: [{timeline: [{status: queued}]}]\n")
-    first = engine.handle(Request("submit", "POST", "/", body={"prompt": "a"}, idempotency_key="k1"), 0.0)
-    again = engine.handle(Request("submit", "POST", "/", body={"prompt": "a"}, idempotency_key="k1"), 1.0)
-    other = engine.handle(Request("submit", "POST", "/", body={"prompt": "b"}, idempotency_key="k1"), 2.0)
+    first = engine.handle(
+        Request("submit", "POST", "/", body={"prompt": "a"}, idempotency_key="k1"), 0.0
+    )
+    again = engine.handle(
+        Request("submit", "POST", "/", body={"prompt": "a"}, idempotency_key="k1"), 1.0
+    )
+    other = engine.handle(
+        Request("submit", "POST", "/", body={"prompt": "b"}, idempotency_key="k1"), 2.0
+    )
     assert (again.job.id, again.created) == (first.job.id, False)  # type: ignore[union-attr]
     assert (other.status_code, other.error.code) == (422, "idempotency_key_reused")  # type: ignore[union-attr]
     assert len(engine.jobs) == 1
@@ -226,14 +275,23 @@ def test_idempotency_key_replays_the_job_or_rejects_a_different_body() -> None:
 
 def test_lost_submit_response_still_creates_the_job() -> None:
     engine = Engine(load_scenario("ambiguous-submit"))
-    reply = engine.handle(Request("submit", "POST", "/v1/jobs", body={"prompt": "x"}, idempotency_key="k"), 0.0)
+    reply = engine.handle(
+        Request("submit", "POST", "/v1/jobs", body={"prompt": "x"}, idempotency_key="k"), 0.0
+    )
     assert (reply.action, len(engine.jobs)) == ("lose_response", 1)
     entry = engine.journal.last
-    assert (entry.status_code, entry.dropped, entry.fault, entry.job_id) == (None, "lose_response", "lost-submit-response", reply.job.id)  # type: ignore[union-attr]
+    assert (entry.status_code, entry.dropped, entry.fault, entry.job_id) == (
+        None,
+        "lose_response",
+        "lost-submit-response",
+        reply.job.id,
+    )  # type: ignore[union-attr]
 
 
 def test_reset_fault_handles_nothing() -> None:
-    engine = engine_for("jobs: [{timeline: [{status: queued}]}]\nfaults:\n  - {name: rst, route: submit, nth: 1, action: reset}\n")
+    engine = engine_for(
+        "jobs: [{timeline: [{status: queued}]}]\nfaults:\n  - {name: rst, route: submit, nth: 1, action: reset}\n"
+    )
     reply = engine.handle(Request("submit", "POST", "/v1/jobs", body={"prompt": "x"}), 0.0)
     assert (reply.action, reply.job, engine.jobs) == ("reset", None, [])
 
@@ -261,7 +319,11 @@ def test_cancel_ends_a_running_job_and_refuses_an_ended_one() -> None:
 def test_unknown_job_is_404_job_not_found() -> None:
     engine = engine_for(TIMED)
     reply = status(engine, "job_nope", 0.0)
-    assert (reply.status_code, reply.error.code, engine.journal.last.kind) == (404, "job_not_found", "status")  # type: ignore[union-attr]
+    assert (reply.status_code, reply.error.code, engine.journal.last.kind) == (
+        404,
+        "job_not_found",
+        "status",
+    )  # type: ignore[union-attr]
 
 
 def test_journal_records_true_status_and_when_it_began() -> None:
@@ -269,7 +331,12 @@ def test_journal_records_true_status_and_when_it_began() -> None:
     job = submit(engine, 0.0)
     status(engine, job, 95.0)
     entry = engine.journal.last
-    assert (entry.job_status, entry.true_status, entry.status_since, entry.poll_after) == ("succeeded", "succeeded", 93.0, None)
+    assert (entry.job_status, entry.true_status, entry.status_since, entry.poll_after) == (
+        "succeeded",
+        "succeeded",
+        93.0,
+        None,
+    )
 
 
 # -- determinism ---------------------------------------------------------------------------
@@ -285,7 +352,10 @@ requests_strategy = st.lists(
 
 
 @settings(max_examples=60, deadline=None)
-@given(requests=requests_strategy, scenario=st.sampled_from(["transient-5xx", "rate-limited", "rate-limit-budget"]))
+@given(
+    requests=requests_strategy,
+    scenario=st.sampled_from(["transient-5xx", "rate-limited", "rate-limit-budget"]),
+)
 def test_same_requests_and_clock_readings_give_the_same_journal(
     requests: list[tuple[str, int, float]], scenario: str
 ) -> None:
@@ -303,7 +373,12 @@ def test_same_requests_and_clock_readings_give_the_same_journal(
             else:
                 request = Request(kind, "GET", f"/v1/jobs/{job_id}", job_id=job_id)  # type: ignore[arg-type]
             reply = engine.handle(request, now)
-            engine.complete(reply, started=reply.respond_at, completed=reply.respond_at, status_code=reply.status_code)
+            engine.complete(
+                reply,
+                started=reply.respond_at,
+                completed=reply.respond_at,
+                status_code=reply.status_code,
+            )
         return [e.to_dict() for e in engine.journal]
 
     assert play() == play()

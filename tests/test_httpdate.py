@@ -45,13 +45,23 @@ def test_fractions_are_rounded_down() -> None:
 
 
 def test_unknown_form_is_refused() -> None:
-    with pytest.raises(ValueError, match=r"^unknown HTTP-date form 'rfc1123'; expected 'imf', 'rfc850' or 'asctime'$"):
+    with pytest.raises(
+        ValueError,
+        match=r"^unknown HTTP-date form 'rfc1123'; expected 'imf', 'rfc850' or 'asctime'$",
+    ):
         format_http_date(0, "rfc1123")  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
     ("value", "expected"),
-    [("120", 1120.0), (" 7 ", 1007.0), ("Thu, 01 Jan 1970 00:20:00 GMT", 1200.0), ("soon", None), ("-3", None), ("1.5", None)],
+    [
+        ("120", 1120.0),
+        (" 7 ", 1007.0),
+        ("Thu, 01 Jan 1970 00:20:00 GMT", 1200.0),
+        ("soon", None),
+        ("-3", None),
+        ("1.5", None),
+    ],
 )
 def test_parse_retry_after(value: str, expected: float | None) -> None:
     assert parse_retry_after(value, date_of_response=1000.0) == expected

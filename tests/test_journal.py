@@ -11,7 +11,16 @@ from fakeprovider.journal import Entry, Journal, RetryAfterRecord, read_journal
 
 
 def entry(seq: int, **kwargs: object) -> Entry:
-    return Entry(seq=seq, kind="status", job_id="job_1", method="GET", path="/v1/jobs/job_1", client="c", received_at=float(seq), **kwargs)  # type: ignore[arg-type]
+    return Entry(
+        seq=seq,
+        kind="status",
+        job_id="job_1",
+        method="GET",
+        path="/v1/jobs/job_1",
+        client="c",
+        received_at=float(seq),
+        **kwargs,
+    )  # type: ignore[arg-type]
 
 
 def test_entries_are_written_when_completed_and_read_back(tmp_path: Path) -> None:
@@ -20,9 +29,16 @@ def test_entries_are_written_when_completed_and_read_back(tmp_path: Path) -> Non
     journal.append(entry(journal.next_seq()))
     journal.append(entry(journal.next_seq()))
     assert sink.getvalue() == ""
-    journal.complete(2, response_started_at=2.5, completed_at=2.75, status_code=503,
-                     retry_after=RetryAfterRecord("3", 5.5))
-    journal.complete(1, response_started_at=1.5, completed_at=1.75, status_code=200, job_status="queued")
+    journal.complete(
+        2,
+        response_started_at=2.5,
+        completed_at=2.75,
+        status_code=503,
+        retry_after=RetryAfterRecord("3", 5.5),
+    )
+    journal.complete(
+        1, response_started_at=1.5, completed_at=1.75, status_code=200, job_status="queued"
+    )
     path = tmp_path / "journal.jsonl"
     path.write_text(sink.getvalue())
     assert read_journal(path) == journal.snapshot()
@@ -34,7 +50,13 @@ def test_journal_is_list_like() -> None:
     assert (journal.called, journal.call_count) == (False, 0)
     for _ in range(3):
         journal.append(entry(journal.next_seq(), completed_at=1.0))
-    assert (journal.called, journal.call_count, journal.last.seq, journal[0].seq, len(journal[1:])) == (True, 3, 3, 1, 2)
+    assert (
+        journal.called,
+        journal.call_count,
+        journal.last.seq,
+        journal[0].seq,
+        len(journal[1:]),
+    ) == (True, 3, 3, 1, 2)
     assert [e.seq for e in journal.filter(kind="status", job_id="job_1")] == [1, 2, 3]
 
 
@@ -48,11 +70,21 @@ def test_clear_keeps_sequence_numbers_going() -> None:
 
 def test_bad_lines_are_named(tmp_path: Path) -> None:
     path = tmp_path / "j.jsonl"
-    path.write_text('{"seq": 1, "kind": "status", "method": "GET", "path": "/", "client": "c", "received_at": 0}\n[1]\n')
-    with pytest.raises(ValueError, match=r"j.jsonl:2: not a journal entry: expected a JSON object$"):
+    path.write_text(
+        '{"seq": 1, "kind": "status", "method": "GET", "path": "/", "client": "c", "received_at": 0}\n[1]\n'
+    )
+    with pytest.raises(
+        ValueError, match=r"j.jsonl:2: not a journal entry: expected a JSON object$"
+    ):
         read_journal(path)
 
 
 def test_unknown_fields_are_refused() -> None:
-    with pytest.raises(ValueError, match=r"^<journal>:1: not a journal entry: unknown journal field\(s\): colour$"):
-        read_journal(io.StringIO('{"seq": 1, "kind": "status", "method": "GET", "path": "/", "client": "c", "received_at": 0, "colour": 1}\n'))
+    with pytest.raises(
+        ValueError, match=r"^<journal>:1: not a journal entry: unknown journal field\(s\): colour$"
+    ):
+        read_journal(
+            io.StringIO(
+                '{"seq": 1, "kind": "status", "method": "GET", "path": "/", "client": "c", "received_at": 0, "colour": 1}\n'
+            )
+        )
