@@ -108,7 +108,7 @@ faults:
         with pytest.raises(httpx.ReadError, match=r"^\[Errno 104\] Connection reset by peer$"):
             client.post("/v1/jobs", json={"prompt": "x"})
         with pytest.raises(
-            httpx.RemoteProtocolError, match="^Server disconnected without sending a response.$"
+            httpx.RemoteProtocolError, match=r"^Server disconnected without sending a response\.$"
         ):
             client.post("/v1/jobs", json={"prompt": "x"})
         assert client.post("/v1/jobs", json={"prompt": "x"}).status_code == 202
@@ -123,7 +123,9 @@ faults:
 def test_other_hosts_pass_through_and_nesting_is_refused() -> None:
     with virtual_provider("slow-success"):
         with pytest.raises(
-            FakeProviderError, match="^Virtual time is already active in this process; "
+            FakeProviderError,
+            match=r"^Virtual time is already active in this process; leave the other"
+            r" virtual_provider\(\) or VirtualTime block first\.$",
         ):
             virtual_provider("slow-success").__enter__()
         with pytest.raises(httpx.ConnectError):
