@@ -274,7 +274,7 @@ def _timeline(v: Violation, run: Sequence[Entry]) -> list[str]:
             and e.true_status != previous.true_status
         ):
             lines.append(
-                f"      ~  {fmt_time(e.status_since):>11}  the job became {e.true_status!r}"
+                f"       ~{'':4}{fmt_time(e.status_since):>11}  the job became {e.true_status!r}"
             )
         changes_seen.add(change)
         previous = e

@@ -59,7 +59,9 @@ def _convert(loader: yaml.SafeLoader, node: yaml.Node, path: Path, positions: Po
                 key = str(key)
             if key in result:
                 line, column = _position(key_node)
-                raise YamlSyntaxError(line, column, f"duplicate key {key!r}; each key may appear once")
+                raise YamlSyntaxError(
+                    line, column, f"duplicate key {key!r}; each key may appear once"
+                )
             child = (*path, key)
             result[key] = _convert(loader, value_node, child, positions)
             # A key's own position is more useful than its value's for "unknown key" errors.

@@ -1,33 +1,35 @@
-"""The Starlette app: a ``FakeProvider`` on real sockets, plus the admin API.
+"""The ASGI app: a ``FakeProvider`` on real sockets, plus the admin API.
 
-Every API request goes through one catch-all endpoint that hands a neutral ``HttpRequest`` to
-the provider; a thin ASGI wrapper times the response for the journal and drops connections
-when a scenario scripts a reset. Admin routes live under the reserved prefix ``/__admin/``.
+API requests take a lean path: ``FakeProviderApp`` builds a neutral ``HttpRequest`` straight from
+the ASGI scope, asks the provider, waits any scripted delay, sends the answer with a ``Date``
+header from the scenario clock, and records when the response started and completed (or drops
+the connection when the scenario scripts a reset). The admin API under the reserved prefix
+``/__admin/`` is a Starlette app.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import socket
 import struct
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
+from urllib.parse import parse_qsl
 
 from starlette.applications import Starlette
-from starlette.requests import ClientDisconnect
 from starlette.requests import Request as StarletteRequest
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from .dialects import HttpRequest
-from .engine import Reply
+from .dialects import HttpRequest, HttpResponse
 from .errors import ScenarioError
 from .journal import Entry
 from .scenario import parse_scenario
 from .service import FakeProvider
 
-__all__ = ["create_app"]
+__all__ = ["FakeProviderApp", "create_app"]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -35,49 +37,11 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 
 _METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
+ADMIN_PREFIX = "/__admin/"
 
 
 def _error(status: int, code: str, message: str, **extra: Any) -> JSONResponse:
     return JSONResponse({"error": {"code": code, "message": message, **extra}}, status_code=status)
-
-
-class _Recorder:
-    """Outermost ASGI layer: times each answer for the journal and performs scripted resets."""
-
-    def __init__(self, app: Starlette, provider: FakeProvider) -> None:
-        self.app = app
-        self.provider = provider
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        ctx: dict[str, Any] = {"receive": receive}
-        scope["fakeprovider"] = ctx
-        clock = self.provider.clock
-        state: dict[str, Any] = {}
-
-        async def timed_send(message: Message) -> None:
-            reply: Reply | None = ctx.get("reply")
-            if ctx.get("dropped"):
-                return
-            if message["type"] == "http.response.start":
-                state["started"] = clock.now()
-                state["status"] = message["status"]
-            await send(message)
-            if (
-                reply is not None
-                and message["type"] == "http.response.body"
-                and not message.get("more_body", False)
-            ):
-                self.provider.sent(
-                    reply,
-                    started=state.get("started", clock.now()),
-                    completed=clock.now(),
-                    status_code=state.get("status"),
-                )
-
-        await self.app(scope, receive, timed_send)
 
 
 def _abort(receive: Receive) -> None:
@@ -95,47 +59,103 @@ def _abort(receive: Receive) -> None:
         cycle.disconnected = True  # so uvicorn neither logs nor answers 500
 
 
-def create_app(provider: FakeProvider) -> _Recorder:
-    """The ASGI app serving ``provider`` (the Starlette app is at ``.app``)."""
+def _peer(scope: Scope) -> str:
+    client = scope.get("client")
+    return f"{client[0]}:{client[1]}" if client else "unknown"
 
-    async def api(request: StarletteRequest) -> Response:
+
+class FakeProviderApp:
+    """The ASGI application serving ``provider`` (``create_app(provider)`` builds one)."""
+
+    def __init__(self, provider: FakeProvider) -> None:
+        self.provider = provider
+        self.admin = _admin_app(provider)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"].startswith(ADMIN_PREFIX):
+            await self.admin(scope, receive, send)
+            return
+        try:
+            await self._api(scope, receive, send)
+        except Exception:  # never a traceback to the client; the server keeps going
+            body = json.dumps(
+                {
+                    "error": {
+                        "code": "internal_error",
+                        "message": "fakeprovider failed; this is a bug, please report it.",
+                    }
+                }
+            ).encode()
+            with contextlib.suppress(Exception):
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 500,
+                        "headers": [
+                            (b"content-type", b"application/json"),
+                            (b"content-length", str(len(body)).encode()),
+                        ],
+                    }
+                )
+                await send({"type": "http.response.body", "body": body})
+
+    async def _api(self, scope: Scope, receive: Receive, send: Send) -> None:
+        provider = self.provider
         limit = provider.scenario.max_body_bytes
         body = bytearray()
-        try:
-            async for chunk in request.stream():
-                body += chunk
-                if len(body) > limit:
-                    return _error(
-                        413, "payload_too_large", f"Request bodies are limited to {limit} bytes."
-                    )
-        except ClientDisconnect:
-            return Response(status_code=499)
+        too_large = False
+        more = True
+        while more:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            if not too_large:
+                body += message.get("body", b"")
+                too_large = len(body) > limit
+            more = message.get("more_body", False)
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        host = headers.get("host", "127.0.0.1")
         http = HttpRequest(
-            method=request.method,
-            path=request.url.path,
-            query=dict(request.query_params),
-            headers={k.lower(): v for k, v in request.headers.items()},
-            body=bytes(body),
-            peer=f"{request.client.host}:{request.client.port}" if request.client else "unknown",
-            base_url=str(request.base_url).rstrip("/"),
+            method=scope["method"],
+            path=scope["path"],
+            query=dict(parse_qsl(scope.get("query_string", b"").decode("latin-1"))),
+            headers=headers,
+            body=b"" if too_large else bytes(body),
+            peer=_peer(scope),
+            base_url=f"{scope.get('scheme', 'http')}://{host}",
+            too_large=limit if too_large else None,
         )
         reply, response = provider.receive(http)
-        ctx = request.scope["fakeprovider"]
-        ctx["reply"] = reply
         if reply.delay > 0:
             await asyncio.sleep(reply.delay)
+        clock = provider.clock
         if reply.action != "respond":
-            now = provider.clock.now()
+            now = clock.now()
             provider.sent(reply, started=now, completed=now, status_code=None)
-            ctx["dropped"] = True
-            _abort(ctx["receive"])
-            return Response(status_code=499)
-        headers = {"Date": provider.date_header(reply)}
-        out = Response(response.body, status_code=response.status, media_type=response.media_type)
-        for name, value in (*response.headers, *headers.items()):
-            out.headers.append(name, value)
-        return out
+            _abort(receive)
+            return
+        raw = _raw_headers(response, provider.date_header(reply))
+        started = clock.now()
+        await send({"type": "http.response.start", "status": response.status, "headers": raw})
+        # Journal before the body goes out (asyncio buffers the write at once anyway), so that a
+        # client that has read the whole response always finds its entry complete.
+        provider.sent(reply, started=started, completed=clock.now(), status_code=response.status)
+        await send({"type": "http.response.body", "body": response.body})
 
+
+def _raw_headers(response: HttpResponse, date: str) -> list[tuple[bytes, bytes]]:
+    raw = [(b"content-length", str(len(response.body)).encode())]
+    if response.media_type is not None:
+        raw.append((b"content-type", response.media_type.encode("latin-1")))
+    raw.extend(
+        (name.lower().encode("latin-1"), value.encode("latin-1"))
+        for name, value in response.headers
+    )
+    raw.append((b"date", date.encode("latin-1")))
+    return raw
+
+
+def _admin_app(provider: FakeProvider) -> Starlette:
     async def health(request: StarletteRequest) -> Response:
         return JSONResponse(
             {
@@ -151,6 +171,17 @@ def create_app(provider: FakeProvider) -> _Recorder:
     async def journal(request: StarletteRequest) -> Response:
         return JSONResponse([e.to_dict() for e in provider.journal])
 
+    async def report(request: StarletteRequest) -> Response:
+        from .invariants import Limits, check
+
+        scale = getattr(provider, "_time_scale", 1.0)
+        try:
+            base = Limits.from_expect(provider.scenario.expect, time_scale=scale)
+            limits = Limits.from_strings(dict(request.query_params), base)
+        except ValueError as exc:
+            return _error(400, "invalid_limits", f"{exc}.")
+        return JSONResponse(check(provider.journal.snapshot(), limits).to_dict())
+
     def _admin_entry(request: StarletteRequest, status: int) -> None:
         now = provider.clock.now()
         provider.journal.append(
@@ -160,10 +191,7 @@ def create_app(provider: FakeProvider) -> _Recorder:
                 job_id=None,
                 method=request.method,
                 path=request.url.path,
-                client=request.headers.get("x-client-id")
-                or (
-                    f"{request.client.host}:{request.client.port}" if request.client else "unknown"
-                ),
+                client=request.headers.get("x-client-id") or _peer(request.scope),
                 received_at=now,
                 response_started_at=now,
                 completed_at=now,
@@ -185,8 +213,7 @@ def create_app(provider: FakeProvider) -> _Recorder:
         except UnicodeDecodeError:
             return _error(400, "invalid_scenario", "The scenario must be UTF-8 YAML or JSON.")
         try:
-            loaded = parse_scenario(text, filename="<request>")
-            provider.load(loaded)
+            provider.load(parse_scenario(text, filename="<request>"))
         except ScenarioError as exc:
             problems = [str(p) for p in exc.problems]
             return _error(400, "invalid_scenario", "The scenario is not valid.", problems=problems)
@@ -195,26 +222,29 @@ def create_app(provider: FakeProvider) -> _Recorder:
         _admin_entry(request, 200)
         return JSONResponse({"status": "loaded", "scenario": provider.scenario.name})
 
-    async def admin_unknown(request: StarletteRequest) -> Response:
+    async def unknown(request: StarletteRequest) -> Response:
         return _error(
             404, "route_not_found", f"No admin route {request.method} {request.url.path}."
         )
-
-    routes = [
-        Route("/__admin/health", health, methods=["GET"]),
-        Route("/__admin/journal", journal, methods=["GET"]),
-        Route("/__admin/reset", reset, methods=["POST"]),
-        Route("/__admin/scenario", scenario, methods=["PUT"]),
-        Route("/__admin/{rest:path}", admin_unknown, methods=_METHODS),
-        Route("/{path:path}", api, methods=_METHODS),
-    ]
 
     async def on_error(request: StarletteRequest, exc: Exception) -> Response:
         return _error(
             500, "internal_error", "fakeprovider failed; this is a bug, please report it."
         )
 
-    starlette = Starlette(routes=routes, exception_handlers={Exception: on_error})
-    starlette.state.provider = provider
-    recorder = _Recorder(starlette, provider)
-    return recorder
+    routes = [
+        Route("/__admin/health", health, methods=["GET"]),
+        Route("/__admin/journal", journal, methods=["GET"]),
+        Route("/__admin/report", report, methods=["GET"]),
+        Route("/__admin/reset", reset, methods=["POST"]),
+        Route("/__admin/scenario", scenario, methods=["PUT"]),
+        Route("/{rest:path}", unknown, methods=_METHODS),
+    ]
+    app = Starlette(routes=routes, exception_handlers={Exception: on_error})
+    app.state.provider = provider
+    return app
+
+
+def create_app(provider: FakeProvider) -> FakeProviderApp:
+    """The ASGI app serving ``provider``: the API, and the admin API under ``/__admin/``."""
+    return FakeProviderApp(provider)

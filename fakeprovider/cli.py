@@ -58,6 +58,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             seed=args.seed,
             time_scale=args.time_scale,
             journal_sink=sink,
+            allow_webhook_hosts=args.allow_webhook_host,
         )
     except ScenarioError as exc:
         print(exc, file=sys.stderr)
@@ -200,6 +201,14 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["critical", "error", "warning", "info", "debug"],
         help="uvicorn log level",
     )
+    serve.add_argument(
+        "--allow-webhook-host",
+        action="append",
+        default=[],
+        metavar="HOST",
+        help="let webhooks go to HOST too (by default only to loopback addresses and"
+        " localhost); repeat for several hosts",
+    )
     serve.set_defaults(func=cmd_serve)
 
     validate = sub.add_parser(
@@ -242,6 +251,10 @@ def build_parser() -> argparse.ArgumentParser:
         description="Print the JSON Schema of the scenario format (for editors).",
     )
     schema.set_defaults(func=cmd_schema)
+
+    from ._check_cli import add_check_parser
+
+    add_check_parser(sub)
     return parser
 
 

@@ -16,7 +16,7 @@ import json
 import math
 import random
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from .httpdate import format_http_date
@@ -129,11 +129,16 @@ class Reply:
 
 @dataclass(frozen=True)
 class StateChange:
-    """A job entered a new status (for webhooks and reports)."""
+    """A job entered a new status (for webhooks and reports).
+
+    ``at`` is the scripted instant of the change (a timed step's own time, even when the
+    engine notices it later); ``job`` is the job as it looked right then.
+    """
 
     job_id: str
     status: str
     at: float
+    job: JobView | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass
@@ -150,6 +155,8 @@ class _Job:
     since: float = 0.0
     polls: int = 0
     cancelled: bool = False
+    #: True while the job has an entry in the engine's heap of timed steps.
+    scheduled: bool = False
 
     @property
     def status(self) -> str:
@@ -237,6 +244,8 @@ class Engine:
         self._idempotency: dict[tuple[str | None, str], str] = {}
         self._active: dict[str | None, set[str]] = {}
         self._ends: list[tuple[float, str]] = []  # heap of timed terminal instants (concurrency)
+        self._due: list[tuple[float, int, str]] = []  # heap of each job's next timed step
+        self._due_counter = 0
         self.changes: list[StateChange] = []
         self.on_change: Callable[[StateChange], None] | None = None
 
@@ -266,6 +275,24 @@ class Engine:
             completed_at=completed,
             status_code=None if reply.action != "respond" else status_code,
         )
+
+    def advance_all(self, now: float) -> list[StateChange]:
+        """Move every job whose next timed step is due by ``now``; return the changes made.
+
+        This is how state changes happen at their scripted time when no request arrives (the
+        webhook dispatcher calls it). Costs O(log n) per step taken, nothing per idle job.
+        """
+        first = len(self.changes)
+        while self._due and self._due[0][0] <= now:
+            _, _, job_id = heapq.heappop(self._due)
+            job = self._jobs[job_id]
+            job.scheduled = False
+            self._advance(job, now)
+        return self.changes[first:]
+
+    def next_due(self) -> float | None:
+        """The earliest clock reading at which some job's timeline reaches a timed step."""
+        return self._due[0][0] if self._due else None
 
     def job_status(self, job_id: str, now: float) -> str | None:
         job = self._jobs.get(job_id)
@@ -566,21 +593,33 @@ class Engine:
             step = timeline[job.step + 1]
             if step.after_polls is not None:
                 if job.polls < step.after_polls:
-                    return
+                    break
                 since = max(job.since, now)
             else:
                 at = job.created_at + (step.at or 0.0)
                 if at > now:
-                    return
+                    break
                 since = max(job.since, at)
             before = job.status
             job.step += 1
             job.since = since if step.status is not None and step.status != before else job.since
             if step.status is not None and step.status != before:
                 self._changed(job, job.since)
+        self._schedule(job)
+
+    def _schedule(self, job: _Job) -> None:
+        """Put ``job``'s next timed step on the heap (at most one entry per job)."""
+        if job.scheduled or job.cancelled or job.step + 1 >= len(job.spec.timeline):
+            return
+        step = job.spec.timeline[job.step + 1]
+        if step.after_polls is not None:
+            return  # a request moves it; ``_advance`` reschedules then
+        self._due_counter += 1
+        heapq.heappush(self._due, (job.created_at + (step.at or 0.0), self._due_counter, job.id))
+        job.scheduled = True
 
     def _changed(self, job: _Job, at: float) -> None:
-        change = StateChange(job.id, job.status, at)
+        change = StateChange(job.id, job.status, at, self._view(job, at))
         self.changes.append(change)
         if job.terminal:
             for active in self._active.values():

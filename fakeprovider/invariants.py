@@ -92,14 +92,21 @@ class Limits:
             )
 
     @classmethod
-    def from_expect(cls, expect: Expect, **overrides: Any) -> Limits:
-        """The limits a scenario's ``expect:`` sets, with ``overrides`` on top."""
+    def from_expect(cls, expect: Expect, *, time_scale: float = 1.0, **overrides: Any) -> Limits:
+        """The limits a scenario's ``expect:`` sets, with ``overrides`` on top.
+
+        ``time_scale`` is the factor the scenario was scaled by (``--time-scale``): durations in
+        ``expect`` are already scaled, and it divides the status-rate budget and multiplies its
+        window to match. The slacks are not scaled (they cover networks and HTTP-date seconds).
+        """
+        rate = expect.status_rate
         values: dict[str, Any] = {
             "max_retries": expect.max_retries,
             "deadline": expect.deadline,
             "retrievals": expect.retrievals,
             "poll_tolerance": expect.poll_tolerance,
-            "status_rate": expect.status_rate,
+            "status_rate": None if rate is None else rate / time_scale,
+            "status_rate_window": cls.status_rate_window * time_scale,
             "ack_limit": expect.ack_limit,
         }
         values.update(overrides)

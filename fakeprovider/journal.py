@@ -40,7 +40,7 @@ class RetryAfterRecord:
     form: str = "seconds"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Entry:
     """One request (or webhook delivery) and its answer. Times are clock seconds."""
 
@@ -91,7 +91,16 @@ class Entry:
         return self.dropped is not None or code is None or code == 429 or code >= 500
 
     def to_dict(self) -> dict[str, Any]:
-        out = dataclasses.asdict(self)
+        # By hand rather than dataclasses.asdict (which deep-copies): this runs once per request.
+        out = {name: getattr(self, name) for name in _FIELD_NAMES}
+        if self.retry_after is not None:
+            ra = self.retry_after
+            out["retry_after"] = {
+                "raw": ra.raw,
+                "not_before": ra.not_before,
+                "header": ra.header,
+                "form": ra.form,
+            }
         return out
 
     @classmethod
@@ -108,6 +117,9 @@ class Entry:
         if isinstance(ra, dict):
             values["retry_after"] = RetryAfterRecord(**ra)
         return cls(**values)
+
+
+_FIELD_NAMES = tuple(f.name for f in dataclasses.fields(Entry))
 
 
 @dataclass
@@ -139,11 +151,14 @@ class Journal(Sequence[Entry]):
         """
         with self._lock:
             for index in range(len(self._entries) - 1, -1, -1):
-                if self._entries[index].seq == seq:
-                    done = dataclasses.replace(self._entries[index], **changes)
-                    self._entries[index] = done
-                    self._write(done)
-                    return done
+                entry = self._entries[index]
+                if entry.seq == seq:
+                    # Completed in place: the entry stood for a request in flight until now.
+                    # (dataclasses.replace would cost more than the rest of a request.)
+                    for name, value in changes.items():
+                        object.__setattr__(entry, name, value)
+                    self._write(entry)
+                    return entry
         return None
 
     def clear(self) -> None:

@@ -8,6 +8,8 @@ name, a path or YAML text; every problem is reported as ``file:line:col: path: m
 
 from __future__ import annotations
 
+import base64
+import binascii
 import dataclasses
 import json
 import math
@@ -58,6 +60,14 @@ Status = Literal[
 ]
 Route = Literal["submit", "status", "content", "cancel", "list", "any"]
 Outcome = Literal["succeeded", "failed", "cancelled", "timed_out", "completed_with_errors"]
+Event = Literal[
+    "job.queued",
+    "job.processing",
+    "job.succeeded",
+    "job.failed",
+    "job.cancelled",
+    "job.completed_with_errors",
+]
 RetryAfterForm = Literal["seconds", "imf", "rfc850", "asctime", "ms"]
 TERMINAL_STATUSES = frozenset({"succeeded", "failed", "cancelled", "completed_with_errors"})
 Progress = Annotated[int, Bounds(minimum=0, maximum=100)]
@@ -313,27 +323,96 @@ class Auth:
 
 @dataclass(frozen=True)
 class Webhooks:
-    """Webhook deliveries (see the webhooks section of the format reference)."""
+    """Webhook deliveries: which events, where, when, and how they misbehave.
 
-    url: str | None = doc("Receiver URL when the submit carries no callback_url.", None)
+    Each state change of a job whose event is listed becomes one message (one ``webhook-id``)
+    POSTed to the job's ``callback_url`` (else ``url``) ``delay`` after the change, signed per
+    Standard Webhooks. Extra sends of the same message follow it ``duplicate_gap`` apart:
+    the duplicates, then the forged copy, then the stale replay.
+    """
+
+    url: str | None = doc("Receiver URL for jobs whose submit carries no callback_url.", None)
     secret: str = doc(
-        "Signing secret, 'whsec_' + base64.", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+        "Signing secret: 'whsec_' + base64 of 24 to 64 random bytes.",
+        "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
     )
-    events: tuple[str, ...] = doc(
-        "Events to send.", ("job.succeeded", "job.failed", "job.cancelled")
+    events: tuple[Event, ...] = doc(
+        "Events to send (job.queued, job.processing, job.succeeded, job.failed, job.cancelled,"
+        " job.completed_with_errors).",
+        ("job.succeeded", "job.failed", "job.cancelled", "job.completed_with_errors"),
     )
-    delay: Duration = doc("Delay between the state change and the first delivery.", 0.0)
-    duplicates: NonNegativeInt = doc("Extra deliveries of each event with the same webhook-id.", 0)
-    duplicate_gap: Duration = doc("Time between duplicate deliveries.", 1.0)
-    reorder: bool = doc("Deliver the terminal event before the earlier ones.", False)
-    forged: tuple[str, ...] = doc("Events delivered (also) with a bad signature.", ())
-    stale: tuple[str, ...] = doc("Events delivered (also) with a timestamp 10 minutes old.", ())
-    missing: tuple[str, ...] = doc("Events never delivered though the state changes.", ())
-    max_attempts: PositiveInt = doc("Attempts per delivery when the receiver fails.", 5)
+    delay: Duration = doc("Time between the state change and the first send of its message.", 0.0)
+    duplicates: NonNegativeInt = doc(
+        "Extra sends of every message: same webhook-id and body, fresh timestamp and signature.", 0
+    )
+    duplicate_gap: Duration = doc(
+        "Time between the sends of one message (duplicates, forged, stale).", 1.0
+    )
+    reorder: bool = doc(
+        "Hold each job's earlier events back and send them after its terminal event.", False
+    )
+    forged: tuple[Event, ...] = doc(
+        "Events whose message is also sent once with a bad signature (same webhook-id).", ()
+    )
+    stale: tuple[Event, ...] = doc(
+        "Events whose message is also replayed once with a timestamp 10 minutes old.", ()
+    )
+    missing: tuple[Event, ...] = doc(
+        "Events never sent although the job changes state (the client must notice by polling).", ()
+    )
+    max_attempts: PositiveInt = doc(
+        "Attempts per send while the receiver answers 429, 5xx or times out.", 5
+    )
     retry_schedule: tuple[Duration, ...] = doc(
-        "Waits between attempts (capped, jittered).", (5.0, 30.0, 120.0, 600.0)
+        "Waits before the 2nd, 3rd... attempt; the last one repeats and caps the backoff; each"
+        " wait is jittered down by up to 25% (seeded).",
+        (5.0, 30.0, 120.0, 600.0),
     )
-    timeout: Duration = doc("Give up on a receiver's answer after this long.", 10.0)
+    timeout: Duration = doc("Give up on a receiver's answer after this long (then retry).", 10.0)
+
+    def _check(self) -> _Issues:
+        issues: _Issues = []
+        problem = secret_problem(self.secret)
+        if problem is not None:
+            issues.append((("secret",), problem))
+        if self.url is not None and not self.url.startswith(("http://", "https://")):
+            issues.append((("url",), f"expected an http:// or https:// URL, got {self.url!r}"))
+        if not self.retry_schedule:
+            issues.append((("retry_schedule",), "the retry schedule needs at least one wait"))
+        if self.timeout <= 0:
+            issues.append((("timeout",), "the timeout must be longer than 0s"))
+        for name in ("forged", "stale", "missing"):
+            for index, event in enumerate(getattr(self, name)):
+                if event not in self.events:
+                    issues.append(
+                        (
+                            (name, index),
+                            f"{event!r} is not among the events sent; add it to 'events'",
+                        )
+                    )
+        for index, event in enumerate(self.missing):
+            if event in self.forged or event in self.stale:
+                issues.append(
+                    (
+                        ("missing", index),
+                        f"{event!r} is missing, so it cannot also be forged or stale",
+                    )
+                )
+        return issues
+
+
+def secret_problem(secret: str) -> str | None:
+    """Why ``secret`` is not a Standard Webhooks secret, or None when it is one."""
+    if not secret.startswith("whsec_"):
+        return "expected a secret starting with 'whsec_'"
+    try:
+        text = secret[len("whsec_") :].rstrip("=")
+        key = base64.b64decode(text + "=" * (-len(text) % 4), validate=True)
+    except (binascii.Error, ValueError):
+        return "expected base64 after 'whsec_'"
+    if not 24 <= len(key) <= 64:
+        return f"expected 24 to 64 bytes of key after 'whsec_', got {len(key)}"
+    return None
 
 
 @dataclass(frozen=True)

@@ -2,20 +2,23 @@
 
 ``ServerThread`` binds the socket itself (port 0 picks a free port), hands it to uvicorn, waits
 until uvicorn has started before returning from ``start()``, and stops with ``should_exit``.
+Both also run a webhook ``Dispatcher`` (its own thread and event loop) for the provider.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import signal
 import socket
 import threading
-from collections.abc import Iterator
-from types import TracebackType
+from collections.abc import Iterable, Iterator
+from types import FrameType, TracebackType
 
 import uvicorn
 
 from .app import create_app
+from .dispatcher import Dispatcher
 from .service import FakeProvider
 
 __all__ = ["DEFAULT_HOST", "ServerThread", "bind_socket", "serve_forever", "serving"]
@@ -25,8 +28,11 @@ DEFAULT_HOST = "127.0.0.1"
 
 def bind_socket(host: str = DEFAULT_HOST, port: int = 0) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # proto=IPPROTO_TCP matters: asyncio only sets TCP_NODELAY on accepted sockets of such a
+    # listener, and without it every small response waits ~40 ms for a delayed ACK (Nagle).
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     sock.bind((host, port))
     sock.listen(128)
     sock.set_inheritable(True)
@@ -61,8 +67,10 @@ class ServerThread:
         host: str = DEFAULT_HOST,
         port: int = 0,
         log_level: str = "warning",
+        allow_webhook_hosts: Iterable[str] = (),
     ) -> None:
         self.provider = provider
+        self.dispatcher = Dispatcher(provider, allow_webhook_hosts=allow_webhook_hosts)
         self._socket = bind_socket(host, port)
         self.url = _url(self._socket)
         self._server = uvicorn.Server(_config(provider, log_level))
@@ -78,6 +86,7 @@ class ServerThread:
             self.error = exc
 
     def start(self, timeout: float = 10.0) -> ServerThread:
+        self.dispatcher.start()
         self._thread.start()
         deadline = threading.Event()
         waited = 0.0
@@ -95,6 +104,7 @@ class ServerThread:
         self._server.should_exit = True
         if self._thread.is_alive():
             self._thread.join(timeout)
+        self.dispatcher.stop()
         with contextlib.suppress(OSError):
             self._socket.close()
 
@@ -116,6 +126,25 @@ def serving(provider: FakeProvider, **kwargs: object) -> Iterator[ServerThread]:
         yield server
 
 
+class _ForegroundServer(uvicorn.Server):
+    """uvicorn's server, but SIGINT/SIGTERM only ask it to stop: the process then exits 0."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        if threading.current_thread() is not threading.main_thread():  # pragma: no cover
+            yield
+            return
+        previous = {sig: signal.signal(sig, self._stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            yield
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+    def _stop(self, sig: int, frame: FrameType | None) -> None:
+        self.should_exit = True
+
+
 def serve_forever(
     provider: FakeProvider,
     *,
@@ -123,13 +152,16 @@ def serve_forever(
     port: int = 8000,
     log_level: str = "warning",
     on_ready: object = None,
+    allow_webhook_hosts: Iterable[str] = (),
 ) -> None:
     """Serve in the foreground until SIGINT or SIGTERM (uvicorn installs the handlers)."""
     sock = bind_socket(host, port)
-    server = uvicorn.Server(_config(provider, log_level))
+    server = _ForegroundServer(_config(provider, log_level))
+    dispatcher = Dispatcher(provider, allow_webhook_hosts=allow_webhook_hosts).start()
     if callable(on_ready):
         on_ready(_url(sock))
     try:
         server.run(sockets=[sock])
     finally:
+        dispatcher.stop()
         sock.close()

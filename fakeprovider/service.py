@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+from collections.abc import Iterable
 from typing import IO
 
 from .clock import Clock, RealClock
 from .dialects import Dialect, HttpRequest, HttpResponse, get_dialect
-from .engine import Engine, Reply, Request
+from .engine import Engine, Reply, Request, StateChange
 from .httpdate import format_http_date
 from .journal import Entry, Journal
 from .scenario import Scenario, load_scenario
@@ -33,6 +34,7 @@ class FakeProvider:
         seed: int | None = None,
         time_scale: float = 1.0,
         journal_sink: IO[str] | None = None,
+        allow_webhook_hosts: Iterable[str] = (),
     ) -> None:
         self.clock: Clock = clock if clock is not None else RealClock()
         self.journal = Journal(sink=journal_sink)
@@ -40,6 +42,8 @@ class FakeProvider:
         self._dialect_override = dialect
         self._seed_override = seed
         self._time_scale = time_scale
+        #: Hosts besides loopback addresses and ``localhost`` that webhooks may be sent to.
+        self.allow_webhook_hosts = frozenset(allow_webhook_hosts)
         self.load(scenario)
 
     def load(self, scenario: Scenario | str) -> None:
@@ -75,6 +79,17 @@ class FakeProvider:
         if reply.action == "reset":
             return reply, HttpResponse(0, b"", None)  # nothing is ever sent
         return reply, self.dialect.render(reply, http)
+
+    def advance(self, since: int = 0) -> tuple[Engine, list[StateChange], float | None]:
+        """Bring every job up to the clock's reading, so state changes happen on time.
+
+        Returns the engine, its state changes from index ``since`` on, and the clock reading
+        at which the next timed step is due (None when none is).
+        """
+        with self._lock:
+            engine = self.engine
+            engine.advance_all(self.clock.now())
+            return engine, engine.changes[since:], engine.next_due()
 
     def date_header(self, reply: Reply) -> str:
         return format_http_date(self.clock.epoch + reply.respond_at)

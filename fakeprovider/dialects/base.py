@@ -28,6 +28,8 @@ class HttpRequest:
     body: bytes = b""
     peer: str = "unknown"
     base_url: str = "http://127.0.0.1"
+    #: Set by the adapter when the body exceeded this many bytes (and was dropped).
+    too_large: int | None = None
 
     @property
     def client(self) -> str:
@@ -110,6 +112,15 @@ class Dialect:
                 )
             return Request(kind="unknown", **common)
         route, params = found
+        if http.too_large is not None:
+            return Request(
+                kind=route.kind,
+                job_id=params.get("job_id"),
+                problem=f"Request bodies are limited to {http.too_large} bytes.",
+                problem_status=413,
+                problem_code="payload_too_large",
+                **common,
+            )
         return self.parse_route(route, params, http, common)
 
     def credential(self, http: HttpRequest) -> str | None:

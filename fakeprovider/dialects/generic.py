@@ -9,8 +9,13 @@ from ..engine import JobView, Reply, Request
 from .base import Dialect, HttpRequest, HttpResponse, Route, json_response, read_json_object
 
 
-def _seconds(value: float | None) -> int | None:
-    return None if value is None else max(0, math.ceil(value))
+def _seconds(value: float | None) -> float | None:
+    """Whole seconds as an int; a time-scaled fraction to the millisecond (never rounded down)."""
+    if value is None:
+        return None
+    if float(value).is_integer():
+        return int(value)
+    return math.ceil(value * 1000) / 1000
 
 
 class GenericDialect(Dialect):

@@ -1,0 +1,121 @@
+"""The ``fakeprovider check`` command: read a JSONL journal, print the invariant report.
+
+Exit 0 when no invariant is broken, 1 when one is, 2 on bad input (an unreadable file, a bad
+JSONL line, a bad limit or an unknown scenario).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from .errors import ScenarioError
+from .invariants import Limits, check
+from .journal import read_journal
+
+__all__ = ["add_check_parser", "cmd_check"]
+
+#: CLI option -> Limits field; every value is parsed by ``Limits.from_strings``.
+_OPTIONS = {
+    "--max-retries": (
+        "max_retries",
+        "N",
+        "consecutive failed attempts allowed per job and route (default 5)",
+    ),
+    "--deadline": (
+        "deadline",
+        "DURATION",
+        "the client's deadline per job, e.g. 5m (default: not checked)",
+    ),
+    "--deadline-slack": ("deadline_slack", "DURATION", "grace after the deadline (default 1s)"),
+    "--retrievals": (
+        "retrievals",
+        "N",
+        "content fetches expected per succeeded job (default: at most 1)",
+    ),
+    "--poll-tolerance": (
+        "poll_tolerance",
+        "F",
+        "fraction of the poll hint a poll may come early by (default 0.1)",
+    ),
+    "--status-rate": ("status_rate", "R", "status reads per second across jobs (opt-in)"),
+    "--status-rate-window": (
+        "status_rate_window",
+        "DURATION",
+        "window for --status-rate (default 10s)",
+    ),
+    "--ack-limit": ("ack_limit", "DURATION", "how fast webhooks must be acknowledged (default 5s)"),
+    "--retry-after-scope": (
+        "retry_after_scope",
+        "SCOPE",
+        "auto (429: account, else job), account or job",
+    ),
+    "--date-slack": ("date_slack", "DURATION", "slack for HTTP-date Retry-After (default 1s)"),
+}
+
+
+def add_check_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = sub.add_parser(
+        "check",
+        help="check a journal against the client invariants",
+        description="Judge every client in JOURNAL (a JSONL file written by 'serve --journal') "
+        "against the invariants. Exit 0 when clean, 1 on violations, 2 on bad input.",
+    )
+    parser.add_argument("journal", metavar="JOURNAL", help="the JSONL journal file ('-' for stdin)")
+    parser.add_argument(
+        "--scenario",
+        metavar="NAME",
+        default=None,
+        help="start from this scenario's expect: limits (bundled name or path)",
+    )
+    parser.add_argument(
+        "--time-scale",
+        type=float,
+        default=1.0,
+        metavar="F",
+        help="the time scale the journal was recorded at (with --scenario)",
+    )
+    for option, (dest, metavar, text) in _OPTIONS.items():
+        parser.add_argument(option, dest=f"limit_{dest}", metavar=metavar, default=None, help=text)
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.set_defaults(func=cmd_check)
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    try:
+        entries = read_journal(sys.stdin) if args.journal == "-" else read_journal(args.journal)
+    except OSError as exc:
+        print(
+            f"fakeprovider check: cannot read {args.journal}: {exc.strerror or exc}",
+            file=sys.stderr,
+        )
+        return 2
+    except (ValueError, UnicodeDecodeError) as exc:
+        print(f"fakeprovider check: {exc}", file=sys.stderr)
+        return 2
+    try:
+        base = Limits()
+        if args.scenario is not None:
+            from .scenario import load_scenario
+
+            scenario = load_scenario(args.scenario, time_scale=args.time_scale)
+            base = Limits.from_expect(scenario.expect, time_scale=args.time_scale)
+        given = {
+            dest: getattr(args, f"limit_{dest}")
+            for dest, _, _ in _OPTIONS.values()
+            if getattr(args, f"limit_{dest}") is not None
+        }
+        limits = Limits.from_strings(given, base)
+    except ScenarioError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    except ValueError as exc:
+        print(f"fakeprovider check: {exc}", file=sys.stderr)
+        return 2
+    report = check(entries, limits)
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=2))
+    else:
+        print(report.render())
+    return 0 if report.ok else 1

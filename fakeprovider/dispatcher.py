@@ -1,0 +1,351 @@
+"""The webhook dispatcher: sends a ``FakeProvider``'s planned deliveries, on the scenario clock.
+
+It runs in its own thread with its own asyncio event loop and ``httpx.AsyncClient``, apart
+from the server's loop, so nothing a receiver does (answer slowly, hang, refuse connections)
+can hold up a status response: the only thing it shares with request handling is the
+provider's lock, held for microseconds while it asks the engine which state changes are due.
+
+Each loop turn (at most every ``tick`` seconds, sooner when a request changed a job) it brings
+every job up to the clock (``FakeProvider.advance``), plans the sends of the new state changes
+(``webhooks.plan_change``) and starts the sends that are due. The receiver's answer decides:
+2xx done; 410 done, and nothing more is sent to that URL until the next reset; 429, 5xx,
+timeouts and connection errors retried after ``webhooks.backoff`` (or the receiver's
+``Retry-After`` if longer) up to ``max_attempts``; any other answer done. Every attempt is a
+journal entry of kind ``webhook``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import heapq
+import itertools
+import logging
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+
+import httpx
+
+from .engine import Engine, StateChange
+from .httpdate import parse_http_date
+from .journal import Entry, RetryAfterRecord
+from .scenario import Webhooks
+from .service import FakeProvider
+from .webhooks import (
+    Delivery,
+    PayloadBuilder,
+    backoff,
+    generic_payload,
+    headers_for,
+    is_allowed_target,
+    plan_change,
+    render_body,
+)
+
+__all__ = ["Dispatcher"]
+
+log = logging.getLogger("fakeprovider.webhooks")
+
+#: Bytes of a receiver's answer read at most (the rest is ignored).
+_MAX_ANSWER = 65_536
+
+
+@dataclass(frozen=True)
+class _Attempt:
+    delivery: Delivery
+    attempt: int
+    at: float
+    generation: int
+
+
+class Dispatcher:
+    """Sends the webhooks of ``provider`` from a background thread (use as a context manager).
+
+    ``allow_webhook_hosts`` adds hosts besides loopback addresses and ``localhost`` that
+    deliveries may go to (the provider's own list counts too). ``tick`` bounds how long a
+    change of a virtual clock can go unnoticed.
+    """
+
+    def __init__(
+        self,
+        provider: FakeProvider,
+        *,
+        allow_webhook_hosts: Iterable[str] = (),
+        tick: float = 0.02,
+    ) -> None:
+        self.provider = provider
+        self.allow_webhook_hosts = frozenset(allow_webhook_hosts)
+        self.tick = tick
+        self._thread = threading.Thread(target=self._run, name="fakeprovider webhooks", daemon=True)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._wake: asyncio.Event | None = None
+        self._started = threading.Event()
+        self._stopping = False
+        self._order = itertools.count()
+        self._queue: list[tuple[float, int, _Attempt]] = []
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._engine: Engine | None = None
+        self._generation = 0
+        self._cursor = 0
+        self._history: dict[str, list[StateChange]] = {}
+        self._gone: set[str] = set()
+        self.error: BaseException | None = None
+
+    # -- control --------------------------------------------------------------------------
+
+    def start(self, timeout: float = 5.0) -> Dispatcher:
+        self._thread.start()
+        if not self._started.wait(timeout):  # pragma: no cover - a broken event loop
+            raise RuntimeError(f"the webhook dispatcher did not start: {self.error!r}")
+        return self
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop sending (sends in flight are cancelled) and join the thread."""
+        self._stopping = True
+        self.wake()
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+
+    def wake(self) -> None:
+        """Look for due work now rather than at the next tick (safe from any thread)."""
+        loop, event = self._loop, self._wake
+        if loop is not None and event is not None and not loop.is_closed():
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(event.set)
+
+    @property
+    def idle(self) -> bool:
+        """True when no send is scheduled or in flight (more may come from later changes)."""
+        return not self._queue and not self._tasks
+
+    def wait_idle(self, timeout: float = 5.0) -> bool:
+        """Wait (in real time, at most ``timeout`` s) until ``idle``; return whether it is."""
+        pause = threading.Event()
+        for _ in range(max(1, round(timeout / 0.01))):
+            if self.idle:
+                return True
+            pause.wait(0.01)
+        return self.idle
+
+    def __enter__(self) -> Dispatcher:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    # -- the loop -------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        try:
+            asyncio.run(self._main())
+        except BaseException as exc:  # pragma: no cover - surfaced through .error
+            self.error = exc
+            log.exception("the webhook dispatcher crashed")
+
+    async def _main(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._wake = asyncio.Event()
+        self._started.set()
+        async with httpx.AsyncClient(follow_redirects=False, trust_env=False) as client:
+            try:
+                while not self._stopping:
+                    wait = self._turn(client)
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._wake.wait(), timeout=wait)
+                    self._wake.clear()
+            finally:
+                for task in list(self._tasks):
+                    task.cancel()
+                if self._tasks:
+                    await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    def _turn(self, client: httpx.AsyncClient) -> float:
+        """Plan new changes, start due sends; return how long to sleep (clock seconds)."""
+        provider = self.provider
+        config = provider.scenario.webhooks
+        if provider.engine is not self._engine:
+            self._restart(provider.engine)
+        if config is None:
+            return self.tick
+        engine, changes, next_due = provider.advance(self._cursor)
+        if engine is not self._engine:  # reset between the check above and now
+            return 0.0
+        self._cursor += len(changes)
+        for change in changes:
+            earlier = self._history.setdefault(change.job_id, [])
+            for delivery in plan_change(config, change, earlier, seed=provider.scenario.seed):
+                self._push(_Attempt(delivery, 1, delivery.at, self._generation))
+            earlier.append(change)
+        now = provider.clock.now()
+        while self._queue and self._queue[0][0] <= now:
+            _, _, item = heapq.heappop(self._queue)
+            task = asyncio.get_running_loop().create_task(self._send(client, item))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+        wait = self.tick
+        if self._queue:
+            wait = min(wait, self._queue[0][0] - now)
+        if next_due is not None:
+            wait = min(wait, next_due - now)
+        return max(wait, 0.0)
+
+    def _restart(self, engine: Engine) -> None:
+        """A new engine (load or reset): forget everything planned for the old one."""
+        self._engine = engine
+        self._generation += 1
+        self._cursor = 0
+        self._history.clear()
+        self._queue.clear()
+        self._gone.clear()
+        for task in list(self._tasks):
+            task.cancel()
+        engine.on_change = lambda change: self.wake()
+
+    def _push(self, item: _Attempt) -> None:
+        heapq.heappush(self._queue, (item.at, next(self._order), item))
+
+    # -- one attempt ----------------------------------------------------------------------
+
+    async def _send(self, client: httpx.AsyncClient, item: _Attempt) -> None:
+        provider = self.provider
+        config = provider.scenario.webhooks
+        delivery = item.delivery
+        if config is None or item.generation != self._generation or delivery.url in self._gone:
+            return
+        clock, journal = provider.clock, provider.journal
+        now = clock.now()
+        base = _entry_base(delivery, item.attempt, now)
+        if delivery.variant == "missing":
+            journal.append(Entry(seq=journal.next_seq(), completed_at=now, **base))
+            return
+        allowed = self.allow_webhook_hosts | provider.allow_webhook_hosts
+        if not is_allowed_target(delivery.url, allowed):
+            log.warning(
+                "not sending %s to %s: only loopback hosts are allowed unless you pass"
+                " --allow-webhook-host",
+                delivery.event,
+                delivery.url,
+            )
+            journal.append(
+                Entry(
+                    seq=journal.next_seq(), completed_at=now, error_code="host_not_allowed", **base
+                )
+            )
+            return
+        build: PayloadBuilder = getattr(provider.dialect, "webhook_payload", generic_payload)
+        body = render_body(build, delivery, clock.epoch)
+        headers = headers_for(
+            config.secret, delivery.webhook_id, clock.epoch + now, body, delivery.variant
+        )
+        headers["content-type"] = "application/json"
+        headers["user-agent"] = "fakeprovider-webhooks"
+        seq = journal.next_seq()
+        journal.append(Entry(seq=seq, **base))
+        started: float | None = None
+        status: int | None = None
+        error: str | None = None
+        retry_after: RetryAfterRecord | None = None
+        try:
+            async with client.stream(
+                "POST", delivery.url, content=body, headers=headers, timeout=config.timeout
+            ) as response:
+                started = clock.now()
+                status = response.status_code
+                retry_after = _retry_after(response.headers, started, clock.epoch)
+                await _drain(response)
+        except httpx.TimeoutException:
+            error = "timeout"
+        except httpx.HTTPError:
+            error = "connection_error"
+        completed = clock.now()
+        if item.generation != self._generation:
+            return
+        journal.complete(
+            seq,
+            response_started_at=started,
+            completed_at=completed,
+            status_code=status,
+            error_code=error,
+            retry_after=retry_after,
+        )
+        self._after(config, item, status, retry_after, completed)
+
+    def _after(
+        self,
+        config: Webhooks,
+        item: _Attempt,
+        status: int | None,
+        retry_after: RetryAfterRecord | None,
+        completed: float,
+    ) -> None:
+        delivery = item.delivery
+        if status == 410:
+            self._gone.add(delivery.url)
+            return
+        retryable = status is None or status == 429 or status >= 500
+        if not retryable or item.attempt >= config.max_attempts:
+            return
+        wait = backoff(
+            config,
+            item.attempt,
+            seed=self.provider.scenario.seed,
+            msg_id=delivery.webhook_id,
+            variant=delivery.variant,
+        )
+        at = completed + wait
+        if retry_after is not None and retry_after.not_before is not None:
+            at = max(at, retry_after.not_before)
+        self._push(_Attempt(delivery, item.attempt + 1, at, item.generation))
+        self.wake()
+
+
+def _entry_base(delivery: Delivery, attempt: int, now: float) -> dict[str, Any]:
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(delivery.url)
+    path = parts.path or "/"
+    if parts.query:
+        path += "?" + parts.query
+    return {
+        "kind": "webhook",
+        "job_id": delivery.job_id,
+        "method": "POST",
+        "path": path,
+        "client": parts.netloc,
+        "received_at": now,
+        "job_status": delivery.job.status,
+        "event": delivery.event,
+        "webhook_id": delivery.webhook_id,
+        "attempt": 0 if delivery.variant == "missing" else attempt,
+        "delivery": delivery.variant,
+    }
+
+
+async def _drain(response: httpx.Response) -> None:
+    read = 0
+    async for chunk in response.aiter_raw():
+        read += len(chunk)
+        if read >= _MAX_ANSWER:
+            break
+
+
+def _retry_after(headers: httpx.Headers, now: float, epoch: float) -> RetryAfterRecord | None:
+    """The receiver's ``Retry-After`` as a clock reading (delay-seconds or an HTTP-date)."""
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    text = value.strip()
+    if text.isdigit():
+        return RetryAfterRecord(value, now + int(text), "retry-after", "seconds")
+    parsed = parse_http_date(text)
+    if parsed is None:
+        return RetryAfterRecord(value, None, "retry-after", "invalid")
+    return RetryAfterRecord(value, parsed - epoch, "retry-after", "date")

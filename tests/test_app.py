@@ -1,0 +1,235 @@
+"""The Starlette app over real sockets: wire API, Date, malformed requests, faults, admin API."""
+
+from __future__ import annotations
+
+import email.utils
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from fakeprovider.scenario import parse_scenario
+from fakeprovider.server import ServerThread
+from fakeprovider.service import FakeProvider
+
+SCENARIO = """
+name: app-test
+jobs:
+  - poll_after: 1s
+    timeline:
+      - status: queued
+      - {at: 200ms, status: processing, progress: 40}
+      - {at: 400ms, status: succeeded}
+    result: {size_bytes: 2048}
+faults:
+  - {name: busy, route: status, nth: 2, status: 503, retry_after: {delay: 30s, form: imf}}
+  - {name: rst, route: status, nth: 3, action: reset}
+  - {name: slow, route: list, delay: 300ms}
+"""
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[ServerThread]:
+    with ServerThread(FakeProvider(parse_scenario(SCENARIO))) as running:
+        yield running
+
+
+@pytest.fixture
+def client(server: ServerThread) -> Iterator[httpx.Client]:
+    server.provider.reset()
+    with httpx.Client(base_url=server.url, headers={"X-Client-Id": "tester"}) as http:
+        yield http
+
+
+def test_server_binds_loopback_on_a_free_port(server: ServerThread) -> None:
+    assert server.url.startswith("http://127.0.0.1:")
+
+
+def test_submit_answers_202_with_location_and_not_complete_message(client: httpx.Client) -> None:
+    response = client.post("/v1/jobs", json={"prompt": "a cat on a skateboard"})
+    body = response.json()
+    assert response.status_code == 202
+    assert response.headers["location"] == f"/v1/jobs/{body['job_id']}"
+    assert body == {
+        "job_id": body["job_id"],
+        "status": "queued",
+        "done": False,
+        "message": "The job has STARTED and is NOT complete. Do not report success. "
+        "Check status_url after at least 1 seconds.",
+        "poll_after_seconds": 1,
+        "estimated_duration_seconds": 0.4,
+        "status_url": f"/v1/jobs/{body['job_id']}",
+    }
+
+
+def test_one_date_header_from_the_scenario_clock(
+    client: httpx.Client, server: ServerThread
+) -> None:
+    response = client.get("/v1/jobs")
+    (date,) = response.headers.get_list("date")
+    expected = server.provider.clock.epoch + server.provider.journal.last.received_at
+    assert abs(email.utils.parsedate_to_datetime(date).timestamp() - expected) < 1.5
+    assert "server" not in response.headers
+
+
+def test_polling_through_faults_to_success_and_download(
+    client: httpx.Client, server: ServerThread
+) -> None:
+    job = client.post("/v1/jobs", json={"prompt": "x"}).json()["job_id"]
+    first = client.get(f"/v1/jobs/{job}")
+    busy = client.get(f"/v1/jobs/{job}")
+    with pytest.raises(httpx.TransportError):
+        client.get(f"/v1/jobs/{job}")
+    import time
+
+    time.sleep(0.45)
+    done = client.get(f"/v1/jobs/{job}")
+    video = client.get(f"/v1/jobs/{job}/content")
+    assert (first.status_code, first.json()["status"]) == (200, "queued")
+    assert busy.status_code == 503
+    assert busy.json() == {
+        "error": {"code": "service_unavailable", "message": "Scripted fault 'busy'."}
+    }
+    retry_at = email.utils.parsedate_to_datetime(busy.headers["retry-after"]).timestamp()
+    date = email.utils.parsedate_to_datetime(busy.headers["date"]).timestamp()
+    assert 30 <= retry_at - date <= 31
+    assert done.json()["status"] == "succeeded"
+    assert done.json()["result"]["content_url"] == f"/v1/jobs/{job}/content"
+    assert (video.status_code, video.headers["content-type"], len(video.content)) == (
+        200,
+        "video/mp4",
+        2048,
+    )
+    journal = server.provider.journal
+    assert [(e.kind, e.status_code, e.job_status, e.fault, e.dropped) for e in journal] == [
+        ("submit", 202, "queued", None, None),
+        ("status", 200, "queued", None, None),
+        ("status", 503, None, "busy", None),
+        ("status", None, None, "rst", "reset"),
+        ("status", 200, "succeeded", None, None),
+        ("content", 200, "succeeded", None, None),
+    ]
+    assert all(e.client == "tester" for e in journal)
+    assert all(e.received_at <= e.response_started_at <= e.completed_at for e in journal)  # type: ignore[operator]
+
+
+def test_slow_response_starts_after_the_scripted_delay(
+    client: httpx.Client, server: ServerThread
+) -> None:
+    client.get("/v1/jobs")
+    entry = server.provider.journal.last
+    assert entry.response_started_at - entry.received_at >= 0.3  # type: ignore[operator]
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "kwargs", "status", "code"),
+    [
+        (
+            "POST",
+            "/v1/jobs",
+            {"content": b"{not json", "headers": {"content-type": "application/json"}},
+            400,
+            "invalid_json",
+        ),
+        (
+            "POST",
+            "/v1/jobs",
+            {"content": b"prompt=x", "headers": {"content-type": "text/plain"}},
+            415,
+            "unsupported_media_type",
+        ),
+        ("POST", "/v1/jobs", {"json": [1, 2]}, 400, "invalid_json"),
+        ("POST", "/v1/jobs", {"json": {"model": "x"}}, 422, "invalid_request"),
+        ("POST", "/v1/jobs", {"json": {"prompt": "x", "callback_url": 3}}, 422, "invalid_request"),
+        (
+            "POST",
+            "/v1/jobs",
+            {"content": b"\xff\xfe", "headers": {"content-type": "application/json"}},
+            400,
+            "invalid_json",
+        ),
+        (
+            "POST",
+            "/v1/jobs",
+            {"content": b"x" * 1_048_577, "headers": {"content-type": "application/json"}},
+            413,
+            "payload_too_large",
+        ),
+        ("GET", "/v1/jobs/job_missing", {}, 404, "job_not_found"),
+        ("GET", "/v1/jobs/job_missing/content", {}, 404, "job_not_found"),
+        ("GET", "/nowhere", {}, 404, "route_not_found"),
+        ("DELETE", "/v1/jobs", {}, 405, "method_not_allowed"),
+        ("GET", "/__admin/nowhere", {}, 404, "route_not_found"),
+    ],
+)
+def test_malformed_requests_get_a_json_4xx(
+    client: httpx.Client, method: str, path: str, kwargs: dict[str, object], status: int, code: str
+) -> None:
+    response = client.request(method, path, **kwargs)  # type: ignore[arg-type]
+    assert response.status_code == status
+    assert response.headers["content-type"] == "application/json"
+    assert response.json()["error"]["code"] == code
+
+
+def test_content_before_success_is_409_job_not_ready(client: httpx.Client) -> None:
+    job = client.post("/v1/jobs", json={"prompt": "x"}).json()["job_id"]
+    response = client.get(f"/v1/jobs/{job}/content")
+    assert (response.status_code, response.json()["error"]["code"]) == (409, "job_not_ready")
+
+
+def test_admin_health_journal_and_reset(client: httpx.Client, server: ServerThread) -> None:
+    client.post("/v1/jobs", json={"prompt": "x"})
+    health = client.get("/__admin/health").json()
+    journal = client.get("/__admin/journal").json()
+    reset = client.post("/__admin/reset")
+    assert (health["status"], health["scenario"], health["jobs"]) == ("ok", "app-test", 1)
+    assert [e["kind"] for e in journal] == ["submit"]
+    assert reset.json() == {"status": "reset", "scenario": "app-test"}
+    assert [e.kind for e in server.provider.journal] == ["admin"]
+    assert client.get("/__admin/health").json()["jobs"] == 0
+
+
+def test_admin_scenario_loads_yaml_or_reports_problems(
+    client: httpx.Client, server: ServerThread
+) -> None:
+    bad = client.put("/__admin/scenario", content=b"jobs:\n  - timeline: [{status: done}]\n")
+    assert bad.status_code == 400
+    assert bad.json()["error"]["problems"] == [
+        "<request>:2:25: jobs[0].timeline[0].status: expected one of 'queued', 'processing', "
+        "'succeeded', 'failed', 'cancelled', 'completed_with_errors', got 'done'"
+    ]
+    good = client.put(
+        "/__admin/scenario", content=b"name: other\njobs: [{timeline: [{status: failed}]}]\n"
+    )
+    assert good.json() == {"status": "loaded", "scenario": "other"}
+    job = client.post("/v1/jobs", json={"prompt": "x"}).json()
+    assert job["status"] == "failed"
+    server.provider.load(parse_scenario(SCENARIO))
+
+
+def test_lost_submit_response_drops_the_connection_after_creating_the_job() -> None:
+    provider = FakeProvider("ambiguous-submit")
+    with ServerThread(provider) as running, httpx.Client(base_url=running.url) as http:
+        with pytest.raises(httpx.TransportError):
+            http.post("/v1/jobs", json={"prompt": "x"}, headers={"Idempotency-Key": "k-1"})
+        retry = http.post("/v1/jobs", json={"prompt": "x"}, headers={"Idempotency-Key": "k-1"})
+        listed = http.get("/v1/jobs").json()["jobs"]
+    assert retry.status_code == 202
+    assert [j["job_id"] for j in listed] == [retry.json()["job_id"]]
+
+
+def test_auth_scenario_requires_bearer_token() -> None:
+    provider = FakeProvider("auth-revoked")
+    with ServerThread(provider) as running, httpx.Client(base_url=running.url) as http:
+        anonymous = http.get("/v1/jobs")
+        codes = [
+            http.get(
+                "/v1/jobs", headers={"Authorization": "Bearer sk-test-fakeprovider"}
+            ).status_code
+            for _ in range(8)
+        ]
+    assert (anonymous.status_code, anonymous.json()["error"]["code"]) == (
+        401,
+        "missing_credentials",
+    )
+    assert codes == [200] * 6 + [401, 401]

@@ -1,0 +1,118 @@
+"""The fakeprovider command."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from fakeprovider.cli import main
+from fakeprovider.journal import read_journal
+from fakeprovider.scenario import bundled_scenarios
+
+
+@pytest.mark.parametrize("command", ["serve", "validate", "scenarios", "explain", "schema"])
+def test_every_command_has_help(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main([command, "--help"])
+    assert exited.value.code == 0
+    assert capsys.readouterr().out.startswith(f"usage: fakeprovider {command}")
+
+
+def test_validate_passes_good_files_and_lists_problems(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        "jobs:\n  - timeline:\n      - status: queued\n      - {at: 3s, after_polls: 1, status: succeeded}\nextra: 1\n"
+    )
+    good = Path(__file__).parent.parent / "scenarios" / "slow-success.yaml"
+    assert main(["validate", "-q", str(good)]) == 0
+    assert main(["validate", str(good), str(bad)]) == 1
+    out = capsys.readouterr().out
+    assert out == (
+        f"{bad}:4:9: jobs[0].timeline[1]: a step starts either 'at' a time or 'after_polls' reads, not both\n"
+        f"{bad}:5:1: extra: unknown key 'extra'; expected one of: jobs, name, description, dialect, seed, faults, "
+        "rate_limit, concurrency, auth, webhooks, expect, max_body_bytes\n"
+    )
+
+
+def test_scenarios_lists_every_bundled_name_with_its_description(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["scenarios"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in lines] == list(bundled_scenarios())
+    assert lines[-1].split(None, 1)[1] == (
+        "A 60 s job whose status reads hit 503, 502 and 500, and whose first download hits 503."
+    )
+
+
+def test_explain_describes_the_timeline_and_faults(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["explain", "retry-after-seconds"]) == 0
+    out = capsys.readouterr().out
+    assert (
+        "  - overloaded: requests #3, #7 to status: answer 503, with Retry-After 12s (delay-seconds)\n"
+        in out
+    )
+    assert "                  at 50s: succeeded\n" in out
+
+
+def test_explain_of_a_missing_scenario_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["explain", "nope"]) == 2
+    assert capsys.readouterr().err.startswith(
+        "nope:1:1: no such file and no bundled scenario named 'nope'"
+    )
+
+
+def test_serve_rejects_an_unknown_dialect(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["serve", "--dialect", "klingon", "--port", "0"]) == 2
+    assert capsys.readouterr().err.startswith(
+        "fakeprovider serve: unknown dialect 'klingon'; known dialects: "
+    )
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_serve_prints_the_url_journals_as_it_goes_and_exits_cleanly(
+    tmp_path: Path, sig: signal.Signals
+) -> None:
+    journal = tmp_path / "journal.jsonl"
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "fakeprovider",
+            "serve",
+            "quick-preview",
+            "--port",
+            "0",
+            "--journal",
+            str(journal),
+            "--time-scale",
+            "0.1",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        url = process.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:")
+        with httpx.Client(base_url=url) as http:
+            job = http.post("/v1/jobs", json={"prompt": "x"}).json()
+        deadline = time.monotonic() + 5
+        while journal.stat().st_size == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert [e.kind for e in read_journal(journal)] == ["submit"]
+        assert job["poll_after_seconds"] == 0.2
+    finally:
+        process.send_signal(sig)
+        _, err = process.communicate(timeout=10)
+    assert process.returncode == 0
+    assert "serving 'quick-preview' in the generic dialect, time scale 0.1" in err

@@ -1,0 +1,88 @@
+"""``fakeprovider check`` and ``GET /__admin/report``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import httpx
+import pytest
+
+from fakeprovider.cli import main
+from fakeprovider.scenario import load_scenario
+from fakeprovider.server import ServerThread
+from fakeprovider.service import FakeProvider
+
+from .test_invariants import e
+
+
+def write(path: Path, entries) -> Path:
+    path.write_text("".join(json.dumps(x.to_dict()) + "\n" for x in entries), encoding="utf-8")
+    return path
+
+
+CLEAN = [
+    e(1, "submit", 0.0, status="queued", poll_after=5.0),
+    e(2, "status", 6.0, status="succeeded"),
+]
+
+
+def test_a_clean_journal_exits_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check", str(write(tmp_path / "j.jsonl", CLEAN))]) == 0
+    assert capsys.readouterr().out.startswith(
+        "no invariant violations in 2 request(s) from 1 client(s)\n"
+    )
+
+
+def test_violations_exit_1_and_limits_come_from_options(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(tmp_path / "j.jsonl", [*CLEAN, e(3, "cancel", 70.0)])
+    assert main(["check", str(path), "--deadline", "1m", "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert [v["message"] for v in report["violations"]] == [
+        "cancel #3 for job j_1 at 70.000 s came 10.000 s after the deadline of 60.000 s from #1 at"
+        " 0.000 s (slack 1.000 s)"
+    ]
+    assert report["limits"]["deadline"] == 60.0
+    assert main(["check", str(path)]) == 0  # no deadline, nothing to break
+
+
+def test_the_scenario_sets_the_limits(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path / "j.jsonl", [*CLEAN, e(3, "cancel", 400.0)])
+    assert main(["check", str(path), "--scenario", "slow-success"]) == 1
+    assert "deadline: cancel #3 for job j_1 at 400.000 s" in capsys.readouterr().out
+
+
+def test_bad_input_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check", str(tmp_path / "missing.jsonl")]) == 2
+    assert capsys.readouterr().err == (
+        f"fakeprovider check: cannot read {tmp_path / 'missing.jsonl'}: No such file or directory\n"
+    )
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps(CLEAN[0].to_dict()) + "\n{not json\n", encoding="utf-8")
+    assert main(["check", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"fakeprovider check: {bad}:2: not a journal entry: ")
+    good = write(tmp_path / "j.jsonl", CLEAN)
+    assert main(["check", str(good), "--max-retries", "many"]) == 2
+    assert (
+        capsys.readouterr().err
+        == "fakeprovider check: limit max_retries must be a whole number, got 'many'\n"
+    )
+
+
+def test_admin_report_serves_the_same_json_with_limits_as_query_parameters() -> None:
+    scenario = load_scenario("quick-preview")
+    with ServerThread(FakeProvider(scenario)) as server, httpx.Client(base_url=server.url) as http:
+        job = http.post("/v1/jobs", json={"prompt": "x"}, headers={"X-Client-Id": "me"}).json()
+        http.get(f"/v1/jobs/{job['job_id']}", headers={"X-Client-Id": "me"})
+        report = http.get("/__admin/report", params={"max_retries": "2", "deadline": "10s"}).json()
+        assert report["ok"] is False  # the read came sooner than the 2 s hint
+        assert [v["invariant"] for v in report["violations"]] == ["honours_poll_after"]
+        assert (report["limits"]["max_retries"], report["limits"]["deadline"]) == (2, 10.0)
+        bad = http.get("/__admin/report", params={"deadline": "soon"})
+        assert (bad.status_code, bad.json()["error"]["message"]) == (
+            400,
+            "limit deadline must be a duration like '90s', got 'soon'.",
+        )

@@ -1,0 +1,338 @@
+"""The webhook dispatcher against a real receiver on loopback, with a real fakeprovider server."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import httpx
+import pytest
+from standardwebhooks.webhooks import Webhook
+
+from fakeprovider import FakeProvider
+from fakeprovider.server import ServerThread
+
+SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+
+#: What the receiver answers: (status, headers, seconds to sleep first).
+Answer = tuple[int, dict[str, str], float]
+
+
+@dataclass
+class Received:
+    at: float
+    headers: dict[str, str]
+    body: bytes
+
+    @property
+    def type(self) -> str:
+        return str(json.loads(self.body)["type"])
+
+
+@dataclass
+class Receiver:
+    """A webhook receiver on 127.0.0.1 that records deliveries and answers as scripted."""
+
+    answer: Callable[[int], Answer] = lambda n: (200, {}, 0.0)
+    received: list[Received] = field(default_factory=list)
+    release: threading.Event = field(default_factory=threading.Event)
+    url: str = ""
+
+    def handler(self) -> type[BaseHTTPRequestHandler]:
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers["content-length"]))
+                number = len(receiver.received)
+                receiver.received.append(
+                    Received(
+                        time.monotonic(), {k.lower(): v for k, v in self.headers.items()}, body
+                    )
+                )
+                status, headers, sleep = receiver.answer(number)
+                if sleep:
+                    receiver.release.wait(sleep)
+                self.send_response(status)
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.send_header("content-length", "0")
+                self.end_headers()
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+        return Handler
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    rec = Receiver()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), rec.handler())
+    server.daemon_threads = True
+    server.block_on_close = False
+    rec.url = f"http://127.0.0.1:{server.server_address[1]}/hooks"
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
+    thread.start()
+    yield rec
+    rec.release.set()
+    server.shutdown()
+    server.server_close()
+
+
+def scenario(receiver: Receiver, webhooks: str, timeline: str | None = None) -> str:
+    timeline = timeline or (
+        "      - status: queued\n"
+        "      - {at: 100ms, status: processing}\n"
+        "      - {at: 300ms, status: succeeded}\n"
+    )
+    return (
+        "name: webhook-test\n"
+        "jobs:\n"
+        "  - poll_after: 1s\n"
+        "    timeline:\n"
+        f"{timeline}"
+        "webhooks:\n"
+        f"  url: {receiver.url}\n"
+        f"  secret: {SECRET}\n"
+        f"{webhooks}"
+    )
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[..., ServerThread]]:
+    servers: list[ServerThread] = []
+
+    def start(text: str, **kwargs: object) -> ServerThread:
+        server = ServerThread(FakeProvider(text, **kwargs)).start()  # type: ignore[arg-type]
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+def submit(server: ServerThread, **body: object) -> str:
+    answer = httpx.post(f"{server.url}/v1/jobs", json={"prompt": "a cat", **body})
+    assert answer.status_code == 202
+    return str(answer.json()["job_id"])
+
+
+def settle(server: ServerThread, seconds: float) -> None:
+    """Let the scenario run ``seconds`` (real time), then wait for sends in flight."""
+    time.sleep(seconds)
+    assert server.dispatcher.wait_idle(5.0)
+
+
+def webhook_rows(server: ServerThread) -> list[tuple[object, ...]]:
+    return [
+        (e.event, e.status_code, e.delivery, e.attempt, e.error_code)
+        for e in server.provider.journal
+        if e.kind == "webhook"
+    ]
+
+
+def test_receiver_gets_every_scripted_delivery_and_duplicates_share_the_id(receiver, serve):
+    server = serve(
+        scenario(
+            receiver,
+            "  events: [job.queued, job.processing, job.succeeded]\n"
+            "  duplicates: 1\n"
+            "  duplicate_gap: 1s\n",
+        )
+    )
+    job_id = submit(server)
+    settle(server, 1.4)
+
+    assert [(r.type, r.headers["webhook-id"]) for r in receiver.received] == [
+        ("job.queued", receiver.received[0].headers["webhook-id"]),
+        ("job.processing", receiver.received[1].headers["webhook-id"]),
+        ("job.succeeded", receiver.received[2].headers["webhook-id"]),
+        ("job.queued", receiver.received[0].headers["webhook-id"]),
+        ("job.processing", receiver.received[1].headers["webhook-id"]),
+        ("job.succeeded", receiver.received[2].headers["webhook-id"]),
+    ]
+    assert len({r.headers["webhook-id"] for r in receiver.received}) == 3
+    first, duplicate = receiver.received[2], receiver.received[5]
+    assert first.body == duplicate.body
+    assert (
+        int(duplicate.headers["webhook-timestamp"]) == int(first.headers["webhook-timestamp"]) + 1
+    )
+    assert duplicate.headers["webhook-signature"] != first.headers["webhook-signature"]
+    for delivery in receiver.received:
+        payload = Webhook(SECRET).verify(delivery.body, delivery.headers)
+        assert payload["data"]["job_id"] == job_id
+    assert webhook_rows(server) == [
+        ("job.queued", 200, None, 1, None),
+        ("job.processing", 200, None, 1, None),
+        ("job.succeeded", 200, None, 1, None),
+        ("job.queued", 200, "duplicate", 1, None),
+        ("job.processing", 200, "duplicate", 1, None),
+        ("job.succeeded", 200, "duplicate", 1, None),
+    ]
+
+
+def test_state_changes_are_delivered_at_their_scripted_time_without_polls(receiver, serve):
+    server = serve(scenario(receiver, "  events: [job.processing, job.succeeded]\n"))
+    submit(server)
+    start = time.monotonic()
+    settle(server, 0.5)
+    entries = [e for e in server.provider.journal if e.kind == "webhook"]
+    assert [e.event for e in entries] == ["job.processing", "job.succeeded"]
+    assert [e.kind for e in server.provider.journal] == ["submit", "webhook", "webhook"]
+    # sent on the scenario clock: 100 ms and 300 ms after the submit, give or take a tick
+    submitted = server.provider.journal[0].received_at
+    assert [round(e.received_at - submitted, 1) for e in entries] == [0.1, 0.3]
+    assert receiver.received[1].at - start < 0.45
+
+
+def test_a_503_is_retried_and_the_callback_url_wins(receiver, serve):
+    receiver.answer = lambda n: (503, {}, 0.0) if n < 2 else (200, {}, 0.0)
+    server = serve(
+        scenario(
+            receiver,
+            "  events: [job.succeeded]\n  retry_schedule: [100ms]\n",
+        ).replace(receiver.url, "http://127.0.0.1:9/nowhere")
+    )
+    submit(server, callback_url=receiver.url)
+    settle(server, 0.7)
+    assert webhook_rows(server) == [
+        ("job.succeeded", 503, None, 1, None),
+        ("job.succeeded", 503, None, 2, None),
+        ("job.succeeded", 200, None, 3, None),
+    ]
+    assert len({r.headers["webhook-id"] for r in receiver.received}) == 1
+    gaps = [b.at - a.at for a, b in zip(receiver.received, receiver.received[1:], strict=False)]
+    assert all(0.07 <= gap < 0.3 for gap in gaps), gaps
+
+
+def test_nothing_is_sent_after_a_410(receiver, serve):
+    receiver.answer = lambda n: (410, {}, 0.0)
+    server = serve(
+        scenario(
+            receiver,
+            "  events: [job.queued, job.processing, job.succeeded]\n"
+            "  duplicates: 2\n  duplicate_gap: 50ms\n  retry_schedule: [50ms]\n",
+        )
+    )
+    submit(server)
+    settle(server, 0.6)
+    assert webhook_rows(server) == [("job.queued", 410, None, 1, None)]
+    assert len(receiver.received) == 1
+
+
+def test_retry_after_of_the_receiver_is_honoured(receiver, serve):
+    receiver.answer = lambda n: (429, {"Retry-After": "1"}, 0.0) if n == 0 else (200, {}, 0.0)
+    server = serve(scenario(receiver, "  events: [job.queued]\n  retry_schedule: [50ms]\n"))
+    submit(server)
+    settle(server, 1.3)
+    assert webhook_rows(server) == [
+        ("job.queued", 429, None, 1, None),
+        ("job.queued", 200, None, 2, None),
+    ]
+    first, second = receiver.received
+    assert second.at - first.at >= 0.95
+    assert server.provider.journal.filter(kind="webhook")[0].retry_after.raw == "1"
+
+
+def test_attempts_stop_at_max_attempts_and_timeouts_are_journalled(receiver, serve):
+    receiver.answer = lambda n: (200, {}, 5.0)
+    server = serve(
+        scenario(
+            receiver,
+            "  events: [job.queued]\n  timeout: 150ms\n  max_attempts: 2\n  retry_schedule: [50ms]\n",
+        )
+    )
+    submit(server)
+    settle(server, 0.6)
+    assert webhook_rows(server) == [
+        ("job.queued", None, None, 1, "timeout"),
+        ("job.queued", None, None, 2, "timeout"),
+    ]
+
+
+def test_missing_forged_and_stale_deliveries(receiver, serve):
+    server = serve(
+        scenario(
+            receiver,
+            "  events: [job.processing, job.succeeded]\n"
+            "  missing: [job.processing]\n"
+            "  forged: [job.succeeded]\n"
+            "  stale: [job.succeeded]\n"
+            "  duplicate_gap: 100ms\n",
+        )
+    )
+    submit(server)
+    settle(server, 0.7)
+    assert webhook_rows(server) == [
+        ("job.processing", None, "missing", 0, None),
+        ("job.succeeded", 200, None, 1, None),
+        ("job.succeeded", 200, "forged", 1, None),
+        ("job.succeeded", 200, "stale", 1, None),
+    ]
+    verdicts = []
+    for delivery in receiver.received:
+        try:
+            Webhook(SECRET).verify(delivery.body, delivery.headers)
+            verdicts.append("valid")
+        except Exception as exc:
+            verdicts.append(str(exc))
+    assert verdicts == ["valid", "No matching signature found", "Message timestamp too old"]
+
+
+def test_other_hosts_need_allow_webhook_host(serve):
+    text = (
+        "jobs:\n  - timeline: [{status: succeeded}]\n"
+        "webhooks:\n  url: http://receiver.example/hooks\n"
+    )
+    server = serve(text)
+    submit(server)
+    settle(server, 0.1)
+    assert webhook_rows(server) == [("job.succeeded", None, None, 1, "host_not_allowed")]
+
+
+def test_a_reset_drops_planned_deliveries(receiver, serve):
+    server = serve(scenario(receiver, "  events: [job.succeeded]\n  delay: 300ms\n"))
+    submit(server)
+    time.sleep(0.1)
+    httpx.post(f"{server.url}/__admin/reset")
+    settle(server, 0.6)
+    assert receiver.received == []
+    assert webhook_rows(server) == []
+
+
+def test_a_slow_receiver_does_not_delay_status_responses(receiver, serve):
+    receiver.answer = lambda n: (200, {}, 5.0)
+    server = serve(
+        scenario(
+            receiver,
+            "  events: [job.queued, job.processing, job.succeeded]\n  duplicates: 3\n"
+            "  duplicate_gap: 50ms\n",
+        )
+    )
+    job_id = submit(server)
+    latencies = []
+    with httpx.Client(base_url=server.url) as client:
+        client.get(f"/v1/jobs/{job_id}")  # warm the connection
+        deadline = time.monotonic() + 1.0
+        while time.monotonic() < deadline:
+            before = time.perf_counter()
+            answer = client.get(f"/v1/jobs/{job_id}")
+            latencies.append(time.perf_counter() - before)
+            assert answer.status_code == 200
+            time.sleep(0.02)
+    in_flight = [
+        e for e in server.provider.journal if e.kind == "webhook" and e.completed_at is None
+    ]
+    assert len(in_flight) >= 8  # the receiver is holding every delivery
+    print(
+        f"status latency with a 5 s receiver: max {max(latencies) * 1000:.1f} ms over {len(latencies)}"
+    )
+    assert max(latencies) < 0.05

@@ -1,0 +1,596 @@
+"""The invariant checker on hand-built journals: every rule, its edge cases, exact messages."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fakeprovider.clock import VirtualClock
+from fakeprovider.engine import Engine, Request
+from fakeprovider.errors import InvariantViolation
+from fakeprovider.invariants import (
+    INVARIANTS,
+    Limits,
+    assert_invariants,
+    check,
+    expected_outcome,
+    split_runs,
+)
+from fakeprovider.journal import Entry, RetryAfterRecord
+from fakeprovider.scenario import TERMINAL_STATUSES, load_scenario, parse_scenario
+
+PATHS = {
+    "submit": "/v1/jobs",
+    "status": "/v1/jobs/j_1",
+    "content": "/v1/jobs/j_1/content",
+    "cancel": "/v1/jobs/j_1/cancel",
+}
+
+
+def e(seq, kind, at, *, took=0.01, code=200, status=None, job="j_1", client="c", **extra) -> Entry:
+    """An entry received at ``at`` whose answer starts and ends ``took`` later."""
+    done = None if took is None else at + took
+    method = "POST" if kind in ("submit", "cancel") else "GET"
+    return Entry(
+        seq=seq,
+        kind=kind,
+        job_id=job,
+        method=method,
+        path=PATHS.get(kind, "/").replace("j_1", job or "j_1"),
+        client=client,
+        received_at=at,
+        response_started_at=done,
+        completed_at=done,
+        status_code=code,
+        job_status=status,
+        **extra,
+    )
+
+
+def messages(entries, **limits) -> list[tuple[str, str]]:
+    return [(v.invariant, v.message) for v in check(entries, **limits).violations]
+
+
+def test_the_invariant_names_are_those_of_the_design() -> None:
+    assert INVARIANTS == (
+        "no_overlap",
+        "single_retrieval",
+        "no_premature_retrieval",
+        "bounded_retries",
+        "honours_retry_after",
+        "honours_poll_after",
+        "stops_at_terminal",
+        "no_resubmission",
+        "no_retry_on_auth_error",
+        "deadline",
+        "status_rate",
+        "webhook_ack",
+    )
+
+
+def test_an_empty_journal_is_clean_but_warns_that_nothing_was_checked() -> None:
+    report = check([])
+    assert report.ok
+    assert report.warnings == ("the journal holds no requests, so nothing was checked",)
+    assert report.metrics["requests"] == 0
+    assert report.metrics["polls_per_completion"] is None
+
+
+# -- no_overlap ---------------------------------------------------------------------------------
+
+
+def test_a_read_received_before_the_previous_started_its_response_overlaps() -> None:
+    entries = [
+        e(1, "submit", 0.0, status="queued", poll_after=1.0),
+        e(2, "status", 11.9, took=2.0, status="processing"),
+        e(3, "status", 12.4, status="processing"),
+    ]
+    assert messages(entries) == [
+        (
+            "no_overlap",
+            "status read #3 for job j_1 arrived at 12.400 s while read #2 (received 11.900 s)"
+            " had not started its response",
+        )
+    ]
+
+
+def test_reads_in_the_ambiguous_window_and_clock_ties_are_not_overlaps() -> None:
+    slow_body = e(2, "status", 2.0, status="processing")
+    slow_body = Entry(**{**slow_body.to_dict(), "response_started_at": 3.0, "completed_at": 5.0})
+    entries = [
+        e(1, "submit", 0.0, status="queued"),
+        slow_body,
+        e(3, "status", 4.0, status="processing"),  # between start (3.0) and completion (5.0)
+        e(4, "status", 4.01, status="processing"),  # exactly when #3 started its response
+    ]
+    assert messages(entries) == []
+
+
+def test_interleaved_jobs_and_clients_are_judged_apart() -> None:
+    entries = [
+        e(1, "status", 1.0, took=5.0, job="j_1", status="processing"),
+        e(2, "status", 2.0, job="j_2", status="processing"),  # another job
+        e(3, "status", 2.5, job="j_1", client="other", status="processing"),  # another client
+    ]
+    assert messages(entries) == []
+
+
+# -- single_retrieval and no_premature_retrieval ---------------------------------------------------
+
+
+def test_a_second_download_is_caught_and_a_missing_one_too_when_expected() -> None:
+    entries = [
+        e(1, "submit", 0.0, status="queued"),
+        e(2, "status", 5.0, status="succeeded"),
+        e(3, "content", 6.0),
+        e(4, "content", 7.0),
+    ]
+    assert messages(entries) == [
+        (
+            "single_retrieval",
+            "content fetch #4 for job j_1 at 7.000 s downloaded the result again; #3 had already"
+            " retrieved it at 6.000 s and it may be fetched once",
+        )
+    ]
+    assert messages(entries[:2], retrievals=1) == [
+        (
+            "single_retrieval",
+            "job j_1 was shown 'succeeded' by #2 at 5.010 s but its content was retrieved 0"
+            " time(s); expected 1",
+        )
+    ]
+    assert messages([*entries[:3], e(4, "content", 7.0, code=503)], retrievals=1) == []
+
+
+def test_a_download_before_success_was_seen_is_premature() -> None:
+    entries = [e(1, "submit", 0.0, status="queued"), e(2, "content", 0.5, code=409)]
+    assert messages(entries) == [
+        (
+            "no_premature_retrieval",
+            "content fetch #2 for job j_1 at 0.500 s came before the client could have seen the"
+            " job succeed; the last status it had seen was 'queued' (#1)",
+        )
+    ]
+    webhook = Entry(
+        seq=2, kind="webhook", job_id="j_1", method="POST", path="/hook", client="receiver",
+        received_at=0.4, response_started_at=0.41, completed_at=0.41, status_code=204,
+        event="job.succeeded",
+    )  # fmt: skip
+    assert messages([entries[0], webhook, e(3, "content", 0.5)]) == []
+
+
+# -- bounded_retries ------------------------------------------------------------------------------
+
+
+def test_retries_beyond_max_retries_after_consecutive_failures() -> None:
+    entries = [
+        e(1, "submit", 0.0, status="queued"),
+        e(2, "status", 1.0, code=503),
+        e(3, "status", 2.0, code=None, took=0.0, dropped="reset"),
+        e(4, "status", 3.0, code=429),
+        e(5, "status", 4.0, status="processing"),
+    ]
+    assert messages(entries, max_retries=2) == [
+        (
+            "bounded_retries",
+            "status read #5 for job j_1 at 4.000 s was retry 3 after 3 consecutive failed"
+            " attempts (#2 to #4); max_retries is 2",
+        )
+    ]
+    assert messages(entries, max_retries=3) == []
+
+
+# -- honours_retry_after --------------------------------------------------------------------------
+
+
+def ra(raw: str, not_before: float, form: str = "seconds") -> RetryAfterRecord:
+    return RetryAfterRecord(raw=raw, not_before=not_before, form=form)
+
+
+def test_delay_seconds_get_no_slack_and_429_binds_the_whole_account() -> None:
+    entries = [
+        e(1, "status", 1.0, code=429, retry_after=ra("5", 6.0), job="j_1"),
+        e(2, "status", 5.9, job="j_2", status="processing"),
+    ]
+    assert messages(entries) == [
+        (
+            "honours_retry_after",
+            "status read #2 for job j_2 at 5.900 s came 0.100 s before the Retry-After '5' of #1"
+            " (429, account scope) allowed it at 6.000 s",
+        )
+    ]
+    assert messages([entries[0], e(2, "status", 6.0, job="j_2")]) == []
+
+
+def test_503_binds_only_its_job_unless_configured() -> None:
+    entries = [
+        e(1, "status", 1.0, code=503, retry_after=ra("5", 6.0)),
+        e(2, "status", 2.0, job="j_2", status="processing"),
+    ]
+    assert messages(entries) == []
+    assert [v for v, _ in messages(entries, retry_after_scope="account")] == ["honours_retry_after"]
+
+
+def test_http_dates_get_one_second_of_slack() -> None:
+    source = e(
+        1, "status", 1.0, code=429, retry_after=ra("Thu, 01 Jan 2026 00:00:10 GMT", 10.0, "imf")
+    )
+    assert messages([source, e(2, "status", 9.0)]) == []
+    assert messages([source, e(2, "status", 8.99)]) == [
+        (
+            "honours_retry_after",
+            "status read #2 for job j_1 at 8.990 s came 1.010 s before the Retry-After"
+            " 'Thu, 01 Jan 2026 00:00:10 GMT' of #1 (429, account scope) allowed it at 10.000 s",
+        )
+    ]
+
+
+def test_a_retry_after_in_the_past_is_satisfied_and_concurrent_requests_are_not_bound() -> None:
+    past = e(
+        1, "status", 5.0, code=503, retry_after=ra("Thu, 01 Jan 2026 00:00:01 GMT", 1.0, "imf")
+    )
+    assert messages([past, e(2, "status", 5.02)]) == []
+    slow = e(1, "status", 1.0, took=2.0, code=429, retry_after=ra("5", 8.0))
+    # received before the 429's headers went out: the client could not know
+    assert messages([slow, e(2, "status", 2.0, job="j_2")]) == []
+
+
+# -- honours_poll_after ---------------------------------------------------------------------------
+
+
+def test_an_ordinary_poll_sooner_than_the_hint_less_tolerance() -> None:
+    entries = [
+        e(1, "submit", 0.0, status="queued", poll_after=5.0),
+        e(2, "status", 4.51, status="processing", poll_after=5.0),  # 4.5 s after: allowed
+        e(3, "status", 8.0, status="processing", poll_after=5.0),
+    ]
+    assert messages(entries) == [
+        (
+            "honours_poll_after",
+            "status read #3 for job j_1 at 8.000 s came 3.480 s after #2 answered, sooner than"
+            " its poll hint of 5.000 s (less 10% tolerance)",
+        )
+    ]
+
+
+def test_a_retry_after_a_failed_read_is_not_an_ordinary_poll() -> None:
+    entries = [
+        e(1, "submit", 0.0, status="queued", poll_after=5.0),
+        e(2, "status", 5.0, code=502),
+        e(3, "status", 5.5, status="processing", poll_after=5.0),
+    ]
+    assert messages(entries) == []
+
+
+# -- stops_at_terminal ----------------------------------------------------------------------------
+
+
+def test_no_read_after_a_terminal_answer_except_in_the_ambiguous_window() -> None:
+    done = e(2, "status", 10.0, took=1.0, status="failed")
+    done = Entry(**{**done.to_dict(), "response_started_at": 10.2})  # the body ends at 11.0
+    assert messages([e(1, "submit", 0.0, status="queued"), done, e(3, "status", 10.5)]) == []
+    assert messages([e(1, "submit", 0.0, status="queued"), done, e(3, "status", 11.0)]) == [
+        (
+            "stops_at_terminal",
+            "status read #3 for job j_1 at 11.000 s came after #2 had shown the job 'failed' at"
+            " 11.000 s",
+        )
+    ]
+
+
+# -- no_resubmission ------------------------------------------------------------------------------
+
+
+def test_a_new_submit_after_a_failed_status_read() -> None:
+    entries = [
+        e(1, "submit", 0.0, status="queued", request_digest="d1"),
+        e(2, "status", 5.0, code=503),
+        e(3, "submit", 5.5, job="j_2", status="queued", request_digest="d1"),
+    ]
+    assert messages(entries) == [
+        (
+            "no_resubmission",
+            "submit #3 at 5.500 s created job j_2 for the same request as job j_1 after status"
+            " read #2 of that job failed (503); a failed status read does not mean the job failed",
+        )
+    ]
+
+
+def test_a_lost_submit_response_must_be_retried_with_its_idempotency_key() -> None:
+    lost = e(1, "submit", 0.0, code=None, took=0.0, dropped="lose_response", request_digest="d1",
+             idempotency_key="k1")  # fmt: skip
+    same_key = e(2, "submit", 1.0, status="queued", request_digest="d1", idempotency_key="k1")
+    assert messages([lost, same_key]) == []
+    new_key = e(
+        2, "submit", 1.0, job="j_2", status="queued", request_digest="d1", idempotency_key="k2"
+    )
+    assert messages([lost, new_key]) == [
+        (
+            "no_resubmission",
+            "submit #2 at 1.000 s retried failed submit #1 (a lost response) without its"
+            " Idempotency-Key 'k1'",
+        )
+    ]
+    keyless = [Entry(**{**lost.to_dict(), "idempotency_key": None}), new_key]
+    assert messages(keyless) == [
+        (
+            "no_resubmission",
+            "submit #2 at 1.000 s created job j_2 for the same request as job j_1 (submit #1),"
+            " which the client had not seen end",
+        )
+    ]
+
+
+def test_resubmitting_after_the_job_was_seen_to_fail_is_a_new_request() -> None:
+    entries = [
+        e(1, "submit", 0.0, status="queued", request_digest="d1"),
+        e(2, "status", 5.0, status="failed"),
+        e(3, "submit", 6.0, job="j_2", status="queued", request_digest="d1"),
+    ]
+    assert messages(entries) == []
+
+
+# -- no_retry_on_auth_error, deadline, status_rate ------------------------------------------------
+
+
+def test_no_retry_with_the_same_credential_after_401() -> None:
+    entries = [
+        e(1, "status", 1.0, code=401, credential="cred_1"),
+        e(2, "status", 2.0, code=401, credential="cred_1"),
+        e(3, "status", 3.0, code=401, credential="cred_1"),
+        e(4, "status", 4.0, credential="cred_2", status="processing"),
+    ]
+    assert messages(entries) == [
+        (
+            "no_retry_on_auth_error",
+            "status read #2 for job j_1 at 2.000 s was sent with the same credential cred_1"
+            " after status read #1 for job j_1 was refused with 401 at 1.010 s",
+        )
+    ]
+
+
+def test_deadline_counts_from_the_submit_with_slack() -> None:
+    entries = [e(1, "submit", 2.0, status="queued"), e(2, "status", 63.0), e(3, "status", 63.5)]
+    assert messages(entries, deadline=60.0) == [
+        (
+            "deadline",
+            "status read #3 for job j_1 at 63.500 s came 1.500 s after the deadline of 60.000 s"
+            " from #1 at 2.000 s (slack 1.000 s)",
+        )
+    ]
+    assert messages(entries) == []  # no deadline set: not checked
+
+
+def test_status_rate_is_opt_in_and_counts_all_jobs_in_a_sliding_window() -> None:
+    entries = [e(n, "status", n * 0.5, job=f"j_{n % 3}", status="processing") for n in range(1, 6)]
+    assert messages(entries) == []
+    assert messages(entries, status_rate=0.2, status_rate_window=10.0) == [
+        (
+            "status_rate",
+            "status read #3 at 1.500 s was read 3 within 10.000 s (since #1 at 0.500 s); the budget"
+            " of 0.2 per second allows 2",
+        )
+    ]
+
+
+# -- webhook_ack ----------------------------------------------------------------------------------
+
+
+def hook(seq: int, code: int | None, latency: float, delivery: str | None = None) -> Entry:
+    return Entry(
+        seq=seq, kind="webhook", job_id="j_1", method="POST", path="/hook", client="receiver",
+        received_at=1.0, response_started_at=1.0 + latency, completed_at=1.0 + latency,
+        status_code=code, event="job.succeeded", webhook_id="msg_1", delivery=delivery,
+    )  # fmt: skip
+
+
+def test_webhook_deliveries_are_acknowledged_in_time_and_forgeries_rejected() -> None:
+    assert (
+        messages([hook(1, 204, 0.2), hook(2, 401, 0.1, "forged"), hook(3, 400, 0.1, "stale")]) == []
+    )
+    assert messages([hook(1, 200, 6.0), hook(2, 500, 0.1), hook(3, 200, 0.1, "forged")]) == [
+        (
+            "webhook_ack",
+            "webhook delivery #1 (job.succeeded for job j_1) was acknowledged after 6.000 s, later"
+            " than the ack limit of 5.000 s",
+        ),
+        (
+            "webhook_ack",
+            "webhook delivery #2 (job.succeeded for job j_1) was valid but the receiver answered"
+            " 500; it must be acknowledged with 2xx within 5.000 s",
+        ),
+        (
+            "webhook_ack",
+            "webhook delivery #3 (job.succeeded for job j_1) was forged but the receiver answered"
+            " 200; it must be rejected with 4xx",
+        ),
+    ]
+
+
+# -- runs, limits, report ---------------------------------------------------------------------------
+
+
+def admin(seq: int, at: float) -> Entry:
+    return Entry(seq=seq, kind="admin", job_id=None, method="POST", path="/__admin/reset",
+                 client="t", received_at=at, completed_at=at, status_code=200)  # fmt: skip
+
+
+def test_runs_split_at_resets_and_are_judged_apart() -> None:
+    entries = [
+        e(1, "status", 1.0, took=5.0, status="processing"),
+        admin(2, 2.0),
+        e(3, "status", 2.5, status="processing"),  # same job id, new run: no overlap with #1
+    ]
+    assert [[x.seq for x in run] for run in split_runs(entries)] == [[1], [3]]
+    assert messages(entries) == []
+    double = [
+        e(1, "status", 0.5, status="succeeded"),
+        e(2, "content", 1.0),
+        admin(3, 2.0),
+        e(4, "status", 2.5, status="succeeded"),
+        e(5, "content", 3.0),
+        e(6, "content", 4.0),
+    ]
+    assert [(v.invariant, v.run, v.seqs) for v in check(double).violations] == [
+        ("single_retrieval", 1, (5, 6))
+    ]
+
+
+def test_limits_come_from_expect_and_text() -> None:
+    scenario = load_scenario("rate-limit-budget")
+    limits = Limits.from_expect(scenario.expect, time_scale=0.5, max_retries=2)
+    assert (limits.deadline, limits.max_retries, limits.status_rate, limits.status_rate_window) == (
+        300.0,
+        2,
+        1.0,
+        5.0,
+    )
+    parsed = Limits.from_strings({"deadline": "2m", "max_retries": "3", "status_rate": "off"})
+    assert (parsed.deadline, parsed.max_retries, parsed.status_rate) == (120.0, 3, None)
+    with pytest.raises(
+        ValueError, match=r"^limit deadline must be a duration like '90s', got 'soon'$"
+    ):
+        Limits.from_strings({"deadline": "soon"})
+    with pytest.raises(ValueError, match=r"^unknown limit 'speed'; known: max_retries, "):
+        Limits.from_strings({"speed": "1"})
+    with pytest.raises(ValueError, match=r"^limit max_retries must not be negative, got -1$"):
+        Limits(max_retries=-1)
+
+
+def test_the_rendered_report_shows_the_timeline_around_the_violation() -> None:
+    entries = [
+        e(
+            1,
+            "submit",
+            0.0,
+            status="queued",
+            poll_after=5.0,
+            true_status="queued",
+            status_since=0.0,
+        ),
+        e(2, "status", 5.0, status="processing", true_status="processing", status_since=3.0),
+        e(3, "status", 6.0, code=429, retry_after=ra("4", 10.01)),
+        e(4, "status", 7.0, status="processing"),
+    ]
+    with pytest.raises(InvariantViolation) as caught:
+        assert_invariants(entries)
+    assert str(caught.value).splitlines()[:9] == [
+        "1 invariant violation(s) in 4 request(s) from 1 client(s):",
+        "",
+        "  honours_retry_after: status read #4 for job j_1 at 7.000 s came 3.010 s before the"
+        " Retry-After '4' of #3 (429, account scope) allowed it at 10.010 s",
+        "    timeline of job j_1 for client 'c':",
+        "       #1        0.000 s  POST /v1/jobs -> 200 'queued' (answered 0.010 s) hint 5 s",
+        "       ~        3.000 s  the job became 'processing'",
+        "       #2        5.000 s  GET /v1/jobs/j_1 -> 200 'processing' (answered 5.010 s)",
+        "    >> #3        6.000 s  GET /v1/jobs/j_1 -> 429 (answered 6.010 s) retry-after '4'"
+        " until 10.010 s",
+        "    >> #4        7.000 s  GET /v1/jobs/j_1 -> 200 'processing' (answered 7.010 s)",
+    ]
+    assert json.loads(json.dumps(check(entries).to_dict()))["violations"][0]["seqs"] == [3, 4]
+
+
+def test_metrics_and_coverage() -> None:
+    entries = [
+        e(1, "submit", 0.0, status="queued", true_status="queued", status_since=0.0),
+        e(2, "status", 5.0, code=503, fault="busy", retry_after=ra("1", 6.01)),
+        e(3, "status", 7.0, status="processing", true_status="processing", status_since=3.0),
+        e(4, "status", 12.0, status="succeeded", true_status="succeeded", status_since=10.0),
+        e(5, "content", 13.0),
+    ]
+    report = check(entries)
+    m = report.metrics
+    assert (m["polls_per_completion"], m["retries"], m["rate_limit_hits"]) == (3.0, 1, 0)
+    assert m["detection_delay"]["by_client_and_job"] == {"c j_1": 2.01}
+    assert m["time_in_status"] == {"j_1": {"queued": 3.0, "processing": 7.0}}
+    assert report.coverage["faults_served"] == {"busy": 1}
+    assert report.warnings == (
+        "no 429 was served, so rate-limit handling was not exercised",
+        "deadline was not checked: no deadline was set",
+        "status_rate was not checked: opt-in: no status_rate budget was set",
+        "webhook_ack was not checked: no webhook was delivered",
+    )
+    unseen = e(2, "status", 5.0, status="queued", true_status="processing", status_since=4.0)
+    quiet = check([entries[0], unseen])
+    assert "the client 'c' never observed 'processing'" in quiet.warnings
+
+
+def test_expected_outcome() -> None:
+    assert expected_outcome(load_scenario("slow-success")) == "succeeded"
+    assert expected_outcome(load_scenario("deadline-expiry")) == "timed_out"
+    assert expected_outcome(load_scenario("slow-success"), "60s") == "timed_out"
+    assert expected_outcome(load_scenario("cancelled")) == "cancelled"
+    assert expected_outcome(load_scenario("completed-with-errors")) == "completed_with_errors"
+    assert expected_outcome(load_scenario("terminal-failure"), 30.0) == "timed_out"
+
+
+# -- property: a well-behaved simulated client never breaks an invariant ---------------------------
+
+SIMULATED = """
+name: simulated
+jobs:
+  - poll_after: {hint}s
+    timeline:
+      - status: queued
+      - {{at: {p}s, status: processing}}
+      - {{at: {end}s, status: {final}}}
+    summary: {{clips: 1}}
+faults:
+  - {{name: busy, route: status, every: {every}, status: 503, retry_after: {retry}s}}
+  - {{name: reset, route: content, nth: 1, action: reset}}
+"""
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    hint=st.integers(1, 10),
+    processing=st.integers(1, 20),
+    length=st.integers(1, 120),
+    final=st.sampled_from(sorted(TERMINAL_STATUSES)),
+    every=st.integers(2, 6),
+    retry=st.integers(0, 30),
+    latency=st.floats(0.0, 3.0),
+)
+def test_a_well_behaved_simulated_client_never_breaks_an_invariant(
+    hint, processing, length, final, every, retry, latency
+) -> None:
+    text = SIMULATED.format(hint=hint, p=processing, end=processing + length, final=final,
+                            every=every, retry=retry)  # fmt: skip
+    engine = Engine(parse_scenario(text))
+    clock = VirtualClock(start=0.0)
+
+    def send(kind: str, job_id: str | None = None) -> tuple[int | None, dict[str, str]]:
+        reply = engine.handle(Request(kind=kind, method="GET", path="/", job_id=job_id, client="sim",
+                                      body={"prompt": "x"}), clock.now())  # fmt: skip
+        clock.advance(reply.delay + latency)
+        engine.complete(
+            reply, started=clock.now(), completed=clock.now(), status_code=reply.status_code
+        )
+        entry = engine.journal[-1]
+        wait = hint
+        if entry.retry_after is not None and entry.retry_after.not_before is not None:
+            wait = max(0.0, entry.retry_after.not_before - clock.now())
+        return entry.status_code, {"wait": str(wait), "status": entry.job_status or ""}
+
+    _, answer = send("submit")
+    job_id = engine.journal[-1].job_id
+    failures = 0
+    while True:
+        clock.advance(float(answer["wait"]) if failures else hint)
+        code, answer = send("status", job_id)
+        if code is None or code >= 500:
+            failures += 1
+            assert failures <= 5
+            continue
+        failures = 0
+        if answer["status"] in TERMINAL_STATUSES:
+            break
+    if answer["status"] in ("succeeded", "completed_with_errors"):
+        code, answer = send("content", job_id)
+        while code is None:  # the reset: retry at once (no Retry-After was given)
+            code, answer = send("content", job_id)
+    report = check(engine.journal, max_retries=5, retrievals=1)
+    assert report.violations == (), report.render()

@@ -1,0 +1,25 @@
+"""The stable surface: ``__all__`` and what ``import fakeprovider`` pulls in."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import fakeprovider
+
+
+def test_all_lists_exactly_the_public_names() -> None:
+    public = {
+        name
+        for name in vars(fakeprovider)
+        if not name.startswith("_") and not isinstance(getattr(fakeprovider, name), type(sys))
+    }
+    assert set(fakeprovider.__all__) - {"__version__"} == public
+
+
+def test_import_does_not_pull_in_hypothesis_or_pytest() -> None:
+    code = "import sys, fakeprovider; print(sorted(m for m in ('hypothesis', 'pytest', 'httpx', 'respx') if m in sys.modules))"
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip() == "[]"

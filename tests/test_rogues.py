@@ -1,0 +1,293 @@
+"""The rogues' gallery against the real server on bundled scenarios.
+
+Every buggy client is caught by exactly its invariant, with the exact message (rebuilt here
+from the journal entries it names, found independently); the correct client is clean on a
+dozen scenarios. All runs share one module fixture and run at once, each on its own server, so
+the file takes as long as its slowest run.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from fakeprovider.invariants import Limits, Report, check, expected_outcome
+from fakeprovider.journal import Entry
+from fakeprovider.scenario import load_scenario
+from fakeprovider.server import ServerThread
+from fakeprovider.service import FakeProvider
+
+from . import rogues
+
+TOKEN = "sk-test-fakeprovider"
+
+
+def t(x: float) -> str:
+    return f"{x:.3f} s"
+
+
+@dataclass(frozen=True)
+class Case:
+    client: Callable[..., str]
+    scenario: str
+    scale: float
+    deadline: float | None = None  # the client's deadline; default: the scenario's, scaled
+    limits: dict[str, Any] = field(default_factory=dict)
+    token: str | None = None
+
+
+@dataclass(frozen=True)
+class Run:
+    case: Case
+    outcome: str
+    entries: list[Entry]
+    report: Report
+
+
+CORRECT = {
+    f"correct-{name}": Case(
+        rogues.correct, name, scale, token=TOKEN if name == "auth-revoked" else None
+    )
+    for name, scale in [
+        ("slow-success", 0.02),
+        ("terminal-failure", 0.05),
+        ("transient-5xx", 0.05),
+        ("rate-limited", 0.05),
+        ("retry-after-seconds", 0.05),
+        ("deadline-expiry", 0.02),
+        ("slow-status", 0.05),
+        ("ambiguous-submit", 0.05),
+        ("auth-revoked", 0.02),
+        ("cancelled", 0.05),
+        ("completed-with-errors", 0.05),
+        ("quick-preview", 0.1),
+        ("long-render", 0.005),
+    ]
+}
+RATE = {"status_rate": 12.0, "status_rate_window": 0.5}
+ROGUES = {
+    "no_overlap": Case(rogues.timer_poller, "slow-status", 0.1),
+    "single_retrieval": Case(rogues.double_downloader, "quick-preview", 0.05),
+    "no_premature_retrieval": Case(rogues.eager_downloader, "quick-preview", 0.05),
+    "bounded_retries": Case(
+        rogues.unbounded_retrier, "transient-5xx", 0.05, limits={"max_retries": 1}
+    ),
+    "honours_retry_after": Case(rogues.int_retry_after, "rate-limited", 0.2, deadline=2.5),
+    "honours_poll_after": Case(rogues.impatient, "quick-preview", 0.05),
+    "stops_at_terminal": Case(rogues.keeps_polling, "quick-preview", 0.05),
+    "no_resubmission": Case(rogues.resubmitter, "transient-5xx", 0.05),
+    "no_retry_on_auth_error": Case(rogues.auth_retrier, "auth-revoked", 0.02, token=TOKEN),
+    "deadline": Case(rogues.no_deadline, "deadline-expiry", 0.02),
+    "status_rate": Case(rogues.fleet, "quick-preview", 0.05, limits=RATE),
+}
+# The correct client within the budget the fleet breaks.
+CORRECT["correct-status-rate"] = Case(rogues.correct, "quick-preview", 0.05, limits=RATE)
+
+
+def _play(case: Case) -> Run:
+    scenario = load_scenario(case.scenario, time_scale=case.scale)
+    deadline = case.deadline if case.deadline is not None else scenario.expect.deadline
+    assert deadline is not None
+    with ServerThread(FakeProvider(scenario)) as server:
+        outcome = case.client(server.url, deadline=deadline, token=case.token)
+        entries = server.provider.entries
+    limits = Limits.from_expect(
+        scenario.expect, time_scale=case.scale, deadline=deadline, **case.limits
+    )
+    return Run(case, outcome, entries, check(entries, limits))
+
+
+@pytest.fixture(scope="module")
+def runs() -> dict[str, Run]:
+    cases = {**CORRECT, **ROGUES}
+    with ThreadPoolExecutor(max_workers=len(cases)) as pool:
+        futures = {name: pool.submit(_play, case) for name, case in cases.items()}
+        return {name: future.result(timeout=60) for name, future in futures.items()}
+
+
+@pytest.mark.parametrize("name", sorted(CORRECT))
+def test_the_correct_client_is_clean(runs: dict[str, Run], name: str) -> None:
+    run = runs[name]
+    assert run.report.violations == (), run.report.render()
+    scenario = load_scenario(run.case.scenario, time_scale=run.case.scale)
+    expected = "auth_error" if run.case.scenario == "auth-revoked" else expected_outcome(scenario)
+    assert run.outcome == expected
+
+
+def _of(entries: list[Entry], kind: str) -> list[Entry]:
+    return [e for e in entries if e.kind == kind]
+
+
+def _overlap(entries: list[Entry]) -> list[str]:
+    reads = _of(entries, "status")
+    return [
+        f"status read #{b.seq} for job {b.job_id} arrived at {t(b.received_at)} while read #{a.seq}"
+        f" (received {t(a.received_at)}) had not started its response"
+        for a, b in itertools.pairwise(reads)
+    ]
+
+
+def _double(entries: list[Entry]) -> list[str]:
+    first, second = _of(entries, "content")
+    return [
+        f"content fetch #{second.seq} for job {second.job_id} at {t(second.received_at)} downloaded"
+        f" the result again; #{first.seq} had already retrieved it at {t(first.received_at)} and it"
+        " may be fetched once"
+    ]
+
+
+def _eager(entries: list[Entry]) -> list[str]:
+    submit, fetch = entries
+    return [
+        f"content fetch #{fetch.seq} for job {fetch.job_id} at {t(fetch.received_at)} came before"
+        f" the client could have seen the job succeed; the last status it had seen was 'queued'"
+        f" (#{submit.seq})"
+    ]
+
+
+def _unbounded(entries: list[Entry]) -> list[str]:
+    reads = _of(entries, "status")
+    failed = [e for e in reads if e.status_code == 503]
+    retry = reads[reads.index(failed[1]) + 1]
+    return [
+        f"status read #{retry.seq} for job {retry.job_id} at {t(retry.received_at)} was retry 2 after"
+        f" 2 consecutive failed attempts (#{failed[0].seq} to #{failed[1].seq}); max_retries is 1"
+    ]
+
+
+def _int_retry_after(entries: list[Entry]) -> list[str]:
+    reads = _of(entries, "status")
+    throttled = next(e for e in reads if e.fault == "throttled-rfc850")
+    after = reads[reads.index(throttled) + 1]
+    record = throttled.retry_after
+    assert record is not None
+    assert record.not_before is not None
+    return [
+        f"status read #{after.seq} for job {after.job_id} at {t(after.received_at)} came"
+        f" {t(record.not_before - after.received_at)} before the Retry-After {record.raw!r} of"
+        f" #{throttled.seq} (429, account scope) allowed it at {t(record.not_before)}"
+    ]
+
+
+def _impatient(entries: list[Entry]) -> list[str]:
+    chain = [e for e in entries if e.kind in ("submit", "status")]
+    out = []
+    for a, b in itertools.pairwise(chain):
+        assert a.completed_at is not None
+        assert a.poll_after is not None
+        if a.job_status == "succeeded":
+            break
+        gap = b.received_at - a.completed_at
+        if gap >= 0.09:  # a late wake-up: this one happened to wait long enough
+            continue
+        out.append(
+            f"status read #{b.seq} for job {b.job_id} at {t(b.received_at)} came {t(gap)} after"
+            f" #{a.seq} answered, sooner than its poll hint of {t(a.poll_after)} (less 10% tolerance)"
+        )
+    return out
+
+
+def _keeps_polling(entries: list[Entry]) -> list[str]:
+    reads = _of(entries, "status")
+    done = next(e for e in reads if e.job_status == "succeeded")
+    extra = reads[reads.index(done) + 1]
+    assert done.completed_at is not None
+    return [
+        f"status read #{extra.seq} for job {extra.job_id} at {t(extra.received_at)} came after"
+        f" #{done.seq} had shown the job 'succeeded' at {t(done.completed_at)}"
+    ]
+
+
+def _resubmit(entries: list[Entry]) -> list[str]:
+    first, second = _of(entries, "submit")
+    failed = next(e for e in _of(entries, "status") if e.status_code == 503)
+    return [
+        f"submit #{second.seq} at {t(second.received_at)} created job {second.job_id} for the same"
+        f" request as job {first.job_id} after status read #{failed.seq} of that job failed (503);"
+        " a failed status read does not mean the job failed"
+    ]
+
+
+def _auth(entries: list[Entry]) -> list[str]:
+    refused = [e for e in entries if e.status_code == 401]
+    first, again = refused[0], refused[1]
+    assert first.response_started_at is not None
+    return [
+        f"status read #{again.seq} for job {again.job_id} at {t(again.received_at)} was sent with"
+        f" the same credential {first.credential} after status read #{first.seq} for job"
+        f" {first.job_id} was refused with 401 at {t(first.response_started_at)}"
+    ]
+
+
+def _deadline(entries: list[Entry]) -> list[str]:
+    submit = entries[0]
+    limit = load_scenario("deadline-expiry", time_scale=0.02).expect.deadline
+    assert limit is not None
+    late = next(e for e in entries if e.received_at > submit.received_at + limit + 1.0)
+    return [
+        f"status read #{late.seq} for job {late.job_id} at {t(late.received_at)} came"
+        f" {t(late.received_at - submit.received_at - limit)} after the deadline of {t(limit)} from"
+        f" #{submit.seq} at {t(submit.received_at)} (slack 1.000 s)"
+    ]
+
+
+def _rate(entries: list[Entry]) -> list[str]:
+    reads = _of(entries, "status")
+    for index, read in enumerate(reads):
+        inside = [r for r in reads[: index + 1] if r.received_at > read.received_at - 0.5]
+        if len(inside) > 6:
+            return [
+                f"status read #{read.seq} at {t(read.received_at)} was read {len(inside)} within"
+                f" 0.500 s (since #{inside[0].seq} at {t(inside[0].received_at)}); the budget of 12"
+                " per second allows 6"
+            ]
+    raise AssertionError("the fleet stayed within the budget")
+
+
+EXPECTED: dict[str, Callable[[list[Entry]], list[str]]] = {
+    "no_overlap": _overlap,
+    "single_retrieval": _double,
+    "no_premature_retrieval": _eager,
+    "bounded_retries": _unbounded,
+    "honours_retry_after": _int_retry_after,
+    "honours_poll_after": _impatient,
+    "stops_at_terminal": _keeps_polling,
+    "no_resubmission": _resubmit,
+    "no_retry_on_auth_error": _auth,
+    "deadline": _deadline,
+    "status_rate": _rate,
+}
+
+
+@pytest.mark.parametrize("invariant", sorted(ROGUES))
+def test_each_rogue_is_caught_by_its_invariant_alone(runs: dict[str, Run], invariant: str) -> None:
+    run = runs[invariant]
+    report = run.report
+    assert {v.invariant for v in report.violations} == {invariant}, report.render()
+    assert [v.message for v in report.violations] == EXPECTED[invariant](run.entries)
+    assert {v.client for v in report.violations} == {run.case.client.__kwdefaults__["client_id"]}
+
+
+def test_every_invariant_but_webhook_ack_has_a_rogue() -> None:
+    from fakeprovider.invariants import INVARIANTS
+
+    assert set(ROGUES) == set(INVARIANTS) - {"webhook_ack"}
+
+
+def test_a_rogue_and_the_correct_client_share_one_server_and_are_judged_apart() -> None:
+    scenario = load_scenario("quick-preview", time_scale=0.05)
+    with ServerThread(FakeProvider(scenario)) as server:
+        with ThreadPoolExecutor(2) as pool:
+            good = pool.submit(rogues.correct, server.url, deadline=3.0)
+            bad = pool.submit(rogues.keeps_polling, server.url, deadline=3.0)
+            assert (good.result(10), bad.result(10)) == ("succeeded", "succeeded")
+        report = check(server.provider.entries, Limits.from_expect(scenario.expect))
+    assert [(v.invariant, v.client) for v in report.violations] == [
+        ("stops_at_terminal", "keeps-polling")
+    ]
+    assert sorted(report.metrics["clients"]) == ["correct", "keeps-polling"]
