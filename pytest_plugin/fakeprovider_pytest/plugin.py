@@ -1,1 +1,126 @@
-"""pytest plugin entry point (fixtures arrive with the plugin issue)."""
+"""The pytest11 entry point ``fakeprovider``: marker, options, fixtures and failure reports.
+
+Only pytest is imported at module level; fakeprovider (with uvicorn and Starlette) is imported
+when a fixture is first used, so the plugin costs nothing in test runs that do not use it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Generator, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from ._handle import ProviderHandle
+from ._session import DEFAULT_SCENARIO, FakeproviderSession
+
+if TYPE_CHECKING:
+    from _pytest.reports import TestReport
+
+__all__ = ["fakeprovider", "fakeprovider_inprocess", "fakeprovider_session"]
+
+MARKER_HELP = (
+    "fakeprovider(scenario='slow-success', *, time_scale=1.0, seed=None, dialect=None, "
+    "**expect): the scenario the fakeprovider fixtures play, with overrides of its expect: keys."
+)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("fakeprovider", "fakeprovider (fake slow asynchronous APIs)")
+    group.addoption(
+        "--fakeprovider-journal-dir",
+        metavar="DIR",
+        default=None,
+        help="write the journal of every failing test that used a fakeprovider fixture to DIR/<test id>.jsonl",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", MARKER_HELP)
+
+
+def _marker_options(request: pytest.FixtureRequest) -> tuple[Any, dict[str, Any]]:
+    marker = request.node.get_closest_marker("fakeprovider")
+    if marker is None:
+        return DEFAULT_SCENARIO, {}
+    if len(marker.args) > 1:
+        raise TypeError(
+            f"The fakeprovider marker takes one scenario (a name, path or YAML text), got {len(marker.args)} positional arguments."
+        )
+    scenario = marker.args[0] if marker.args else marker.kwargs.get("scenario", DEFAULT_SCENARIO)
+    overrides = {k: v for k, v in marker.kwargs.items() if k != "scenario"}
+    return scenario, overrides
+
+
+@pytest.fixture(scope="session")
+def fakeprovider_session() -> Iterator[FakeproviderSession]:
+    """The session's fake: a real server started on first use; ``.example()`` per Hypothesis example."""
+    session = FakeproviderSession()
+    yield session
+    session.close()
+
+
+@pytest.fixture
+def fakeprovider(
+    request: pytest.FixtureRequest, fakeprovider_session: FakeproviderSession
+) -> Iterator[ProviderHandle]:
+    """The session's real server, reset and playing the marker's scenario for this test."""
+    scenario, overrides = _marker_options(request)
+    handle = fakeprovider_session.server_handle(scenario, **overrides)
+    yield handle
+    fakeprovider_session.raise_errors()
+
+
+@pytest.fixture
+def fakeprovider_inprocess(
+    request: pytest.FixtureRequest, fakeprovider_session: FakeproviderSession
+) -> Iterator[ProviderHandle]:
+    """The marker's scenario in-process for httpx clients, with the test's time made virtual."""
+    scenario, overrides = _marker_options(request)
+    with fakeprovider_session.example(scenario, inprocess=True, **overrides) as handle:
+        yield handle
+
+
+def _handles(item: pytest.Item) -> list[ProviderHandle]:
+    funcargs: dict[str, Any] = getattr(item, "funcargs", {})
+    found: list[ProviderHandle] = []
+    for name in ("fakeprovider", "fakeprovider_inprocess"):
+        value = funcargs.get(name)
+        if isinstance(value, ProviderHandle):
+            found.append(value)
+    session = funcargs.get("fakeprovider_session")
+    if not found and isinstance(session, FakeproviderSession) and session.last_handle is not None:
+        found.append(session.last_handle)
+    return found
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, Any, None]:
+    outcome = yield
+    report: TestReport = outcome.get_result()
+    if not report.failed or report.when == "teardown":
+        return
+    handles = _handles(item)
+    if not handles:
+        return
+    for handle in handles:
+        report.sections.append(
+            (
+                f"fakeprovider journal ({handle.mode}, scenario {handle.scenario.name!r})",
+                handle.timeline(),
+            )
+        )
+    folder = item.config.getoption("fakeprovider_journal_dir")
+    if folder:
+        directory = Path(folder)
+        directory.mkdir(parents=True, exist_ok=True)
+        stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", item.nodeid).strip("_")
+        for index, handle in enumerate(handles):
+            suffix = "" if index == 0 else f".{handle.mode}"
+            (directory / f"{stem}{suffix}.jsonl").write_text(
+                handle.journal.to_jsonl(), encoding="utf-8"
+            )

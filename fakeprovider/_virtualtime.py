@@ -1,0 +1,298 @@
+"""Virtual time for the code under test: time, datetime and asyncio follow a ``VirtualClock``.
+
+``VirtualTime(clock)`` is a context manager. While it is active, on the thread that entered it:
+
+- ``time.sleep(s)`` advances the clock by ``s`` at once; ``time.monotonic()``/``monotonic_ns()``
+  read ``<monotonic at entry> + clock.now()``; ``time.time()``/``time_ns()`` read
+  ``clock.epoch + clock.now()``;
+- ``datetime.datetime.now()``/``utcnow()``/``today()`` agree with ``time.time()``;
+- every asyncio event loop running on that thread reads its ``time()`` from the virtual
+  monotonic clock, and when the loop has nothing to do but wait for a timer it jumps the clock
+  to that timer at once (trio's autojump): ``asyncio.sleep``, ``wait_for``, ``asyncio.timeout``
+  and ``call_later`` all take no wall time, and concurrent sleepers overlap in virtual time.
+
+Names bound by value before entry (``from time import sleep``, ``from datetime import
+datetime``) are replaced in third-party and user modules too, and put back on exit; the standard
+library's own captured copies (``threading``, ``queue``, ``subprocess``...) are left alone
+because they time real blocking calls. Other threads always see real time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import asyncio.base_events
+import contextlib
+import datetime as _datetime_module
+import sys
+import threading
+import time as _time_module
+import weakref
+from collections.abc import Callable
+from types import ModuleType, TracebackType
+from typing import Any, Final
+
+from .clock import VirtualClock
+from .errors import FakeProviderError
+
+__all__ = ["VirtualTime"]
+
+_REAL_SLEEP: Final = _time_module.sleep
+_REAL_MONOTONIC: Final = _time_module.monotonic
+_REAL_MONOTONIC_NS: Final = _time_module.monotonic_ns
+_REAL_TIME: Final = _time_module.time
+_REAL_TIME_NS: Final = _time_module.time_ns
+_REAL_DATETIME: Final = _datetime_module.datetime
+_REAL_LOOP_TIME: Final = asyncio.base_events.BaseEventLoop.time
+
+#: Top-level packages whose module globals are never rewritten (besides the standard library).
+_UNTOUCHED: Final = frozenset(
+    {
+        "fakeprovider",
+        "fakeprovider_pytest",
+        "_pytest",
+        "pytest",
+        "pluggy",
+        "hypothesis",
+        "_hypothesis_globals",
+        "xdist",
+        "execnet",
+        "coverage",
+        "pytest_benchmark",
+        "uvicorn",
+        "starlette",
+        "anyio",
+        "sniffio",
+        "h11",
+        "httpcore",
+        "httpx",
+        "respx",
+        "yaml",
+    }
+)
+
+_active_lock = threading.Lock()
+_active: VirtualTime | None = None
+
+
+def _current() -> VirtualTime | None:
+    """The active virtual time when the calling thread is the one that entered it."""
+    active = _active
+    if active is not None and threading.get_ident() == active.thread_id:
+        return active
+    return None
+
+
+def _sleep(seconds: float) -> None:
+    active = _current()
+    if active is None:
+        _REAL_SLEEP(seconds)
+        return
+    if seconds < 0:
+        raise ValueError("sleep length must be non-negative")
+    active.clock.advance(seconds)
+    _REAL_SLEEP(0)  # let other threads run, as a real sleep would
+
+
+def _monotonic() -> float:
+    active = _current()
+    return _REAL_MONOTONIC() if active is None else active.monotonic()
+
+
+def _monotonic_ns() -> int:
+    active = _current()
+    return _REAL_MONOTONIC_NS() if active is None else int(active.monotonic() * 1e9)
+
+
+def _time() -> float:
+    active = _current()
+    return _REAL_TIME() if active is None else active.time()
+
+
+def _time_ns() -> int:
+    active = _current()
+    return _REAL_TIME_NS() if active is None else int(active.time() * 1e9)
+
+
+def _loop_time(loop: asyncio.base_events.BaseEventLoop) -> float:
+    active = _current()
+    if active is None:
+        return _REAL_LOOP_TIME(loop)
+    active.instrument(loop)
+    return active.monotonic()
+
+
+class _DatetimeMeta(type):
+    """Keeps ``isinstance(x, datetime.datetime)`` true for real datetimes while patched."""
+
+    def __instancecheck__(cls, obj: object) -> bool:
+        return isinstance(obj, _REAL_DATETIME)
+
+    def __subclasscheck__(cls, sub: type) -> bool:
+        return issubclass(sub, _REAL_DATETIME)
+
+
+class _VirtualDatetime(_datetime_module.datetime, metaclass=_DatetimeMeta):
+    """``datetime.datetime`` whose ``now``/``utcnow``/``today`` follow the virtual clock.
+
+    They return real ``datetime.datetime`` instances (hence the ignored overrides).
+    """
+
+    @classmethod
+    def now(cls, tz: _datetime_module.tzinfo | None = None) -> _datetime_module.datetime:  # type: ignore[override]
+        active = _current()
+        if active is None:
+            return _REAL_DATETIME.now(tz)
+        return _REAL_DATETIME.fromtimestamp(active.time(), tz)
+
+    @classmethod
+    def utcnow(cls) -> _datetime_module.datetime:  # type: ignore[override]
+        active = _current()
+        if active is None:
+            return _REAL_DATETIME.now(_datetime_module.UTC).replace(tzinfo=None)
+        moment = _REAL_DATETIME.fromtimestamp(active.time(), _datetime_module.UTC)
+        return moment.replace(tzinfo=None)
+
+    @classmethod
+    def today(cls) -> _datetime_module.datetime:  # type: ignore[override]
+        return cls.now()
+
+
+class _AutojumpSelector:
+    """Wraps a loop's selector: a wait for a timer with no I/O ready jumps the clock instead."""
+
+    def __init__(self, inner: Any, clock: VirtualClock, thread_id: int) -> None:
+        self.inner = inner
+        self.clock = clock
+        self.thread_id = thread_id
+
+    def select(self, timeout: float | None = None) -> Any:
+        if timeout is None or timeout <= 0 or _current() is None:
+            return self.inner.select(timeout)
+        events = self.inner.select(0)
+        if events:
+            return events
+        self.clock.advance(timeout)
+        return []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+_MODULE_PATCHES: Final[tuple[tuple[ModuleType, str, Any], ...]] = (
+    (_time_module, "sleep", _sleep),
+    (_time_module, "monotonic", _monotonic),
+    (_time_module, "monotonic_ns", _monotonic_ns),
+    (_time_module, "time", _time),
+    (_time_module, "time_ns", _time_ns),
+    (_datetime_module, "datetime", _VirtualDatetime),
+)
+
+
+class VirtualTime:
+    """Makes the entering thread's time, datetime and asyncio follow ``clock`` (not reentrant)."""
+
+    def __init__(self, clock: VirtualClock, *, rebind_captured: bool = True) -> None:
+        self.clock = clock
+        self.rebind_captured = rebind_captured
+        self.thread_id = threading.get_ident()
+        self._monotonic_base = 0.0
+        self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _AutojumpSelector] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._rebound: list[tuple[dict[str, Any], str, Any]] = []
+
+    # -- readings ------------------------------------------------------------------------
+
+    def monotonic(self) -> float:
+        return self._monotonic_base + self.clock.now()
+
+    def time(self) -> float:
+        return self.clock.epoch + self.clock.now()
+
+    # -- asyncio -------------------------------------------------------------------------
+
+    def instrument(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Give ``loop`` the autojump selector (once; loops without a selector are left alone)."""
+        if loop in self._loops:
+            return
+        selector = getattr(loop, "_selector", None)
+        if selector is None or isinstance(selector, _AutojumpSelector):
+            return
+        wrapper = _AutojumpSelector(selector, self.clock, self.thread_id)
+        loop._selector = wrapper  # type: ignore[attr-defined]
+        self._loops[loop] = wrapper
+
+    # -- entering and leaving ------------------------------------------------------------
+
+    def __enter__(self) -> VirtualTime:
+        global _active
+        with _active_lock:
+            if _active is not None:
+                raise FakeProviderError(
+                    "Virtual time is already active in this process; leave the other "
+                    "virtual_provider() or VirtualTime block first."
+                )
+            self.thread_id = threading.get_ident()
+            self._monotonic_base = _REAL_MONOTONIC() - self.clock.now()
+            for module, name, replacement in _MODULE_PATCHES:
+                setattr(module, name, replacement)
+            asyncio.base_events.BaseEventLoop.time = _loop_time  # type: ignore[method-assign,assignment]
+            if self.rebind_captured:
+                self._rebind()
+            _active = self
+        with contextlib.suppress(RuntimeError):  # no loop running on this thread
+            self.instrument(asyncio.get_running_loop())
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        global _active
+        with _active_lock:
+            _active = None
+            for namespace, name, original in reversed(self._rebound):
+                namespace[name] = original
+            self._rebound.clear()
+            asyncio.base_events.BaseEventLoop.time = _REAL_LOOP_TIME  # type: ignore[method-assign]
+            for module, name, _ in _MODULE_PATCHES:
+                setattr(module, name, _ORIGINALS[(module.__name__, name)])
+            for loop, wrapper in list(self._loops.items()):
+                if getattr(loop, "_selector", None) is wrapper:
+                    loop._selector = wrapper.inner  # type: ignore[attr-defined]
+            self._loops.clear()
+
+    def _rebind(self) -> None:
+        """Replace copies of the patched names bound by value in non-stdlib modules."""
+        swaps = {
+            id(_ORIGINALS[(m.__name__, n)]): (_ORIGINALS[(m.__name__, n)], r)
+            for m, n, r in _MODULE_PATCHES
+        }
+        skip = _UNTOUCHED | sys.stdlib_module_names
+        for name, module in list(sys.modules.items()):
+            if module is None or name.partition(".")[0] in skip:
+                continue
+            try:
+                namespace = vars(module)
+            except TypeError:
+                continue
+            for attr, value in list(namespace.items()):
+                swap = swaps.get(id(value))
+                if swap is not None and value is swap[0]:
+                    namespace[attr] = swap[1]
+                    self._rebound.append((namespace, attr, value))
+
+    def __repr__(self) -> str:
+        return f"VirtualTime({self.clock!r})"
+
+
+_ORIGINALS: Final[dict[tuple[str, str], Callable[..., Any] | type]] = {
+    ("time", "sleep"): _REAL_SLEEP,
+    ("time", "monotonic"): _REAL_MONOTONIC,
+    ("time", "monotonic_ns"): _REAL_MONOTONIC_NS,
+    ("time", "time"): _REAL_TIME,
+    ("time", "time_ns"): _REAL_TIME_NS,
+    ("datetime", "datetime"): _REAL_DATETIME,
+}

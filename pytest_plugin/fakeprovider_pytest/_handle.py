@@ -1,0 +1,168 @@
+"""The handle a test gets: where the fake is, what it recorded, and the invariant checks.
+
+Only the standard library is imported here at module level; ``fakeprovider`` is imported when a
+method runs, so that loading the plugin stays cheap.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from fakeprovider.clock import Clock
+    from fakeprovider.invariants import Limits, Report
+    from fakeprovider.journal import Journal
+    from fakeprovider.scenario import Scenario
+    from fakeprovider.service import FakeProvider
+
+__all__ = ["PLAY_OPTIONS", "ProviderHandle", "prepare_scenario"]
+
+
+#: Marker and ``load`` keywords that change how the scenario is played (the rest set ``expect:``).
+PLAY_OPTIONS = ("time_scale", "seed", "dialect")
+_DURATION_EXPECTS = frozenset({"deadline", "ack_limit"})
+
+
+def prepare_scenario(
+    source: Scenario | str | Path,
+    *,
+    time_scale: float = 1.0,
+    seed: int | None = None,
+    dialect: str | None = None,
+    **expect: Any,
+) -> Scenario:
+    """``source`` loaded, with ``expect:`` overrides, scaled by ``time_scale``, seed and dialect set.
+
+    Overrides are in scenario time (``deadline="2m"`` or seconds) and are scaled with the rest.
+    """
+    from fakeprovider._durations import parse_duration
+    from fakeprovider.scenario import Expect, Scenario, load_scenario
+
+    scenario = source if isinstance(source, Scenario) else load_scenario(source)
+    if expect:
+        known = [f.name for f in dataclasses.fields(Expect)]
+        for name in expect:
+            if name not in known:
+                raise TypeError(
+                    f"Unknown fakeprovider option {name!r}; use time_scale, seed, dialect or an"
+                    f" expect: key ({', '.join(known)})."
+                )
+        values: dict[str, Any] = {
+            name: parse_duration(value)
+            if name in _DURATION_EXPECTS and isinstance(value, str)
+            else value
+            for name, value in expect.items()
+        }
+        scenario = dataclasses.replace(
+            scenario, expect=dataclasses.replace(scenario.expect, **values)
+        )
+    if time_scale != 1.0:
+        scenario = scenario.scaled(time_scale)
+    if seed is not None:
+        scenario = dataclasses.replace(scenario, seed=seed)
+    if dialect is not None:
+        scenario = dataclasses.replace(scenario, dialect=dialect)
+    return scenario
+
+
+class ProviderHandle:
+    """A fake provider for one test (or one Hypothesis example): ``url``, ``journal``, checks.
+
+    The same API whether the fake is a real server (``fakeprovider``) or in-process
+    (``fakeprovider_inprocess``).
+    """
+
+    def __init__(self, provider: FakeProvider, url: str, *, mode: str) -> None:
+        self.provider = provider
+        self.url = url
+        #: ``"server"`` or ``"inprocess"``.
+        self.mode = mode
+        self._start = provider.engine.start
+
+    # -- what is playing -----------------------------------------------------------------
+
+    @property
+    def journal(self) -> Journal:
+        """Every request of this test so far (list-like; ``.last``, ``.filter(kind=...)``)."""
+        return self.provider.journal
+
+    @property
+    def scenario(self) -> Scenario:
+        return self.provider.scenario
+
+    @property
+    def clock(self) -> Clock:
+        return self.provider.clock
+
+    def load(self, scenario: Scenario | str | Path, **overrides: Any) -> None:
+        """Play ``scenario`` from now on, from scratch (journal emptied); keywords as the marker."""
+        self.provider.load(prepare_scenario(scenario, **overrides))
+        self._start = self.provider.engine.start
+
+    # -- checks --------------------------------------------------------------------------
+
+    def limits(self, **limits: Any) -> Limits:
+        """The scenario's ``expect:`` limits with ``limits`` on top (durations as '2m' or seconds)."""
+        from fakeprovider.invariants import Limits
+
+        texts = {name: value for name, value in limits.items() if isinstance(value, str)}
+        others = {name: value for name, value in limits.items() if not isinstance(value, str)}
+        base = Limits.from_expect(self.scenario.expect)
+        if others:
+            known = {f.name for f in dataclasses.fields(Limits)}
+            for name in others:
+                if name not in known:
+                    raise TypeError(f"Unknown limit {name!r}; known: {', '.join(sorted(known))}.")
+            base = dataclasses.replace(base, **others)
+        return Limits.from_strings(texts, base) if texts else base
+
+    def check(self, **limits: Any) -> Report:
+        """The invariant report for this test's journal (``report.ok``, ``.render()``)."""
+        from fakeprovider.invariants import check
+
+        return check(self.journal, self.limits(**limits))
+
+    def assert_invariants(self, **limits: Any) -> Report:
+        """Raise ``InvariantViolation`` (an AssertionError) with each violation and its timeline."""
+        from fakeprovider.errors import InvariantViolation
+
+        report = self.check(**limits)
+        if not report.ok:
+            raise InvariantViolation(report.render())
+        return report
+
+    def expected_outcome(self, deadline: float | str | None = None) -> str:
+        """What a correct client reports for the first job, given its ``deadline`` from submit."""
+        from fakeprovider.invariants import expected_outcome
+
+        return expected_outcome(self.scenario, deadline)
+
+    # -- display -------------------------------------------------------------------------
+
+    def timeline(self) -> str:
+        """Every journal entry on one line: seq, time since the scenario started, request, answer."""
+        entries = self.journal.snapshot()
+        if not entries:
+            return "(no requests)"
+        return "\n".join(_line(e, self._start) for e in entries)
+
+    def __repr__(self) -> str:
+        return f"<fakeprovider {self.mode} {self.scenario.name!r} at {self.url}: {len(self.journal)} entries>"
+
+
+def _line(entry: Any, start: float) -> str:
+    if entry.dropped is not None:
+        answer = f"dropped ({entry.dropped})"
+    elif entry.status_code is None:
+        answer = "(no answer yet)"
+    else:
+        answer = str(entry.status_code)
+    extra = [x for x in (entry.job_status, entry.error_code) if x]
+    if entry.retry_after is not None:
+        extra.append(f"Retry-After: {entry.retry_after.raw}")
+    if entry.fault:
+        extra.append(f"fault {entry.fault}")
+    tail = f"  {', '.join(extra)}" if extra else ""
+    return f"  #{entry.seq:<4} {entry.received_at - start:9.3f}s  {entry.method} {entry.path} -> {answer}{tail}"

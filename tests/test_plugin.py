@@ -1,0 +1,310 @@
+"""The pytest plugin, tested in child runs (pytester), as respx and time-machine test theirs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+CLIENTS = (Path(__file__).parent / "plugin_clients.py").read_text(encoding="utf-8")
+
+
+@pytest.fixture
+def child(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.makepyfile(clients=CLIENTS)
+    pytester.makeini("[pytest]\naddopts = -p no:cacheprovider\nfilterwarnings = error\n")
+    return pytester
+
+
+def test_plugin_module_imports_only_pytest() -> None:
+    code = (
+        "import sys; import fakeprovider_pytest.plugin; "
+        "print(sorted(m for m in ('fakeprovider', 'uvicorn', 'starlette', 'httpx', 'respx') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_marker_is_registered_with_help(child: pytest.Pytester) -> None:
+    result = child.runpytest("--markers")
+    result.stdout.fnmatch_lines(
+        ["@pytest.mark.fakeprovider(scenario='slow-success', *, time_scale=1.0, *"]
+    )
+
+
+def test_fakeprovider_fixture_serves_the_marker_scenario_on_a_real_server(
+    child: pytest.Pytester,
+) -> None:
+    child.makepyfile(
+        """
+        import pytest
+        from clients import Careful
+
+        @pytest.mark.fakeprovider("slow-success", time_scale=0.01)
+        def test_real(fakeprovider):
+            assert fakeprovider.url.startswith("http://127.0.0.1:")
+            assert fakeprovider.mode == "server"
+            outcome = Careful().run(fakeprovider.url, deadline=3.0)
+            assert outcome == fakeprovider.expected_outcome() == "succeeded"
+            kinds = [(e.kind, e.status_code) for e in fakeprovider.journal]
+            assert kinds[0] == ("submit", 202) and kinds[-1] == ("content", 200)
+            assert {k for k, _ in kinds[1:-1]} == {"status"}
+            assert fakeprovider.check().ok
+            fakeprovider.assert_invariants()
+
+        def test_reset_between_tests(fakeprovider):
+            assert len(fakeprovider.journal) == 0
+            assert fakeprovider.scenario.name == "slow-success"
+            assert fakeprovider.scenario.jobs[0].timeline[-1].at == 93.0
+        """
+    )
+    child.runpytest("-v").assert_outcomes(passed=2)
+
+
+def test_fakeprovider_serves_a_subprocess_client(child: pytest.Pytester) -> None:
+    child.makepyfile(
+        """
+        import json, subprocess, sys
+
+        CLIENT = '''
+        import json, sys, urllib.request
+        request = urllib.request.Request(sys.argv[1] + "/v1/jobs", data=b'{"prompt": "x"}',
+                                         headers={"Content-Type": "application/json"}, method="POST")
+        with urllib.request.urlopen(request) as answer:
+            print(answer.status, json.load(answer)["status"])
+        '''
+
+        def test_subprocess(fakeprovider):
+            out = subprocess.run([sys.executable, "-c", CLIENT, fakeprovider.url],
+                                 capture_output=True, text=True, check=True, timeout=30)
+            assert out.stdout.split() == ["202", "queued"]
+            assert [(e.kind, e.status_code) for e in fakeprovider.journal] == [("submit", 202)]
+        """
+    )
+    child.runpytest().assert_outcomes(passed=1)
+
+
+def test_marker_overrides_and_load(child: pytest.Pytester) -> None:
+    child.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.fakeprovider("long-render", time_scale=0.5, seed=7, dialect="generic",
+                                  deadline="2m", max_retries=1)
+        def test_overrides(fakeprovider):
+            scenario = fakeprovider.scenario
+            assert (scenario.name, scenario.seed, scenario.dialect) == ("long-render", 7, "generic")
+            assert scenario.expect.deadline == 60.0          # 2m in scenario time, scaled by 0.5
+            assert scenario.expect.max_retries == 1
+            assert scenario.jobs[0].timeline[-1].at == 240.0
+            assert fakeprovider.expected_outcome() == "timed_out"
+            assert fakeprovider.expected_outcome(deadline="5m") == "succeeded"
+            assert fakeprovider.limits(deadline="90s").deadline == 90.0
+
+        def test_load(fakeprovider):
+            fakeprovider.load("terminal-failure", time_scale=0.1)
+            assert fakeprovider.scenario.name == "terminal-failure"
+            assert fakeprovider.expected_outcome() == "failed"
+
+        @pytest.mark.fakeprovider("slow-success", colour="blue")
+        def test_unknown_override(fakeprovider):
+            pass
+        """
+    )
+    result = child.runpytest()
+    result.assert_outcomes(passed=2, errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "E*TypeError: Unknown fakeprovider option 'colour'; use time_scale, seed, dialect or an"
+            " expect: key (outcome, deadline, max_retries, retrievals, poll_tolerance, status_rate, ack_limit)."
+        ]
+    )
+
+
+def test_server_errors_are_raised_in_the_test_at_teardown(child: pytest.Pytester) -> None:
+    child.makepyfile(
+        """
+        import httpx
+        from fakeprovider.engine import Engine
+
+        def test_engine_bug(fakeprovider, monkeypatch):
+            def broken(self, request, now):
+                raise RuntimeError("the engine broke")
+            monkeypatch.setattr(Engine, "handle", broken)
+            answer = httpx.post(fakeprovider.url + "/v1/jobs", json={"prompt": "x"})
+            assert answer.status_code == 500
+
+        def test_next_test_is_clean(fakeprovider):
+            assert httpx.post(fakeprovider.url + "/v1/jobs", json={"prompt": "x"}).status_code == 202
+        """
+    )
+    result = child.runpytest("-p", "no:logging")
+    result.assert_outcomes(passed=2, errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*ERROR at teardown of test_engine_bug*",
+            "E*RuntimeError: the engine broke",
+            "E*Raised inside the fakeprovider server thread while handling POST /v1/jobs.",
+        ]
+    )
+
+
+def test_inprocess_fixture_runs_a_long_render_in_virtual_time(child: pytest.Pytester) -> None:
+    child.makepyfile(
+        """
+        import asyncio, datetime, time
+        import pytest
+        from clients import Careful, CarefulAsync
+
+        @pytest.mark.fakeprovider("long-render")
+        def test_sync(fakeprovider_inprocess):
+            fp = fakeprovider_inprocess
+            assert fp.mode == "inprocess" and fp.url == "http://fakeprovider.invalid"
+            assert Careful().run(fp.url, deadline=900) == "succeeded"
+            assert fp.clock.now() == 480.0
+            assert datetime.datetime.now(datetime.timezone.utc).isoformat() == "2026-01-01T00:08:00+00:00"
+            fp.assert_invariants()
+
+        @pytest.mark.fakeprovider("rate-limited")
+        def test_async(fakeprovider_inprocess):
+            assert asyncio.run(CarefulAsync().run(fakeprovider_inprocess.url, 300)) == "succeeded"
+            assert [e.status_code for e in fakeprovider_inprocess.journal].count(429) >= 1
+            fakeprovider_inprocess.assert_invariants()
+        """
+    )
+    child.runpytest().assert_outcomes(passed=2)
+
+
+def test_session_example_works_with_hypothesis(child: pytest.Pytester) -> None:
+    child.makepyfile(
+        """
+        from hypothesis import given, settings, strategies as st
+        from clients import Careful
+
+        @settings(max_examples=10, deadline=None)
+        @given(interval=st.floats(min_value=0.5, max_value=4.0))
+        def test_polling_at_any_interval_sees_success(fakeprovider_session, interval):
+            with fakeprovider_session.example("quick-preview", inprocess=True) as fp:
+                assert Careful().run(fp.url, deadline=120) == fp.expected_outcome()
+                assert fp.journal[0].seq == 1        # a fresh fake for every example
+                fp.assert_invariants()
+
+        @settings(max_examples=3, deadline=None)
+        @given(seed=st.integers(0, 100))
+        def test_real_server_examples(fakeprovider_session, seed):
+            with fakeprovider_session.example("terminal-failure", time_scale=0.005, seed=seed) as fp:
+                assert Careful().run(fp.url, deadline=2.0) == "failed"
+                assert fp.scenario.seed == seed
+        """
+    )
+    child.runpytest().assert_outcomes(passed=2)
+
+
+CONTRACT = """
+from fakeprovider_pytest import contract_suite
+from clients import Careful, Hasty
+
+test_careful = contract_suite(Careful().run, inprocess=True)
+test_careful_on_a_real_server = contract_suite(Careful().run, scenarios=["quick-preview"], time_scale=0.05)
+test_hasty = contract_suite(Hasty().run, scenarios=["slow-success"], inprocess=True)
+"""
+
+
+def test_contract_suite_generates_one_test_per_bundled_scenario(child: pytest.Pytester) -> None:
+    from fakeprovider import bundled_scenarios
+
+    child.makepyfile(test_contract=CONTRACT)
+    result = child.runpytest("-v", "-k", "careful")
+    result.assert_outcomes(passed=len(bundled_scenarios()) + 1, deselected=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*test_careful?ambiguous-submit? PASSED*",
+            "*test_careful_on_a_real_server?quick-preview? PASSED*",
+        ]
+    )
+
+
+def test_contract_suite_selects_by_scenario_name(child: pytest.Pytester) -> None:
+    child.makepyfile(test_contract=CONTRACT)
+    from fakeprovider import bundled_scenarios
+
+    result = child.runpytest("-v", "-k", "rate-limited and not hasty")
+    result.assert_outcomes(passed=1, deselected=len(bundled_scenarios()) + 1)
+    result.stdout.fnmatch_lines(["*test_careful?rate-limited? PASSED*"])
+
+
+def test_a_failing_client_shows_the_violation_and_the_timeline(child: pytest.Pytester) -> None:
+    child.makepyfile(test_contract=CONTRACT)
+    from fakeprovider import bundled_scenarios
+
+    result = child.runpytest("-k", "hasty")
+    result.assert_outcomes(failed=1, deselected=len(bundled_scenarios()) + 1)
+    result.stdout.fnmatch_lines(
+        [
+            "E*fakeprovider.errors.InvariantViolation: * invariant violation(s) in * request(s) from 1 client(s):",
+            "E*  honours_poll_after: status read #2 for job job_* at 1.000 s came 1.000 s after #1 answered,"
+            " sooner than its poll hint of 5.000 s (less 10% tolerance)",
+            "E*    timeline of job job_* for client 'in-process':",
+            "E*    >> #1 * POST /v1/jobs -> 202 'queued' (answered 0.000 s) hint 5 s",
+            "E*    >> #2 * GET /v1/jobs/job_* -> 200 'queued' (answered 1.000 s) hint 5 s",
+            "*- fakeprovider journal (inprocess, scenario 'slow-success') -*",
+            "  #1 * 0.000s  POST /v1/jobs -> 202  queued",
+        ]
+    )
+
+
+def test_failing_tests_journals_are_written_to_the_journal_dir(child: pytest.Pytester) -> None:
+    child.makepyfile(
+        """
+        import httpx, pytest
+
+        @pytest.mark.fakeprovider("slow-success")
+        def test_fails(fakeprovider):
+            httpx.post(fakeprovider.url + "/v1/jobs", json={"prompt": "x"})
+            assert False, "the client gave up"
+
+        def test_passes(fakeprovider):
+            httpx.post(fakeprovider.url + "/v1/jobs", json={"prompt": "x"})
+        """
+    )
+    result = child.runpytest("--fakeprovider-journal-dir", "journals")
+    result.assert_outcomes(passed=1, failed=1)
+    written = sorted(p.name for p in (child.path / "journals").iterdir())
+    assert written == [
+        "test_failing_tests_journals_are_written_to_the_journal_dir.py_test_fails.jsonl"
+    ]
+    lines = (child.path / "journals" / written[0]).read_text().splitlines()
+    assert [(json.loads(line)["kind"], json.loads(line)["status_code"]) for line in lines] == [
+        ("submit", 202)
+    ]
+    result.stdout.fnmatch_lines(
+        [
+            "*- fakeprovider journal (server, scenario 'slow-success') -*",
+            "  #* POST /v1/jobs -> 202  queued",
+        ]
+    )
+
+
+def test_xdist_workers_each_get_their_own_server(child: pytest.Pytester) -> None:
+    child.makepyfile(
+        """
+        import os, pytest
+        from clients import Careful
+
+        @pytest.mark.parametrize("n", range(4))
+        @pytest.mark.fakeprovider("quick-preview", time_scale=0.01)
+        def test_worker(fakeprovider, n):
+            assert Careful().run(fakeprovider.url, deadline=2.0) == "succeeded"
+            fakeprovider.assert_invariants()
+            with open(f"url-{os.environ['PYTEST_XDIST_WORKER']}-{n}", "w") as out:
+                out.write(fakeprovider.url)
+        """
+    )
+    result = child.runpytest_subprocess("-n", "2")
+    result.assert_outcomes(passed=4)
+    urls = {p.name.split("-")[1]: p.read_text() for p in child.path.glob("url-*")}
+    assert sorted(urls) == ["gw0", "gw1"]
+    assert urls["gw0"] != urls["gw1"]
