@@ -7,6 +7,7 @@ plugin are imported on their own, so ``import fakeprovider`` pulls in neither.
 from .clock import Clock, RealClock, VirtualClock
 from .engine import Engine
 from .errors import FakeProviderError, InvariantViolation, Problem, ScenarioError
+from .invariants import Limits, Report, Violation, assert_invariants, check, expected_outcome
 from .journal import Entry, Journal, read_journal
 from .scenario import Scenario, bundled_scenarios, load_scenario, parse_scenario
 from .service import FakeProvider
@@ -21,13 +22,19 @@ __all__ = [
     "FakeProviderError",
     "InvariantViolation",
     "Journal",
+    "Limits",
     "Problem",
     "RealClock",
+    "Report",
     "Scenario",
     "ScenarioError",
+    "Violation",
     "VirtualClock",
     "__version__",
+    "assert_invariants",
     "bundled_scenarios",
+    "check",
+    "expected_outcome",
     "load_scenario",
     "parse_scenario",
     "read_journal",

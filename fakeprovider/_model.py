@@ -63,17 +63,24 @@ PositiveInt = Annotated[int, Bounds(minimum=1)]
 
 
 def doc(
-    text: str, default: Any = dataclasses.MISSING, *, field_default: Any = dataclasses.MISSING
+    text: str,
+    default: Any = dataclasses.MISSING,
+    *,
+    field_default: Any = dataclasses.MISSING,
+    scaled: bool = True,
 ) -> Any:
     """A dataclass field with the documentation the schema and the docs show.
 
     ``default`` is an immutable default; ``field_default`` a factory (``dict``, a model class).
+    ``scaled=False`` marks a duration that ``--time-scale`` leaves alone (it measures the
+    client's side, which a time scale does not speed up).
     """
+    metadata = {"doc": text, "scaled": scaled}
     if field_default is not dataclasses.MISSING:
-        return dataclasses.field(default_factory=field_default, metadata={"doc": text})
+        return dataclasses.field(default_factory=field_default, metadata=metadata)
     if default is dataclasses.MISSING:
-        return dataclasses.field(metadata={"doc": text})
-    return dataclasses.field(default=default, metadata={"doc": text})
+        return dataclasses.field(metadata=metadata)
+    return dataclasses.field(default=default, metadata=metadata)
 
 
 def _num(value: float) -> str:

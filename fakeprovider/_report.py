@@ -6,7 +6,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ._rules import Violation, fmt_time
+from ._rules import Violation, fmt_time, told, was_sent
 from .journal import Entry
 from .scenario import TERMINAL_STATUSES
 
@@ -86,12 +86,12 @@ def metrics(runs: Sequence[Sequence[Entry]]) -> dict[str, Any]:
         terminal_jobs.update(_job_key(j, number, len(runs)) for j in terminal_at)
         for job_id, spent in _time_in_status(run).items():
             time_in_status[_job_key(job_id, number, len(runs))] = spent
-        hooks = [e for e in run if e.kind == "webhook"]
+        hooks = [e for e in run if was_sent(e)]
         deliveries.extend(hooks)
         notified.update(
             _job_key(h.job_id, number, len(runs))
             for h in hooks
-            if h.job_id and (h.event or "").removeprefix("job.") in TERMINAL_STATUSES
+            if h.job_id and told(h) and (h.event or "").removeprefix("job.") in TERMINAL_STATUSES
         )
         for client, entries in _clients(run).items():
             m = per_client.setdefault(
@@ -175,7 +175,7 @@ def coverage(runs: Sequence[Sequence[Entry]], limits: Limits) -> tuple[dict[str,
         not_checked["deadline"] = "no deadline was set"
     if limits.status_rate is None:
         not_checked["status_rate"] = "opt-in: no status_rate budget was set"
-    if not any(e.kind == "webhook" for e in entries):
+    if not any(was_sent(e) for e in entries):
         not_checked["webhook_ack"] = "no webhook was delivered"
     found = {
         "statuses_observed": {c: sorted(s) for c, s in sorted(observed.items())},

@@ -26,7 +26,10 @@ __all__ = [
     "Violation",
     "describe",
     "fmt_time",
+    "told",
+    "was_sent",
     "webhook_ack",
+    "webhook_url",
 ]
 
 #: Float noise we forgive when comparing instants (clock readings are floats).
@@ -112,6 +115,44 @@ def _by_job(entries: Sequence[Entry], kind: str | None = None) -> dict[str, list
     return out
 
 
+#: A webhook send that is not a genuine message: a receiver must reject it with a 4xx.
+_REJECT = frozenset({"forged", "stale"})
+
+
+def webhook_url(entry: Entry) -> str:
+    """The receiver URL a webhook entry went to, from its ``client`` (host:port) and ``path``.
+
+    The journal does not keep the scheme; loopback receivers are plain HTTP, so it says http.
+    """
+    return f"http://{entry.client}{entry.path}"
+
+
+def was_sent(entry: Entry) -> bool:
+    """True for a webhook entry that stands for a real send: not a ``missing`` event (attempt
+    0, nothing sent) and not a delivery refused because its host is not allowed."""
+    return (
+        entry.kind == "webhook"
+        and entry.delivery != "missing"
+        and entry.attempt != 0
+        and entry.error_code != "host_not_allowed"
+    )
+
+
+def told(entry: Entry) -> bool:
+    """True for a webhook entry that reached the receiver with a genuine message: sent, not
+    forged or stale, and not lost to a connection error."""
+    return (
+        was_sent(entry) and entry.delivery not in _REJECT and entry.error_code != "connection_error"
+    )
+
+
+def _no_answer(entry: Entry) -> str:
+    waited = fmt_time(entry.latency) if entry.latency is not None else "an unknown time"
+    if entry.error_code == "timeout":
+        return f"timed out after {waited} without an answer"
+    return f"got no answer ({(entry.error_code or 'no response').replace('_', ' ')})"
+
+
 # -- the rules ------------------------------------------------------------------------------
 
 
@@ -180,7 +221,9 @@ def no_premature_retrieval(
         notified = [
             w.received_at
             for w in webhooks
-            if w.job_id == job_id and (w.event or "").removeprefix("job.") in SUCCESS_STATUSES
+            if w.job_id == job_id
+            and told(w)
+            and (w.event or "").removeprefix("job.") in SUCCESS_STATUSES
         ]
         for fetch in (e for e in job_entries if e.kind == "content"):
             before = [e for e in job_entries if e.seq < fetch.seq]
@@ -462,43 +505,40 @@ def status_rate(entries: Sequence[Entry], limits: Limits) -> Iterator[Violation]
 
 
 def webhook_ack(deliveries: Sequence[Entry], limits: Limits) -> Iterator[Violation]:
-    """A valid delivery not answered 2xx within ``ack_limit``; a forged or stale one not
-    rejected with 4xx."""
+    """A valid send (the message, a duplicate, a reordered one) not answered 2xx within
+    ``ack_limit``, or a forged or stale one not answered 4xx. Every attempt is judged; missing
+    events, refused hosts and sends still in flight are not."""
     for d in deliveries:
-        what = f"webhook delivery #{d.seq} ({d.event or 'event'} for job {d.job_id})"
-        code = d.status_code
-        if d.delivery in ("forged", "stale"):
-            if code is None or not 400 <= code < 500:
-                answer = "no answer" if code is None else f"{code}"
-                yield Violation(
-                    "webhook_ack",
-                    d.job_id,
-                    (d.seq,),
-                    f"{what} was {d.delivery} but the receiver answered {answer}; it must be"
-                    " rejected with 4xx",
-                    d.client,
-                )
+        if not was_sent(d) or (d.completed_at is None and d.error_code is None):
             continue
+        tags = ", ".join(
+            [d.event or "unknown event"]
+            + ([d.delivery] if d.delivery else [])
+            + ([f"attempt {d.attempt}"] if d.attempt is not None and d.attempt > 1 else [])
+        )
+        head = f"webhook #{d.seq} ({tags}) to {webhook_url(d)}"
+        code = d.status_code
         latency = d.latency
-        if code is None or not 200 <= code < 300:
-            answer = "no answer" if code is None else f"{code}"
-            yield Violation(
-                "webhook_ack",
-                d.job_id,
-                (d.seq,),
-                f"{what} was valid but the receiver answered {answer}; it must be acknowledged"
-                f" with 2xx within {fmt_time(limits.ack_limit)}",
-                d.client,
+        if d.delivery in _REJECT:
+            if code is not None and 400 <= code < 500:
+                continue
+            answer = _no_answer(d) if code is None else f"was answered {code}"
+            rule = f"a {d.delivery} delivery must be rejected with a 4xx"
+        else:
+            slow = latency is not None and latency > limits.ack_limit + EPSILON
+            if code is not None and 200 <= code < 300 and not slow:
+                continue
+            if code is None:
+                answer = _no_answer(d)
+            elif slow and latency is not None:
+                answer = f"was answered {code} after {fmt_time(latency)}"
+            else:
+                answer = f"was answered {code}"
+            rule = (
+                "a valid delivery must be acknowledged with a 2xx within"
+                f" {fmt_time(limits.ack_limit)}"
             )
-        elif latency is not None and latency > limits.ack_limit + EPSILON:
-            yield Violation(
-                "webhook_ack",
-                d.job_id,
-                (d.seq,),
-                f"{what} was acknowledged after {fmt_time(latency)}, later than the ack limit of"
-                f" {fmt_time(limits.ack_limit)}",
-                d.client,
-            )
+        yield Violation("webhook_ack", d.job_id, (d.seq,), f"{head} {answer}; {rule}", d.client)
 
 
 Rule = Callable[[Sequence[Entry], "Limits"], Iterator[Violation]]

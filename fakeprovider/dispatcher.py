@@ -118,8 +118,18 @@ class Dispatcher:
 
     @property
     def idle(self) -> bool:
-        """True when no send is scheduled or in flight (more may come from later changes)."""
-        return not self._queue and not self._tasks
+        """True when no send is scheduled or in flight and every state change that has happened
+        so far has been planned (more may come from later changes)."""
+        if self._queue or self._tasks:
+            return False
+        provider = self.provider
+        if provider.scenario.webhooks is None:
+            return True
+        engine = provider.engine
+        if engine is not self._engine or len(engine.changes) > self._cursor:
+            return False  # a change the loop has not planned yet
+        due = engine.next_due()
+        return due is None or due > provider.clock.now()
 
     def wait_idle(self, timeout: float = 5.0) -> bool:
         """Wait (in real time, at most ``timeout`` s) until ``idle``; return whether it is."""

@@ -228,12 +228,16 @@ class Engine:
         epoch: float = 0.0,
         journal: Journal | None = None,
         new_id: Callable[[int, int], str] = default_job_id,
+        poll_hints: bool = True,
     ) -> None:
         self.scenario = scenario
         self.start = start
         self.epoch = epoch
         self.journal = journal if journal is not None else Journal()
         self._new_id = new_id
+        #: Whether the wire shows poll hints; if not, the journal records none (a client
+        #: cannot honour a hint it was never shown).
+        self.poll_hints = poll_hints
         self._jobs: dict[str, _Job] = {}
         self._order: list[str] = []
         self._submits = 0
@@ -786,7 +790,11 @@ class Engine:
             fault=reply.fault.name if reply.fault is not None else None,
             true_status=true_job.status if true_job is not None else None,
             status_since=true_job.since if true_job is not None else None,
-            poll_after=job.poll_after if shown is not None and job is not None else None,
+            poll_after=(
+                job.poll_after
+                if shown is not None and job is not None and self.poll_hints
+                else None
+            ),
             error_code=reply.error.code if reply.error is not None else None,
             credential=_fingerprint(request.credential),
             idempotency_key=request.idempotency_key,

@@ -368,7 +368,11 @@ class Webhooks:
         " wait is jittered down by up to 25% (seeded).",
         (5.0, 30.0, 120.0, 600.0),
     )
-    timeout: Duration = doc("Give up on a receiver's answer after this long (then retry).", 10.0)
+    timeout: Duration = doc(
+        "Give up on a receiver's answer after this long (then retry); not time-scaled.",
+        10.0,
+        scaled=False,
+    )
 
     def _check(self) -> _Issues:
         issues: _Issues = []
@@ -427,7 +431,11 @@ class Expect:
     )
     poll_tolerance: Fraction = doc("Fraction of the poll hint a poll may come early by.", 0.1)
     status_rate: float | None = doc("Budget of status reads per second across jobs (opt-in).", None)
-    ack_limit: Duration = doc("How fast a webhook receiver must answer.", 5.0)
+    ack_limit: Duration = doc(
+        "How fast a webhook receiver must answer; not time-scaled (a receiver's speed is its own).",
+        5.0,
+        scaled=False,
+    )
 
 
 @dataclass(frozen=True)
@@ -498,7 +506,8 @@ def _scale(obj: Any, factor: float) -> Any:
         changes = {}
         for f in dataclasses.fields(obj):
             value = getattr(obj, f.name)
-            changes[f.name] = _scale_value(hints[f.name], value, factor)
+            if f.metadata.get("scaled", True):
+                changes[f.name] = _scale_value(hints[f.name], value, factor)
         return dataclasses.replace(obj, **changes)
     return obj
 

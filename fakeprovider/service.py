@@ -54,6 +54,7 @@ class FakeProvider:
         if self._seed_override is not None:
             loaded = dataclasses.replace(loaded, seed=self._seed_override)
         dialect = get_dialect(self._dialect_override or loaded.dialect)
+        dialect.epoch = self.clock.epoch
         with self._lock:
             self.scenario = loaded
             self.dialect: Dialect = dialect
@@ -69,6 +70,7 @@ class FakeProvider:
                 epoch=self.clock.epoch,
                 journal=self.journal,
                 new_id=self.dialect.new_job_id,
+                poll_hints=self.dialect.poll_hints,
             )
 
     def receive(self, http: HttpRequest) -> tuple[Reply, HttpResponse]:

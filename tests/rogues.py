@@ -92,6 +92,7 @@ def observe(
     max_retries: int = 3,
     bugs: Bugs = Bugs(),
     prompt: str = PROMPT,
+    callback_url: str | None = None,
 ) -> str:
     """Submit one job and watch it until it ends, the deadline passes or something breaks."""
     start = time.monotonic()
@@ -115,12 +116,15 @@ def observe(
 
     with _http(base_url, client_id, token) as http:
         key = uuid.uuid4().hex
+        request: dict[str, str] = {"prompt": prompt}
+        if callback_url is not None:
+            request["callback_url"] = callback_url
 
         def submit() -> httpx.Response | str:
             failures = 0
             while True:
                 response = _send(
-                    http.post, "/v1/jobs", json={"prompt": prompt}, headers={"Idempotency-Key": key}
+                    http.post, "/v1/jobs", json=request, headers={"Idempotency-Key": key}
                 )
                 if not _failed(response):
                     assert response is not None
@@ -205,11 +209,19 @@ def observe(
 
 
 def correct(
-    base_url: str, *, deadline: float, client_id: str = "correct", token: str | None = None
+    base_url: str,
+    *,
+    deadline: float,
+    client_id: str = "correct",
+    token: str | None = None,
+    callback_url: str | None = None,
 ) -> str:
     """Waits for each answer and the hint, honours Retry-After in every form, bounded retries
-    with the same Idempotency-Key, stops at a terminal status, downloads once, keeps a deadline."""
-    return observe(base_url, deadline=deadline, client_id=client_id, token=token)
+    with the same Idempotency-Key, stops at a terminal status, downloads once, keeps a deadline.
+    With ``callback_url`` it asks for webhooks there (and still polls)."""
+    return observe(
+        base_url, deadline=deadline, client_id=client_id, token=token, callback_url=callback_url
+    )
 
 
 def timer_poller(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -157,9 +158,21 @@ def test_a_download_before_success_was_seen_is_premature() -> None:
     webhook = Entry(
         seq=2, kind="webhook", job_id="j_1", method="POST", path="/hook", client="receiver",
         received_at=0.4, response_started_at=0.41, completed_at=0.41, status_code=204,
-        event="job.succeeded",
+        event="job.succeeded", attempt=1,
     )  # fmt: skip
     assert messages([entries[0], webhook, e(3, "content", 0.5)]) == []
+    # a forged or stale send, a missing event and a refused host told the client nothing
+    for fake in [
+        dataclasses.replace(webhook, delivery="forged"),
+        dataclasses.replace(webhook, delivery="stale", status_code=401),
+        dataclasses.replace(
+            webhook, delivery="missing", attempt=0, status_code=None, response_started_at=None
+        ),
+        dataclasses.replace(webhook, status_code=None, error_code="host_not_allowed"),
+        dataclasses.replace(webhook, status_code=None, error_code="connection_error"),
+    ]:
+        report = check([entries[0], fake, e(3, "content", 0.5)])
+        assert len(report.by_invariant("no_premature_retrieval")) == 1, fake
 
 
 # -- bounded_retries ------------------------------------------------------------------------------
@@ -378,12 +391,27 @@ def test_status_rate_is_opt_in_and_counts_all_jobs_in_a_sliding_window() -> None
 
 # -- webhook_ack ----------------------------------------------------------------------------------
 
+HOOKS = "http://127.0.0.1:5555/hooks"
 
-def hook(seq: int, code: int | None, latency: float, delivery: str | None = None) -> Entry:
+
+def hook(
+    seq: int,
+    code: int | None,
+    latency: float | None,
+    delivery: str | None = None,
+    *,
+    attempt: int = 1,
+    error: str | None = None,
+    event: str = "job.succeeded",
+) -> Entry:
+    """A webhook attempt as the dispatcher journals it: sent at 1.0 to 127.0.0.1:5555/hooks."""
+    done = None if latency is None else 1.0 + latency
     return Entry(
-        seq=seq, kind="webhook", job_id="j_1", method="POST", path="/hook", client="receiver",
-        received_at=1.0, response_started_at=1.0 + latency, completed_at=1.0 + latency,
-        status_code=code, event="job.succeeded", webhook_id="msg_1", delivery=delivery,
+        seq=seq, kind="webhook", job_id="j_1", method="POST", path="/hooks",
+        client="127.0.0.1:5555", received_at=1.0,
+        response_started_at=done if code is not None else None, completed_at=done,
+        status_code=code, error_code=error, job_status=event.removeprefix("job."), event=event,
+        webhook_id="msg_1", attempt=attempt, delivery=delivery,
     )  # fmt: skip
 
 
@@ -394,19 +422,95 @@ def test_webhook_deliveries_are_acknowledged_in_time_and_forgeries_rejected() ->
     assert messages([hook(1, 200, 6.0), hook(2, 500, 0.1), hook(3, 200, 0.1, "forged")]) == [
         (
             "webhook_ack",
-            "webhook delivery #1 (job.succeeded for job j_1) was acknowledged after 6.000 s, later"
-            " than the ack limit of 5.000 s",
+            f"webhook #1 (job.succeeded) to {HOOKS} was answered 200 after 6.000 s; a valid"
+            " delivery must be acknowledged with a 2xx within 5.000 s",
         ),
         (
             "webhook_ack",
-            "webhook delivery #2 (job.succeeded for job j_1) was valid but the receiver answered"
-            " 500; it must be acknowledged with 2xx within 5.000 s",
+            f"webhook #2 (job.succeeded) to {HOOKS} was answered 500; a valid delivery must be"
+            " acknowledged with a 2xx within 5.000 s",
         ),
         (
             "webhook_ack",
-            "webhook delivery #3 (job.succeeded for job j_1) was forged but the receiver answered"
-            " 200; it must be rejected with 4xx",
+            f"webhook #3 (job.succeeded, forged) to {HOOKS} was answered 200; a forged delivery"
+            " must be rejected with a 4xx",
         ),
+    ]
+
+
+def test_duplicates_and_reordered_sends_are_valid_deliveries_and_every_attempt_counts() -> None:
+    entries = [
+        hook(1, 204, 0.1),
+        hook(2, 204, 0.1, "duplicate"),
+        hook(3, 204, 0.1, "reordered", event="job.processing"),
+        hook(4, 409, 0.1, "duplicate"),
+        hook(5, 503, 0.1, "reordered", event="job.processing"),
+        hook(6, 204, 0.1, "reordered", attempt=2, event="job.processing"),
+    ]
+    assert messages(entries) == [
+        (
+            "webhook_ack",
+            f"webhook #4 (job.succeeded, duplicate) to {HOOKS} was answered 409; a valid delivery"
+            " must be acknowledged with a 2xx within 5.000 s",
+        ),
+        (
+            "webhook_ack",
+            f"webhook #5 (job.processing, reordered) to {HOOKS} was answered 503; a valid"
+            " delivery must be acknowledged with a 2xx within 5.000 s",
+        ),
+    ]
+
+
+def test_a_timeout_is_a_slow_ack_and_a_connection_error_no_ack() -> None:
+    entries = [
+        hook(1, None, 10.0, error="timeout"),
+        hook(2, None, 0.01, "duplicate", attempt=3, error="connection_error"),
+        hook(3, None, 10.0, "stale", error="timeout"),
+        hook(4, 200, 0.1, "stale"),
+    ]
+    assert messages(entries, ack_limit=2.0) == [
+        (
+            "webhook_ack",
+            f"webhook #1 (job.succeeded) to {HOOKS} timed out after 10.000 s without an answer;"
+            " a valid delivery must be acknowledged with a 2xx within 2.000 s",
+        ),
+        (
+            "webhook_ack",
+            f"webhook #2 (job.succeeded, duplicate, attempt 3) to {HOOKS} got no answer"
+            " (connection error); a valid delivery must be acknowledged with a 2xx within 2.000 s",
+        ),
+        (
+            "webhook_ack",
+            f"webhook #3 (job.succeeded, stale) to {HOOKS} timed out after 10.000 s without an"
+            " answer; a stale delivery must be rejected with a 4xx",
+        ),
+        (
+            "webhook_ack",
+            f"webhook #4 (job.succeeded, stale) to {HOOKS} was answered 200; a stale delivery"
+            " must be rejected with a 4xx",
+        ),
+    ]
+
+
+def test_missing_events_refused_hosts_and_sends_in_flight_are_not_judged() -> None:
+    missing = Entry(
+        seq=1, kind="webhook", job_id="j_1", method="POST", path="/hooks",
+        client="127.0.0.1:5555", received_at=1.0, completed_at=1.0, event="job.processing",
+        webhook_id="msg_2", attempt=0, delivery="missing",
+    )  # fmt: skip
+    refused = dataclasses.replace(
+        hook(2, None, 0.0), client="receiver.example", error_code="host_not_allowed"
+    )
+    in_flight = hook(3, None, None)
+    assert messages([missing, refused, in_flight]) == []
+
+
+def test_the_ack_limit_comes_from_expect() -> None:
+    limits = Limits.from_expect(load_scenario("forged-webhook").expect)
+    assert limits.ack_limit == 2.0
+    assert [v.message for v in check([hook(1, 200, 2.5)], limits).violations] == [
+        f"webhook #1 (job.succeeded) to {HOOKS} was answered 200 after 2.500 s; a valid delivery"
+        " must be acknowledged with a 2xx within 2.000 s"
     ]
 
 
@@ -594,3 +698,21 @@ def test_a_well_behaved_simulated_client_never_breaks_an_invariant(
             code, answer = send("content", job_id)
     report = check(engine.journal, max_retries=5, retrievals=1)
     assert report.violations == (), report.render()
+
+
+def test_missing_events_and_refused_hosts_are_not_counted_as_deliveries() -> None:
+    missing = Entry(
+        seq=2, kind="webhook", job_id="j_1", method="POST", path="/hooks",
+        client="127.0.0.1:5555", received_at=1.0, completed_at=1.0, event="job.succeeded",
+        webhook_id="msg_1", attempt=0, delivery="missing",
+    )  # fmt: skip
+    refused = dataclasses.replace(
+        missing, seq=3, attempt=1, delivery=None, error_code="host_not_allowed"
+    )
+    report = check([e(1, "submit", 0.0, status="queued"), missing, refused])
+    assert report.metrics["webhooks"]["deliveries"] == 0
+    assert report.coverage["not_checked"]["webhook_ack"] == "no webhook was delivered"
+    sent = dataclasses.replace(missing, seq=4, attempt=1, delivery=None, status_code=204)
+    report = check([e(1, "submit", 0.0, status="queued"), missing, sent])
+    assert report.metrics["webhooks"]["deliveries"] == 1
+    assert "webhook_ack" not in report.coverage["not_checked"]

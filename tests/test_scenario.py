@@ -312,3 +312,13 @@ def test_bundled_scenario_is_valid_described_and_has_expectations(name: str) -> 
     assert scenario.name == name
     assert scenario.description
     assert scenario.expect.deadline is not None
+
+
+def test_time_scale_leaves_the_receivers_own_durations_alone() -> None:
+    scenario = load_scenario("duplicate-webhook").scaled(0.05)
+    assert scenario.expect.ack_limit == 2.0
+    assert scenario.webhooks is not None
+    assert scenario.webhooks.timeout == 10.0
+    assert scenario.webhooks.duplicate_gap == pytest.approx(
+        load_scenario("duplicate-webhook").webhooks.duplicate_gap * 0.05
+    )  # type: ignore[union-attr]

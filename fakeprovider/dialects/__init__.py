@@ -5,12 +5,26 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from .base import Dialect, HttpRequest, HttpResponse, Route
+from .fal import FalDialect
 from .generic import GenericDialect
+from .google_veo import GoogleVeoDialect
+from .luma import LumaDialect
+from .openai_videos import OpenAIVideosDialect
+from .replicate import ReplicateDialect
+from .runway import RunwayDialect
 
 __all__ = ["DIALECTS", "Dialect", "HttpRequest", "HttpResponse", "Route", "get_dialect"]
 
 #: Dialect name -> factory. Provider dialects register here.
-DIALECTS: dict[str, Callable[[], Dialect]] = {"generic": GenericDialect}
+DIALECTS: dict[str, Callable[[], Dialect]] = {
+    "generic": GenericDialect,
+    "openai-videos": OpenAIVideosDialect,
+    "runway": RunwayDialect,
+    "replicate": ReplicateDialect,
+    "fal": FalDialect,
+    "google-veo": GoogleVeoDialect,
+    "luma": LumaDialect,
+}
 
 
 def get_dialect(name: str) -> Dialect:

@@ -33,7 +33,13 @@ class HttpRequest:
 
     @property
     def client(self) -> str:
-        return self.headers.get("x-client-id") or self.peer
+        """``X-Client-Id``, else the peer's host: not its port, which changes whenever a client
+        opens a new connection (an SDK's reconnect must not look like a second client)."""
+        explicit = self.headers.get("x-client-id")
+        if explicit:
+            return explicit
+        host, sep, port = self.peer.rpartition(":")
+        return host if sep and port.isdigit() else self.peer
 
     @property
     def bearer(self) -> str | None:
@@ -74,6 +80,14 @@ class Dialect:
 
     name = "base"
     routes: Sequence[Route] = ()
+    #: Unix time of clock reading 0, set by ``FakeProvider`` so that dialects can show
+    #: timestamps (``created_at``...) as providers do. Job times in a ``JobView`` are clock
+    #: readings; ``epoch + reading`` is Unix time.
+    epoch: float = 0.0
+    #: Whether this wire shape tells clients when to poll again (a header or a body field).
+    #: When it does not, the journal records no poll hint, so ``honours_poll_after`` only
+    #: judges clients that were shown one.
+    poll_hints: bool = True
 
     def match(self, method: str, path: str) -> tuple[Route, dict[str, str]] | None:
         for route in self.routes:

@@ -89,7 +89,7 @@ def run_contract(
             limit = DEFAULT_DEADLINE * time_scale
         result = adapter(fp.url, limit)
         outcome = asyncio.run(_awaited(result)) if inspect.isawaitable(result) else result
-        expected = fp.scenario.expect.outcome
+        expected: str | None = fp.scenario.expect.outcome
         if expected is not None and deadline is not None:
             expected = fp.expected_outcome(deadline=limit)
         report = fp.check(deadline=limit)

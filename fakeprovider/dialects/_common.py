@@ -1,0 +1,111 @@
+"""Helpers the provider dialects share: timestamps, ids, file URLs, request problems, multipart."""
+
+from __future__ import annotations
+
+import email.parser
+import email.policy
+import hashlib
+import math
+from datetime import UTC, datetime
+from typing import Any
+
+from ..engine import JobView, Request, RequestKind
+from .base import HttpRequest, Route
+
+#: Where provider dialects serve a job's video when the provider would hand out a CDN URL
+#: (Runway ``output``, Replicate ``output``, fal ``video.url``, Luma ``assets.video``).
+FILE_ROUTE = Route("GET", "/files/{job_id}.mp4", "content")
+
+
+def iso_time(epoch: float, reading: float) -> str:
+    """RFC 3339 UTC with milliseconds and ``Z``, as Runway, Replicate and Luma write it."""
+    moment = datetime.fromtimestamp(epoch + reading, UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def unix_time(epoch: float, reading: float) -> int:
+    return math.floor(epoch + reading)
+
+
+def digest(seed: int, number: int, salt: str) -> bytes:
+    return hashlib.sha256(f"{salt}:{seed}:{number}".encode()).digest()
+
+
+def uuid_id(seed: int, number: int, salt: str) -> str:
+    """A deterministic id in UUID form (version nibble 4)."""
+    text = digest(seed, number, salt).hex()
+    return f"{text[:8]}-{text[8:12]}-4{text[13:16]}-a{text[17:20]}-{text[20:32]}"
+
+
+def file_url(http: HttpRequest, job: JobView) -> str:
+    """The job's video: the scenario's ``result.url``, else the fake's file route."""
+    if job.result is not None and job.result.url:
+        return job.result.url
+    return f"{http.base_url}/files/{job.id}.mp4"
+
+
+def problem(
+    kind: RequestKind,
+    common: dict[str, Any],
+    status: int,
+    code: str,
+    message: str,
+    *,
+    job_id: str | None = None,
+    body: dict[str, Any] | None = None,
+) -> Request:
+    """A request the dialect refuses: the engine journals it and answers ``status``."""
+    return Request(
+        kind=kind,
+        job_id=job_id,
+        body=body,
+        problem=message,
+        problem_status=status,
+        problem_code=code,
+        **common,
+    )
+
+
+def media_type(http: HttpRequest) -> str:
+    return http.headers.get("content-type", "").split(";")[0].strip().lower()
+
+
+def read_multipart(http: HttpRequest) -> dict[str, Any] | None:
+    """The parts of a ``multipart/form-data`` body: text fields as strings, files described.
+
+    A file part becomes ``{"filename", "content_type", "size_bytes"}``; None when the body
+    is not well-formed multipart.
+    """
+    ctype = http.headers.get("content-type", "")
+    if "boundary=" not in ctype:
+        return None
+    head = f"Content-Type: {ctype}\r\nMIME-Version: 1.0\r\n\r\n".encode()
+    message = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(head + http.body)
+    if not message.is_multipart() or message.defects:
+        return None
+    fields: dict[str, Any] = {}
+    for part in message.iter_parts():
+        name = part.get_param("name", header="content-disposition")
+        if not isinstance(name, str) or not name:
+            return None
+        payload = part.get_payload(decode=True)
+        data = payload if isinstance(payload, bytes) else b""
+        filename = part.get_filename()
+        if filename is not None:
+            fields[name] = {
+                "filename": filename,
+                "content_type": part.get_content_type(),
+                "size_bytes": len(data),
+            }
+            continue
+        try:
+            fields[name] = data.decode(part.get_content_charset() or "utf-8")
+        except (LookupError, UnicodeDecodeError):
+            return None
+    return fields
+
+
+def progress_percent(job: JobView) -> int:
+    if job.status in ("succeeded", "completed_with_errors"):
+        return 100
+    return job.progress or 0

@@ -1,0 +1,196 @@
+"""The ``fal`` dialect: fal's queue API as ``fal-client`` 1.0.3 speaks it.
+
+fal-client has no base-URL option: set ``fal_client.client.QUEUE_URL_FORMAT = f"{fake}/"``
+(trailing slash) before submitting. Submit answers the request's ``status_url``,
+``response_url`` and ``cancel_url`` as absolute URLs on the fake, which the SDK then follows.
+
+``GET response_url`` is the result retrieval (journal kind ``content``): the result JSON once the
+job succeeded, a 4xx ``{"detail", "error_type"}`` when it failed or was cancelled (fal-client
+ignores ``error`` in a COMPLETED status, so failure must surface there). Every response carries
+``x-fal-request-id`` except scripted faults with a body of their own, which stand for errors
+from fal's ingress (nginx) in front of the app.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from ..engine import ApiError, JobView, Reply, Request, RequestKind
+from . import _common
+from .base import Dialect, HttpRequest, HttpResponse, Route, json_response, read_json_object
+
+_REQUEST = re.compile(
+    r"^/(?P<app>[^/]+/[^/]+(?:/.+?)?)/requests/(?P<job_id>[^/]+)(?P<tail>/status|/cancel)?$"
+)
+_SUBMIT = re.compile(r"^/(?P<app>[^/]+/[^/]+(?:/[^/]+)*)$")
+_FILE = re.compile(r"^/files/(?P<job_id>[^/]+)\.mp4$")
+
+_ROUTES = {
+    ("GET", "/status"): Route("GET", "/{app}/requests/{job_id}/status", "status"),
+    ("PUT", "/cancel"): Route("PUT", "/{app}/requests/{job_id}/cancel", "cancel"),
+    ("GET", ""): Route("GET", "/{app}/requests/{job_id}", "content"),
+}
+_SUBMIT_ROUTE = Route("POST", "/{app}", "submit")
+
+
+class FalDialect(Dialect):
+    name = "fal"
+    poll_hints = False
+    routes = (*_ROUTES.values(), _SUBMIT_ROUTE, _common.FILE_ROUTE)
+
+    def new_job_id(self, seed: int, number: int) -> str:
+        return _common.uuid_id(seed, number, self.name)
+
+    def credential(self, http: HttpRequest) -> str | None:
+        scheme, _, token = http.headers.get("authorization", "").partition(" ")
+        if scheme.lower() in ("key", "bearer") and token.strip():
+            return token.strip()
+        return None
+
+    def match(self, method: str, path: str) -> tuple[Route, dict[str, str]] | None:
+        found = _FILE.match(path)
+        if found is not None:
+            return (_common.FILE_ROUTE, found.groupdict()) if method == "GET" else None
+        found = _REQUEST.match(path)
+        if found is not None:
+            route = _ROUTES.get((method, found.group("tail") or ""))
+            if route is None:
+                return None
+            return route, {"app": found.group("app"), "job_id": found.group("job_id")}
+        found = _SUBMIT.match(path)
+        if found is not None and method == "POST":
+            return _SUBMIT_ROUTE, {"app": found.group("app")}
+        return None
+
+    def allowed_methods(self, path: str) -> list[str]:
+        if _FILE.match(path):
+            return ["GET"]
+        found = _REQUEST.match(path)
+        if found is not None:
+            tail = found.group("tail") or ""
+            return sorted(m for (m, t) in _ROUTES if t == tail)
+        return ["POST"] if _SUBMIT.match(path) else []
+
+    def parse_route(
+        self, route: Route, params: dict[str, str], http: HttpRequest, common: dict[str, Any]
+    ) -> Request:
+        if route.kind != "submit":
+            return Request(kind=route.kind, job_id=params.get("job_id"), **common)
+        body, failure = read_json_object(http)
+        if failure is not None:
+            status, code, message = failure
+            return _common.problem("submit", common, status, code, message)
+        assert body is not None
+        neutral = dict(body)
+        neutral.setdefault("model", params["app"])
+        return Request(
+            kind="submit", body=neutral, callback_url=http.query.get("fal_webhook"), **common
+        )
+
+    # -- rendering ------------------------------------------------------------------------
+
+    def render(self, reply: Reply, http: HttpRequest) -> HttpResponse:
+        job = reply.job
+        request_id = job.id if job is not None else (reply.request.job_id or f"req-{reply.seq}")
+        response = self._render(reply, http)
+        if reply.scripted and reply.fault is not None and reply.fault.body is not None:
+            return response  # an ingress error: nginx does not add the app's request id
+        return HttpResponse(
+            response.status,
+            response.body,
+            response.media_type,
+            (*response.headers, ("x-fal-request-id", request_id)),
+        )
+
+    def _render(self, reply: Reply, http: HttpRequest) -> HttpResponse:
+        if reply.scripted:
+            return self.render_scripted(reply)
+        kind: RequestKind = reply.request.kind
+        job = reply.job
+        if reply.error is not None:
+            if kind == "content" and job is not None:
+                return self._no_result(job, reply)
+            if kind == "cancel" and reply.error.code == "job_already_terminal":
+                return json_response(400, {"status": "ALREADY_COMPLETED"}, reply.headers)
+            return self.render_error(reply.status_code, reply.error, reply.headers)
+        assert job is not None
+        urls = self._urls(job, http)
+        if kind == "submit":
+            payload = {"request_id": job.id, **urls, "queue_position": 0}
+            return json_response(200, payload, reply.headers)
+        if kind == "cancel":
+            return json_response(202, {"status": "CANCELLATION_REQUESTED"}, reply.headers)
+        if kind == "content":
+            assert reply.content is not None
+            if _FILE.match(reply.request.path):
+                return HttpResponse(200, reply.content, "video/mp4", reply.headers)
+            return json_response(200, self.result(job, http), reply.headers)
+        with_logs = http.query.get("logs", "").lower() in ("true", "1")
+        return json_response(
+            200 if job.done else 202, self.status(job, urls, with_logs), reply.headers
+        )
+
+    def _urls(self, job: JobView, http: HttpRequest) -> dict[str, str]:
+        model = str(job.request.get("model") or "fal-ai/unknown")
+        app = "/".join(model.split("/")[:2])
+        base = f"{http.base_url}/{app}/requests/{job.id}"
+        return {
+            "response_url": base,
+            "status_url": f"{base}/status",
+            "cancel_url": f"{base}/cancel",
+        }
+
+    def status(self, job: JobView, urls: dict[str, str], with_logs: bool) -> dict[str, Any]:
+        logs = None
+        if with_logs:
+            logs = [
+                {
+                    "message": job.message,
+                    "level": "INFO",
+                    "source": "user",
+                    "timestamp": _common.iso_time(self.epoch, job.status_since),
+                }
+            ]
+        out: dict[str, Any] = {"request_id": job.id, **urls}
+        if job.status == "queued":
+            out.update(status="IN_QUEUE", queue_position=0)
+            return out
+        out.update(status="IN_PROGRESS" if not job.done else "COMPLETED", logs=logs)
+        if job.done:
+            completed = job.completed_at or job.now
+            out["metrics"] = {"inference_time": round(completed - job.created_at, 3)}
+            if job.error is not None:
+                out.update(error=job.error.message, error_type=job.error.code)
+            elif job.status == "cancelled":
+                out.update(error=job.message, error_type="request_cancelled")
+        return out
+
+    def result(self, job: JobView, http: HttpRequest) -> dict[str, Any]:
+        assert job.result is not None
+        return {
+            "video": {
+                "url": _common.file_url(http, job),
+                "content_type": "video/mp4",
+                "file_name": f"{job.id}.mp4",
+                "file_size": job.result.size_bytes,
+            }
+        }
+
+    def _no_result(self, job: JobView, reply: Reply) -> HttpResponse:
+        if job.error is not None:
+            payload = {"detail": job.error.message, "error_type": job.error.code}
+            headers = (*reply.headers, ("x-fal-error-type", job.error.code))
+            return json_response(422, payload, headers)
+        if job.status == "cancelled":
+            payload = {"detail": "Request was cancelled.", "error_type": "request_cancelled"}
+            return json_response(400, payload, reply.headers)
+        return json_response(400, {"detail": "Request is still in progress"}, reply.headers)
+
+    def render_error(
+        self, status: int, error: ApiError, headers: Sequence[tuple[str, str]] = ()
+    ) -> HttpResponse:
+        return json_response(
+            status, {"detail": error.message, "error_type": error.code}, tuple(headers)
+        )

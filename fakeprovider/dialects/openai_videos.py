@@ -1,0 +1,192 @@
+"""The ``openai-videos`` dialect: OpenAI's Videos API (Sora) as ``openai`` 3.57 speaks it.
+
+Point the SDK at ``OpenAI(base_url=f"{fake}/v1", api_key=...)``. Create is multipart (the
+SDK always sends multipart, even without a file); JSON is accepted too. The provider has no
+cancel: ``DELETE /v1/videos/{id}`` is journaled as ``cancel`` (a running job stops, a finished
+one is reported deleted). The ``cancelled`` engine status, which OpenAI does not have, is shown
+as ``failed`` with ``error.code == "cancelled"``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from ..engine import ApiError, JobView, Reply, Request
+from . import _common
+from .base import Dialect, HttpRequest, HttpResponse, Route, json_response, read_json_object
+
+_STATUS = {
+    "queued": "queued",
+    "processing": "in_progress",
+    "succeeded": "completed",
+    "completed_with_errors": "completed",
+    "failed": "failed",
+    "cancelled": "failed",
+}
+_SECONDS = ("4", "8", "12")
+_SIZES = ("720x1280", "1280x720", "1024x1792", "1792x1024")
+_VARIANTS = ("video", "thumbnail", "spritesheet")
+
+
+def _error_type(status: int) -> str:
+    if status == 429:
+        return "requests"
+    if status >= 500:
+        return "server_error"
+    return "invalid_request_error"
+
+
+class OpenAIVideosDialect(Dialect):
+    name = "openai-videos"
+    routes = (
+        Route("POST", "/v1/videos", "submit"),
+        Route("GET", "/v1/videos", "list"),
+        Route("GET", "/v1/videos/{job_id}", "status"),
+        Route("DELETE", "/v1/videos/{job_id}", "cancel"),
+        Route("GET", "/v1/videos/{job_id}/content", "content"),
+    )
+
+    def new_job_id(self, seed: int, number: int) -> str:
+        return "video_" + _common.digest(seed, number, self.name).hex()[:32]
+
+    def parse_route(
+        self, route: Route, params: dict[str, str], http: HttpRequest, common: dict[str, Any]
+    ) -> Request:
+        job_id = params.get("job_id")
+        if route.kind == "content":
+            variant = http.query.get("variant", "video")
+            if variant not in _VARIANTS:
+                message = f"Invalid variant {variant!r}; expected one of {', '.join(_VARIANTS)}."
+                return _common.problem(
+                    "content", common, 400, "invalid_value", message, job_id=job_id
+                )
+            if variant != "video":
+                message = f"fakeprovider serves only variant='video' (got {variant!r})."
+                return _common.problem(
+                    "content", common, 400, "unsupported_variant", message, job_id=job_id
+                )
+        if route.kind != "submit":
+            return Request(kind=route.kind, job_id=job_id, **common)
+        body, why = self._create_body(http)
+        if why is not None:
+            return _common.problem("submit", common, 400, "invalid_value", why, body=body)
+        assert body is not None
+        return Request(kind="submit", body=body, **common)
+
+    def _create_body(self, http: HttpRequest) -> tuple[dict[str, Any] | None, str | None]:
+        ctype = _common.media_type(http)
+        if ctype == "multipart/form-data":
+            body = _common.read_multipart(http)
+            if body is None:
+                return None, "The multipart/form-data body could not be parsed."
+        elif ctype == "application/json":
+            body, failure = read_json_object(http)
+            if failure is not None:
+                return None, failure[2]
+        else:
+            shown = ctype or "none"
+            return None, f"Send the body as multipart/form-data or application/json (got {shown})."
+        assert body is not None
+        prompt = body.get("prompt")
+        if not isinstance(prompt, str) or not prompt.strip():
+            return body, "'prompt' is required and must be a non-empty string."
+        for key, allowed in (("seconds", _SECONDS), ("size", _SIZES)):
+            if key in body and str(body[key]) not in allowed:
+                return body, f"Invalid '{key}' {body[key]!r}; expected one of {', '.join(allowed)}."
+        if "model" in body and not isinstance(body["model"], str):
+            return body, "'model' must be a string."
+        return body, None
+
+    # -- rendering ------------------------------------------------------------------------
+
+    def render(self, reply: Reply, http: HttpRequest) -> HttpResponse:
+        if reply.scripted:
+            return self.render_scripted(reply)
+        kind = reply.request.kind
+        job = reply.job
+        terminal = reply.error is not None and reply.error.code == "job_already_terminal"
+        if kind == "cancel" and job is not None and terminal:
+            return self._deleted(job, reply)
+        if reply.error is not None:
+            return self.render_error(reply.status_code, reply.error, reply.headers)
+        if kind == "list":
+            return self._list(reply, http)
+        assert job is not None
+        if kind == "content":
+            assert reply.content is not None
+            return HttpResponse(200, reply.content, "video/mp4", reply.headers)
+        if kind == "cancel":
+            return self._deleted(job, reply)
+        headers = reply.headers  # status and create answers both carry the hint
+        if not job.done and job.poll_after is not None:
+            hint = max(1, math.ceil(job.poll_after * 1000))
+            headers = (*headers, ("openai-poll-after-ms", str(hint)))
+        return json_response(200, self.video(job), headers)
+
+    def _deleted(self, job: JobView, reply: Reply) -> HttpResponse:
+        payload = {"id": job.id, "object": "video.deleted", "deleted": True}
+        return json_response(200, payload, reply.headers)
+
+    def _list(self, reply: Reply, http: HttpRequest) -> HttpResponse:
+        videos = [self.video(j) for j in reply.jobs]
+        if http.query.get("order", "desc") != "asc":
+            videos.reverse()
+        after = http.query.get("after")
+        if after:
+            ids = [v["id"] for v in videos]
+            videos = videos[ids.index(after) + 1 :] if after in ids else []
+        try:
+            limit = max(1, min(100, int(http.query.get("limit", "20"))))
+        except ValueError:
+            limit = 20
+        page, has_more = videos[:limit], len(videos) > limit
+        payload = {
+            "object": "list",
+            "data": page,
+            "first_id": page[0]["id"] if page else None,
+            "last_id": page[-1]["id"] if page else None,
+            "has_more": has_more,
+        }
+        return json_response(200, payload, reply.headers)
+
+    def video(self, job: JobView) -> dict[str, Any]:
+        request = job.request
+        error: dict[str, str] | None = None
+        if job.error is not None:
+            error = {"code": job.error.code, "message": job.error.message}
+        elif job.status == "cancelled":
+            error = {"code": "cancelled", "message": job.message}
+        completed = job.completed_at
+        expires = None
+        if completed is not None and job.result is not None:
+            expires = _common.unix_time(self.epoch, completed) + 24 * 3600
+        return {
+            "id": job.id,
+            "object": "video",
+            "created_at": _common.unix_time(self.epoch, job.created_at),
+            "completed_at": None if completed is None else _common.unix_time(self.epoch, completed),
+            "error": error,
+            "expires_at": expires,
+            "model": str(request.get("model") or "sora-2"),
+            "progress": _common.progress_percent(job),
+            "prompt": request.get("prompt"),
+            "remixed_from_video_id": None,
+            "seconds": str(request.get("seconds") or "4"),
+            "size": str(request.get("size") or "720x1280"),
+            "status": _STATUS[job.status],
+        }
+
+    def render_error(
+        self, status: int, error: ApiError, headers: Sequence[tuple[str, str]] = ()
+    ) -> HttpResponse:
+        payload = {
+            "error": {
+                "message": error.message,
+                "type": _error_type(status),
+                "param": None,
+                "code": error.code,
+            }
+        }
+        return json_response(status, payload, tuple(headers))

@@ -1,0 +1,178 @@
+"""The ``replicate`` dialect: Replicate's predictions API as ``replicate`` 1.0.7 speaks it.
+
+Point the SDK at ``replicate.Client(api_token=..., base_url=fake)`` (paths carry ``/v1``).
+Creates validate ``input`` (an object), ``version`` on ``/v1/predictions``, ``webhook`` and
+``webhook_events_filter``, and the ``Prefer: wait[=N]`` header (N in 1..60).
+
+``Prefer: wait`` is approximated: the fake answers at once, with ``starting`` unless the job is
+already terminal (a real server would hold the response up to N seconds). ``replicate.run``
+accepts that and polls. Outputs are URLs on the fake's ``/files/{id}.mp4`` route, the stand-in
+for replicate.delivery.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+from collections.abc import Sequence
+from http import HTTPStatus
+from typing import Any
+
+from ..engine import ApiError, JobView, Reply, Request
+from . import _common
+from .base import Dialect, HttpRequest, HttpResponse, Route, json_response, read_json_object
+
+_STATUS = {
+    "queued": "starting",
+    "processing": "processing",
+    "succeeded": "succeeded",
+    "completed_with_errors": "succeeded",
+    "failed": "failed",
+    "cancelled": "canceled",
+}
+_EVENTS = ("start", "output", "logs", "completed")
+_PREFER = re.compile(r"^\s*wait(?:\s*=\s*(\d+))?\s*$")
+
+
+class ReplicateDialect(Dialect):
+    name = "replicate"
+    poll_hints = False
+    routes = (
+        Route("POST", "/v1/models/{owner}/{model}/predictions", "submit"),
+        Route("POST", "/v1/deployments/{owner}/{model}/predictions", "submit"),
+        Route("POST", "/v1/predictions", "submit"),
+        Route("GET", "/v1/predictions", "list"),
+        Route("GET", "/v1/predictions/{job_id}", "status"),
+        Route("POST", "/v1/predictions/{job_id}/cancel", "cancel"),
+        _common.FILE_ROUTE,
+    )
+
+    def new_job_id(self, seed: int, number: int) -> str:
+        raw = _common.digest(seed, number, self.name)[:16]
+        return base64.b32encode(raw).decode().lower().rstrip("=")[:26]
+
+    def credential(self, http: HttpRequest) -> str | None:
+        scheme, _, token = http.headers.get("authorization", "").partition(" ")
+        if scheme.lower() in ("bearer", "token") and token.strip():
+            return token.strip()
+        return None
+
+    def parse_route(
+        self, route: Route, params: dict[str, str], http: HttpRequest, common: dict[str, Any]
+    ) -> Request:
+        if route.kind != "submit":
+            return Request(kind=route.kind, job_id=params.get("job_id"), **common)
+        body, failure = read_json_object(http)
+        if failure is not None:
+            status, code, message = failure
+            return _common.problem("submit", common, status, code, message)
+        assert body is not None
+        prefer = http.headers.get("prefer")
+        if prefer is not None:
+            found = _PREFER.match(prefer)
+            if found is None or (found.group(1) is not None and not 1 <= int(found.group(1)) <= 60):
+                message = (
+                    f"Invalid Prefer header {prefer!r}; "
+                    "send 'wait' or 'wait=N' with N from 1 to 60."
+                )
+                return _common.problem("submit", common, 400, "invalid_prefer", message, body=body)
+        why = self._invalid(route.template, body)
+        if why is not None:
+            return _common.problem("submit", common, 422, "invalid_fields", why, body=body)
+        neutral = dict(body)
+        if "owner" in params:
+            neutral.setdefault("model", f"{params['owner']}/{params['model']}")
+        prompt = body["input"].get("prompt")
+        if isinstance(prompt, str):
+            neutral.setdefault("prompt", prompt)
+        callback = body.get("webhook")
+        return Request(kind="submit", body=neutral, callback_url=callback, **common)
+
+    @staticmethod
+    def _invalid(template: str, body: dict[str, Any]) -> str | None:
+        if not isinstance(body.get("input"), dict):
+            return "input: 'input' is required and must be an object."
+        if template == "/v1/predictions" and (
+            not isinstance(body.get("version"), str) or not body["version"]
+        ):
+            return "version: 'version' is required and must be a string."
+        if "webhook" in body and not (
+            isinstance(body["webhook"], str) and body["webhook"].startswith(("http://", "https://"))
+        ):
+            return "webhook: 'webhook' must be an http(s) URL."
+        events = body.get("webhook_events_filter")
+        if events is not None and (
+            not isinstance(events, list) or any(e not in _EVENTS for e in events)
+        ):
+            return f"webhook_events_filter: each event must be one of {', '.join(_EVENTS)}."
+        return None
+
+    # -- rendering ------------------------------------------------------------------------
+
+    def render(self, reply: Reply, http: HttpRequest) -> HttpResponse:
+        if reply.scripted:
+            return self.render_scripted(reply)
+        kind = reply.request.kind
+        job = reply.job
+        if (
+            kind == "cancel"
+            and job is not None
+            and reply.error is not None
+            and reply.error.code == "job_already_terminal"
+        ):
+            return json_response(200, self.prediction(job, http), reply.headers)
+        if reply.error is not None:
+            return self.render_error(reply.status_code, reply.error, reply.headers)
+        if kind == "list":
+            results = [self.prediction(j, http) for j in reversed(reply.jobs)]
+            payload = {"previous": None, "next": None, "results": results}
+            return json_response(200, payload, reply.headers)
+        assert job is not None
+        if kind == "content":
+            assert reply.content is not None
+            return HttpResponse(200, reply.content, "video/mp4", reply.headers)
+        prediction = self.prediction(job, http)
+        if kind == "submit":
+            if not job.done:
+                prediction["status"] = "starting"
+            return json_response(201, prediction, reply.headers)
+        return json_response(200, prediction, reply.headers)
+
+    def prediction(self, job: JobView, http: HttpRequest) -> dict[str, Any]:
+        request = job.request
+        status = _STATUS[job.status]
+        created = _common.iso_time(self.epoch, job.created_at)
+        started = None if job.status == "queued" else created
+        completed = job.completed_at
+        out: dict[str, Any] = {
+            "id": job.id,
+            "model": str(request.get("model") or "unknown/unknown"),
+            "version": str(request.get("version") or "hidden"),
+            "input": request.get("input", {}),
+            "logs": "" if job.status == "queued" else job.message,
+            "output": _common.file_url(http, job) if job.result is not None else None,
+            "data_removed": False,
+            "error": job.error.message if job.error is not None else None,
+            "status": status,
+            "created_at": created,
+            "started_at": started,
+            "completed_at": None if completed is None else _common.iso_time(self.epoch, completed),
+            "urls": {
+                "get": f"{http.base_url}/v1/predictions/{job.id}",
+                "cancel": f"{http.base_url}/v1/predictions/{job.id}/cancel",
+            },
+        }
+        if completed is not None:
+            out["metrics"] = {"predict_time": round(completed - job.created_at, 3)}
+        return out
+
+    def render_error(
+        self, status: int, error: ApiError, headers: Sequence[tuple[str, str]] = ()
+    ) -> HttpResponse:
+        try:
+            title = HTTPStatus(status).phrase
+        except ValueError:
+            title = error.code
+        payload = {"title": title, "detail": error.message, "status": status}
+        out = json_response(status, payload, tuple(headers))
+        return HttpResponse(out.status, out.body, "application/problem+json", out.headers)

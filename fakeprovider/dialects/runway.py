@@ -1,0 +1,162 @@
+"""The ``runway`` dialect: Runway's task API as ``runwayml`` 5.24 speaks it.
+
+Point the SDK at ``RunwayML(base_url=fake, api_key=...)`` (no ``/v1``: paths carry it). Every
+``/v1`` request must carry ``X-Runway-Version: 2024-11-06``. ``DELETE /v1/tasks/{id}`` cancels a
+running task and deletes a finished one (204 either way). Task outputs are URLs on the fake's
+``/files/{id}.mp4`` route, the stand-in for Runway's CDN.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..engine import ApiError, JobView, Reply, Request
+from . import _common
+from .base import Dialect, HttpRequest, HttpResponse, Route, json_response, read_json_object
+
+API_VERSION = "2024-11-06"
+
+_STATUS = {
+    "queued": "PENDING",
+    "processing": "RUNNING",
+    "succeeded": "SUCCEEDED",
+    "completed_with_errors": "SUCCEEDED",
+    "failed": "FAILED",
+    "cancelled": "CANCELLED",
+}
+#: Body field each create route needs besides ``model``.
+_REQUIRED = {
+    "/v1/text_to_video": "promptText",
+    "/v1/image_to_video": "promptImage",
+    "/v1/video_to_video": "videoUri",
+}
+_CREDITS_PER_SECOND = 10
+
+
+class RunwayDialect(Dialect):
+    name = "runway"
+    poll_hints = False
+    routes = (
+        Route("POST", "/v1/text_to_video", "submit"),
+        Route("POST", "/v1/image_to_video", "submit"),
+        Route("POST", "/v1/video_to_video", "submit"),
+        Route("GET", "/v1/tasks/{job_id}", "status"),
+        Route("DELETE", "/v1/tasks/{job_id}", "cancel"),
+        _common.FILE_ROUTE,
+    )
+
+    def new_job_id(self, seed: int, number: int) -> str:
+        return _common.uuid_id(seed, number, self.name)
+
+    def parse_route(
+        self, route: Route, params: dict[str, str], http: HttpRequest, common: dict[str, Any]
+    ) -> Request:
+        job_id = params.get("job_id")
+        if route.template.startswith("/v1/"):
+            version = http.headers.get("x-runway-version")
+            if version is None:
+                message = (
+                    f"Missing the X-Runway-Version header; send X-Runway-Version: {API_VERSION}."
+                )
+                return _common.problem(
+                    route.kind, common, 400, "missing_version", message, job_id=job_id
+                )
+            if version != API_VERSION:
+                message = (
+                    f"Unsupported X-Runway-Version {version!r}; this API speaks {API_VERSION}."
+                )
+                return _common.problem(
+                    route.kind, common, 400, "bad_version", message, job_id=job_id
+                )
+        if route.kind != "submit":
+            return Request(kind=route.kind, job_id=job_id, **common)
+        body, failure = read_json_object(http)
+        if failure is not None:
+            status, code, message = failure
+            return _common.problem("submit", common, status, code, message)
+        assert body is not None
+        why = self._invalid(route.template, body)
+        if why is not None:
+            return _common.problem("submit", common, 400, "validation_failed", why, body=body)
+        neutral = dict(body)
+        prompt = body.get("promptText")
+        if isinstance(prompt, str):
+            neutral.setdefault("prompt", prompt)
+        return Request(kind="submit", body=neutral, **common)
+
+    @staticmethod
+    def _invalid(template: str, body: dict[str, Any]) -> str | None:
+        if not isinstance(body.get("model"), str) or not body["model"]:
+            return "Validation of body failed: 'model' is required and must be a string."
+        field = _REQUIRED[template]
+        value = body.get(field)
+        if field == "promptText":
+            if not isinstance(value, str) or not value.strip():
+                return "Validation of body failed: 'promptText' must be a non-empty string."
+        elif not isinstance(value, str | list) or not value:
+            return f"Validation of body failed: '{field}' is required."
+        if "ratio" in body and not isinstance(body["ratio"], str):
+            return "Validation of body failed: 'ratio' must be a string like '1280:720'."
+        duration = body.get("duration")
+        if duration is not None and (isinstance(duration, bool) or not isinstance(duration, int)):
+            return "Validation of body failed: 'duration' must be an integer number of seconds."
+        return None
+
+    # -- rendering ------------------------------------------------------------------------
+
+    def render(self, reply: Reply, http: HttpRequest) -> HttpResponse:
+        if reply.scripted:
+            return self.render_scripted(reply)
+        kind = reply.request.kind
+        job = reply.job
+        if (
+            kind == "cancel"
+            and reply.error is not None
+            and reply.error.code == "job_already_terminal"
+        ):
+            return HttpResponse(204, b"", None, reply.headers)
+        if reply.error is not None:
+            return self.render_error(reply.status_code, reply.error, reply.headers)
+        assert job is not None
+        if kind == "cancel":
+            return HttpResponse(204, b"", None, reply.headers)
+        if kind == "content":
+            assert reply.content is not None
+            return HttpResponse(200, reply.content, "video/mp4", reply.headers)
+        if kind == "submit":
+            payload = {"id": job.id, "estimatedCost": {"credits": self._credits(job)}}
+            return json_response(200, payload, reply.headers)
+        return json_response(200, self.task(job, http), reply.headers)
+
+    def _credits(self, job: JobView) -> int:
+        duration = job.request.get("duration")
+        seconds = duration if isinstance(duration, int) and not isinstance(duration, bool) else 5
+        return seconds * _CREDITS_PER_SECOND
+
+    def task(self, job: JobView, http: HttpRequest) -> dict[str, Any]:
+        status = _STATUS[job.status]
+        out: dict[str, Any] = {
+            "id": job.id,
+            "createdAt": _common.iso_time(self.epoch, job.created_at),
+            "status": status,
+        }
+        cost = {"credits": self._credits(job)}
+        if status in ("PENDING", "THROTTLED", "RUNNING"):
+            out["estimatedCost"] = cost
+        else:
+            out["cost"] = cost
+        if status == "RUNNING":
+            out["progress"] = round(_common.progress_percent(job) / 100, 4)
+        if status == "SUCCEEDED":
+            out["output"] = [_common.file_url(http, job)]
+        if status == "FAILED":
+            assert job.error is not None
+            out["failure"] = job.error.message
+            out["failureCode"] = job.error.code
+        return out
+
+    def render_error(
+        self, status: int, error: ApiError, headers: Sequence[tuple[str, str]] = ()
+    ) -> HttpResponse:
+        return json_response(status, {"error": error.message, "code": error.code}, tuple(headers))

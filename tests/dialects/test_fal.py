@@ -1,0 +1,210 @@
+"""The fal dialect: exact wire shapes, and the real ``fal-client`` SDK against the fake."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from fakeprovider.scenario import parse_scenario
+
+from .helpers import CLIENT_HEADERS, call, serve, settled, unusual, violated, virtual
+
+
+def test_submit_status_result_and_file() -> None:
+    provider, clock = virtual("fal")
+    status, headers, payload = call(
+        provider,
+        "POST",
+        "/fal-ai/veo3/text-to-video",
+        json_body={"prompt": "a cat"},
+        headers={"Authorization": "Key a:b"},
+    )
+    job_id = payload["request_id"]
+    base = f"http://fake.test/fal-ai/veo3/requests/{job_id}"
+    assert (status, payload) == (
+        200,
+        {
+            "request_id": job_id,
+            "response_url": base,
+            "status_url": f"{base}/status",
+            "cancel_url": f"{base}/cancel",
+            "queue_position": 0,
+        },
+    )
+    assert headers["x-fal-request-id"] == job_id
+    urls = {k: v for k, v in payload.items() if k.endswith("_url")}
+    path = f"/fal-ai/veo3/requests/{job_id}"
+    assert call(provider, "GET", f"{path}/status", query={"logs": "false"})[2] == {
+        "request_id": job_id,
+        **urls,
+        "status": "IN_QUEUE",
+        "queue_position": 0,
+    }
+    clock.advance(10)
+    assert call(provider, "GET", f"{path}/status", query={"logs": "false"})[2] == {
+        "request_id": job_id,
+        **urls,
+        "status": "IN_PROGRESS",
+        "logs": None,
+    }
+    status, _, early = call(provider, "GET", path)
+    assert (status, early) == (400, {"detail": "Request is still in progress"})
+    clock.advance(90)
+    status, _, done = call(provider, "GET", f"{path}/status", query={"logs": "true"})
+    assert (status, done["status"], done["metrics"]) == (200, "COMPLETED", {"inference_time": 93.0})
+    assert (
+        done["logs"][0]["message"]
+        == "The job succeeded. Download the result once from the content URL."
+    )
+    status, _, result = call(provider, "GET", path)
+    assert (status, result) == (
+        200,
+        {
+            "video": {
+                "url": f"http://fake.test/files/{job_id}.mp4",
+                "content_type": "video/mp4",
+                "file_name": f"{job_id}.mp4",
+                "file_size": 1048576,
+            }
+        },
+    )
+    assert provider.engine.jobs[0].request == {
+        "prompt": "a cat",
+        "model": "fal-ai/veo3/text-to-video",
+    }
+    assert [(e.kind, e.status_code, e.job_status) for e in provider.entries] == [
+        ("submit", 200, "queued"),
+        ("status", 202, "queued"),
+        ("status", 202, "processing"),
+        ("content", 400, "processing"),
+        ("status", 200, "succeeded"),
+        ("content", 200, "succeeded"),
+    ]
+
+
+def test_failed_result_cancel_and_unknown() -> None:
+    provider, clock = virtual("fal", "terminal-failure")
+    _, _, payload = call(provider, "POST", "/fal-ai/veo3", json_body={"prompt": "a cat"})
+    path = f"/fal-ai/veo3/requests/{payload['request_id']}"
+    clock.advance(45)
+    status, headers, body = call(provider, "GET", path)
+    assert (status, body) == (
+        422,
+        {
+            "detail": "The prompt was rejected by the safety system after generation started.",
+            "error_type": "content_policy_violation",
+        },
+    )
+    assert headers["x-fal-error-type"] == "content_policy_violation"
+    assert call(provider, "PUT", f"{path}/cancel")[:3:2] == (400, {"status": "ALREADY_COMPLETED"})
+    assert call(provider, "GET", "/fal-ai/veo3/requests/nope/status")[0] == 404
+    assert call(provider, "DELETE", f"{path}/cancel")[0] == 405
+    assert (
+        call(
+            provider,
+            "POST",
+            "/fal-ai/veo3",
+            body=b"{",
+            headers={"content-type": "application/json"},
+        )[0]
+        == 400
+    )
+
+
+# -- the real SDK ----------------------------------------------------------------------------
+
+fal_client = pytest.importorskip("fal_client")
+import fal_client.client as fal_module  # noqa: E402
+
+
+@pytest.fixture
+def client(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    made = fal_client.SyncClient(key="fal-key-id:fal-key-secret")
+    made._client.headers.update(CLIENT_HEADERS)  # SyncClient takes no extra headers
+    yield made
+    made._client.close()
+
+
+def subscribe(client: Any, url: str, monkeypatch: pytest.MonkeyPatch) -> Any:
+    # fal-client has no base-URL option: the queue host is this module constant.
+    monkeypatch.setattr(fal_module, "QUEUE_URL_FORMAT", f"{url}/")
+    return client.subscribe(
+        "fal-ai/veo3", arguments={"prompt": "a cat"}, with_logs=True, interval=0.1
+    )
+
+
+def test_sdk_slow_success(client: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    with serve("fal", "slow-success") as (provider, url):
+        result = subscribe(client, url, monkeypatch)
+        assert result["video"]["file_size"] == 1048576
+        assert unusual(settled(provider)) == [("submit", 200, None), ("content", 200, None)]
+        assert violated(provider) == set()
+
+
+def test_finding_sdk_fetches_the_result_of_a_failed_request(
+    client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """fal-client ignores ``error`` in COMPLETED and fetches response_url, where the failure surfaces."""
+    with serve("fal", "terminal-failure") as (provider, url):
+        with pytest.raises(fal_client.FalClientHTTPError) as caught:
+            subscribe(client, url, monkeypatch)
+        assert (caught.value.status_code, str(caught.value)) == (
+            422,
+            "The prompt was rejected by the safety system after generation started.",
+        )
+        assert unusual(settled(provider))[-1] == ("content", 422, None)
+        assert violated(provider) == {"no_premature_retrieval"}
+
+
+def test_finding_sdk_does_not_retry_app_5xx(client: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """fal-client retries 502-504 only from nginx without x-fal-request-id: an app 503 ends the wait."""
+    with serve("fal", "transient-5xx") as (provider, url):
+        with pytest.raises(fal_client.FalClientHTTPError) as caught:
+            subscribe(client, url, monkeypatch)
+        assert caught.value.status_code == 503
+        assert unusual(settled(provider)) == [
+            ("submit", 200, None),
+            ("status", 503, "upstream-503"),
+        ]
+        assert violated(provider) == set()
+
+
+def test_sdk_cancelled(client: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    with serve("fal", "cancelled") as (provider, url):
+        with pytest.raises(fal_client.FalClientHTTPError) as caught:
+            subscribe(client, url, monkeypatch)
+        assert (caught.value.status_code, str(caught.value)) == (400, "Request was cancelled.")
+        assert violated(provider) == {"no_premature_retrieval"}
+
+
+def test_sdk_rate_limited_succeeds(client: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    with serve("fal", "rate-limited") as (provider, url):
+        assert subscribe(client, url, monkeypatch)["video"]["file_size"] == 262144
+        faults = [e.fault for e in settled(provider) if e.status_code == 429]
+        assert faults[:2] == ["throttled-rfc850", "throttled-asctime"]
+
+
+RETRY_AFTER = """
+name: throttled-status
+description: The first status read is throttled with Retry-After 2 (seconds).
+jobs:
+  - timeline:
+      - status: queued
+      - {at: 300ms, status: succeeded}
+faults:
+  - {name: throttled, route: status, nth: 1, status: 429, retry_after: {delay: 2s, form: seconds}}
+expect: {outcome: succeeded, retrievals: 1}
+"""
+
+
+def test_finding_sdk_ignores_retry_after(client: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """fal-client backs off 0.05-0.15 s after a 429 whatever its Retry-After says."""
+    with serve("fal", parse_scenario(RETRY_AFTER), time_scale=1.0) as (provider, url):
+        assert subscribe(client, url, monkeypatch)["video"]["file_size"] == 262144
+        entries = settled(provider)
+        throttled = next(e for e in entries if e.status_code == 429)
+        retry = entries[entries.index(throttled) + 1]
+        assert retry.received_at - throttled.completed_at < 1.0
+        assert violated(provider) == {"honours_retry_after"}

@@ -1,0 +1,140 @@
+"""The luma dialect: exact wire shapes, and the real ``lumaai`` SDK against the fake."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from .helpers import (
+    CLIENT_HEADERS,
+    call,
+    download,
+    last_status,
+    serve,
+    settled,
+    unusual,
+    violated,
+    virtual,
+)
+
+P = "/dream-machine/v1"
+CREATE = {"model": "ray-2", "prompt": "a cat", "aspect_ratio": "16:9", "duration": "5s"}
+
+
+def generation(job_id: str, **changes: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "id": job_id,
+        "generation_type": "video",
+        "state": "queued",
+        "failure_reason": None,
+        "created_at": "2026-01-01T00:00:00.000Z",
+        "assets": None,
+        "model": "ray-2",
+        "request": CREATE,
+    }
+    out.update(changes)
+    return out
+
+
+def test_generation_through_its_states() -> None:
+    provider, clock = virtual("luma")
+    status, _, payload = call(provider, "POST", f"{P}/generations/video", json_body=CREATE)
+    job_id = payload["id"]
+    assert (status, payload) == (201, generation(job_id))
+    clock.advance(10)
+    assert call(provider, "GET", f"{P}/generations/{job_id}")[2] == generation(
+        job_id, state="dreaming"
+    )
+    clock.advance(90)
+    assert call(provider, "GET", f"{P}/generations/{job_id}")[2] == generation(
+        job_id, state="completed", assets={"video": f"http://fake.test/files/{job_id}.mp4"}
+    )
+    listed = call(provider, "GET", f"{P}/generations", query={"limit": "10"})[2]
+    assert (listed["count"], listed["has_more"], listed["generations"][0]["id"]) == (
+        1,
+        False,
+        job_id,
+    )
+    assert call(provider, "DELETE", f"{P}/generations/{job_id}")[:2] == (204, {})
+
+
+def test_bad_create_and_cancelled_state() -> None:
+    provider, clock = virtual("luma", "cancelled")
+    assert call(provider, "POST", f"{P}/generations", json_body={"prompt": "a cat"})[:3:2] == (
+        400,
+        {"detail": "'model' is required (for example 'ray-2')."},
+    )
+    _, _, payload = call(provider, "POST", f"{P}/generations", json_body=CREATE)
+    clock.advance(40)
+    got = call(provider, "GET", f"{P}/generations/{payload['id']}")[2]
+    assert (got["state"], got["failure_reason"]) == (
+        "failed",
+        "cancelled: The job was cancelled by the provider (quota exhausted).",
+    )
+
+
+# -- the real SDK ----------------------------------------------------------------------------
+
+lumaai = pytest.importorskip("lumaai")
+
+
+def run_sdk(url: str) -> Any:
+    """lumaai has no waiter: poll generations.get every 0.1 s, then download a completed video."""
+    client = lumaai.LumaAI(
+        auth_token="luma-test", base_url=f"{url}{P}", default_headers=CLIENT_HEADERS
+    )
+    made = client.generations.create(
+        model="ray-2", prompt="a cat", aspect_ratio="16:9", duration="5s"
+    )
+    while made.state not in ("completed", "failed"):
+        time.sleep(0.1)
+        made = client.generations.get(made.id)
+    client.close()
+    if made.state == "completed":
+        download(made.assets.video)
+    return made
+
+
+def test_sdk_slow_success() -> None:
+    with serve("luma", "slow-success") as (provider, url):
+        assert run_sdk(url).state == "completed"
+        assert unusual(settled(provider)) == [("submit", 201, None), ("content", 200, None)]
+        assert violated(provider) == set()
+
+
+def test_sdk_terminal_failure() -> None:
+    with serve("luma", "terminal-failure") as (provider, url):
+        made = run_sdk(url)
+        assert (made.state, made.failure_reason) == (
+            "failed",
+            "The prompt was rejected by the safety system after generation started.",
+        )
+        assert violated(provider) == set()
+
+
+def test_sdk_transient_5xx_retries() -> None:
+    with serve("luma", "transient-5xx") as (provider, url):
+        assert run_sdk(url).state == "completed"
+        assert unusual(settled(provider)) == [
+            ("submit", 201, None),
+            ("status", 503, "upstream-503"),
+            ("status", 503, "upstream-503"),
+            ("content", 503, "download-503"),
+            ("content", 200, None),
+        ]
+        assert violated(provider) == set()
+
+
+def test_sdk_rate_limited() -> None:
+    with serve("luma", "rate-limited") as (provider, url):
+        assert run_sdk(url).state == "completed"
+        assert violated(provider) == set()
+
+
+def test_sdk_cancelled_reads_failed() -> None:
+    with serve("luma", "cancelled") as (provider, url):
+        assert run_sdk(url).state == "failed"
+        assert last_status(settled(provider)) == "cancelled"
+        assert violated(provider) == set()

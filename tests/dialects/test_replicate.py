@@ -1,0 +1,248 @@
+"""The replicate dialect: exact wire shapes, and the real ``replicate`` SDK against the fake."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+
+from fakeprovider.scenario import parse_scenario
+
+from .helpers import (
+    CLIENT_HEADERS,
+    call,
+    download,
+    last_status,
+    serve,
+    settled,
+    unusual,
+    violated,
+    virtual,
+)
+
+PATH = "/v1/models/google/veo-3/predictions"
+
+
+def prediction(job_id: str, **changes: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "id": job_id,
+        "model": "google/veo-3",
+        "version": "hidden",
+        "input": {"prompt": "a cat"},
+        "logs": "",
+        "output": None,
+        "data_removed": False,
+        "error": None,
+        "status": "starting",
+        "created_at": "2026-01-01T00:00:00.000Z",
+        "started_at": None,
+        "completed_at": None,
+        "urls": {
+            "get": f"http://fake.test/v1/predictions/{job_id}",
+            "cancel": f"http://fake.test/v1/predictions/{job_id}/cancel",
+        },
+    }
+    out.update(changes)
+    return out
+
+
+def test_create_with_prefer_wait_answers_starting_then_succeeded() -> None:
+    provider, clock = virtual("replicate")
+    status, _, payload = call(
+        provider,
+        "POST",
+        PATH,
+        json_body={"input": {"prompt": "a cat"}},
+        headers={"Prefer": "wait=5"},
+    )
+    job_id = payload["id"]
+    assert (status, payload) == (201, prediction(job_id))
+    assert len(job_id) == 26
+    clock.advance(100)
+    _, _, payload = call(provider, "GET", f"/v1/predictions/{job_id}")
+    assert payload == prediction(
+        job_id,
+        status="succeeded",
+        logs="The job succeeded. Download the result once from the content URL.",
+        output=f"http://fake.test/files/{job_id}.mp4",
+        started_at="2026-01-01T00:00:00.000Z",
+        completed_at="2026-01-01T00:01:33.000Z",
+        metrics={"predict_time": 93.0},
+    )
+    # A cancel after the end answers the prediction as it is.
+    status, _, payload = call(provider, "POST", f"/v1/predictions/{job_id}/cancel")
+    assert (status, payload["status"]) == (200, "succeeded")
+    assert [(e.kind, e.status_code, e.job_status) for e in provider.entries] == [
+        ("submit", 201, "queued"),
+        ("status", 200, "succeeded"),
+        ("cancel", 200, "succeeded"),
+    ]
+    assert provider.engine.jobs[0].request["model"] == "google/veo-3"
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "headers", "status", "detail"),
+    [
+        (PATH, {"input": "a cat"}, {}, 422, "input: 'input' is required and must be an object."),
+        (
+            "/v1/predictions",
+            {"input": {}},
+            {},
+            422,
+            "version: 'version' is required and must be a string.",
+        ),
+        (
+            PATH,
+            {"input": {}, "webhook_events_filter": ["done"]},
+            {},
+            422,
+            "webhook_events_filter: each event must be one of start, output, logs, completed.",
+        ),
+        (
+            PATH,
+            {"input": {}},
+            {"Prefer": "wait=90"},
+            400,
+            "Invalid Prefer header 'wait=90'; send 'wait' or 'wait=N' with N from 1 to 60.",
+        ),
+    ],
+)
+def test_validated_fields(
+    path: str, body: Any, headers: dict[str, str], status: int, detail: str
+) -> None:
+    provider, _ = virtual("replicate")
+    got, _, payload = call(provider, "POST", path, json_body=body, headers=headers)
+    title = "Unprocessable Entity" if status == 422 else "Bad Request"
+    assert (got, payload) == (status, {"title": title, "detail": detail, "status": status})
+    assert [(e.kind, e.status_code) for e in provider.entries] == [("submit", status)]
+
+
+def test_cancel_running_then_canceled() -> None:
+    provider, clock = virtual("replicate")
+    _, _, payload = call(provider, "POST", PATH, json_body={"input": {"prompt": "a cat"}})
+    clock.advance(10)
+    status, _, payload = call(provider, "POST", f"/v1/predictions/{payload['id']}/cancel")
+    assert (status, payload["status"]) == (200, "canceled")
+
+
+# -- the real SDK ----------------------------------------------------------------------------
+
+replicate = pytest.importorskip("replicate")
+
+
+@contextmanager
+def client_for(url: str) -> Iterator[Any]:
+    client = replicate.Client(api_token="r8_test", base_url=url, headers=dict(CLIENT_HEADERS))
+    client.poll_interval = 0.1  # REPLICATE_POLL_INTERVAL, read once in __init__
+    try:
+        yield client
+    finally:
+        client._client.close()  # replicate.Client has no close() of its own
+
+
+def run_sdk(url: str) -> Any:
+    with client_for(url) as client:
+        return _create_and_wait(client)
+
+
+def _create_and_wait(client: Any) -> Any:
+    prediction_obj = client.models.predictions.create(
+        model="google/veo-3", input={"prompt": "a cat"}, wait=5
+    )
+    prediction_obj.wait()
+    if prediction_obj.status == "succeeded":
+        download(prediction_obj.output)
+    return prediction_obj
+
+
+def test_sdk_slow_success() -> None:
+    with serve("replicate", "slow-success") as (provider, url):
+        done = run_sdk(url)
+        assert (done.status, done.output.endswith(f"/files/{done.id}.mp4")) == ("succeeded", True)
+        assert unusual(settled(provider)) == [("submit", 201, None), ("content", 200, None)]
+        assert violated(provider) == set()
+
+
+def test_sdk_run_uses_prefer_wait_and_polls() -> None:
+    with serve("replicate", "slow-success") as (provider, url):
+        with client_for(url) as client:
+            output = client.run("google/veo-3", input={"prompt": "a cat"})
+        assert isinstance(output, str)  # run() wraps only https:/data: URLs in FileOutput
+        assert last_status(settled(provider)) == "succeeded"
+
+
+def test_sdk_terminal_failure() -> None:
+    with serve("replicate", "terminal-failure") as (provider, url):
+        done = run_sdk(url)
+        assert (done.status, done.error) == (
+            "failed",
+            "The prompt was rejected by the safety system after generation started.",
+        )
+        assert violated(provider) == set()
+
+
+def test_sdk_transient_5xx_retries_gets() -> None:
+    with serve("replicate", "transient-5xx") as (provider, url):
+        assert run_sdk(url).status == "succeeded"
+        assert unusual(settled(provider)) == [
+            ("submit", 201, None),
+            ("status", 503, "upstream-503"),
+            ("status", 503, "upstream-503"),
+            ("content", 503, "download-503"),
+            ("content", 200, None),
+        ]
+        assert violated(provider) == set()
+
+
+def test_sdk_cancelled() -> None:
+    with serve("replicate", "cancelled") as (provider, url):
+        assert run_sdk(url).status == "canceled"
+        assert last_status(settled(provider)) == "cancelled"
+        assert violated(provider) == set()
+
+
+def test_sdk_rate_limited_succeeds() -> None:
+    with serve("replicate", "rate-limited") as (provider, url):
+        assert run_sdk(url).status == "succeeded"
+        faults = [e.fault for e in settled(provider) if e.status_code == 429]
+        assert faults[:2] == ["throttled-rfc850", "throttled-asctime"]
+
+
+RETRY_AFTER = """
+name: retry-after-forms
+description: The first status read is throttled for 2 s, in the form under test.
+jobs:
+  - timeline:
+      - status: queued
+      - {at: 300ms, status: succeeded}
+faults:
+  - {name: throttled, route: status, nth: 1, status: 429, retry_after: {delay: 2s, form: FORM}}
+expect: {outcome: succeeded, retrievals: 1}
+"""
+
+
+def test_sdk_honours_delay_seconds_retry_after() -> None:
+    with serve(
+        "replicate", parse_scenario(RETRY_AFTER.replace("FORM", "seconds")), time_scale=1.0
+    ) as (
+        provider,
+        url,
+    ):
+        assert run_sdk(url).status == "succeeded"
+        assert violated(provider) == set()
+
+
+def test_finding_sdk_ignores_http_date_retry_after() -> None:
+    """replicate 1.0.7 parses Retry-After with datetime.fromisoformat: an HTTP-date falls back to 0.1 s."""
+    with serve("replicate", parse_scenario(RETRY_AFTER.replace("FORM", "imf")), time_scale=1.0) as (
+        provider,
+        url,
+    ):
+        assert run_sdk(url).status == "succeeded"
+        entries = settled(provider)
+        throttled, retry = entries[1], entries[2]
+        assert (throttled.status_code, retry.kind) == (429, "status")
+        assert retry.received_at - throttled.completed_at < 1.0
+        assert violated(provider) == {"honours_retry_after"}
