@@ -43,9 +43,12 @@ class HttpRequest:
 
     @property
     def bearer(self) -> str | None:
-        value = self.headers.get("authorization", "")
-        scheme, _, token = value.partition(" ")
-        return token.strip() or None if scheme.lower() == "bearer" else None
+        return self.token("bearer")
+
+    def token(self, *schemes: str) -> str | None:
+        """The ``Authorization`` credential when its scheme is one of ``schemes`` (lower case)."""
+        scheme, _, token = self.headers.get("authorization", "").partition(" ")
+        return token.strip() or None if scheme.lower() in schemes else None
 
 
 @dataclass(frozen=True)

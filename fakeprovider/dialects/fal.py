@@ -44,10 +44,7 @@ class FalDialect(Dialect):
         return _common.uuid_id(seed, number, self.name)
 
     def credential(self, http: HttpRequest) -> str | None:
-        scheme, _, token = http.headers.get("authorization", "").partition(" ")
-        if scheme.lower() in ("key", "bearer") and token.strip():
-            return token.strip()
-        return None
+        return http.token("key", "bearer")
 
     def match(self, method: str, path: str) -> tuple[Route, dict[str, str]] | None:
         found = _FILE.match(path)

@@ -52,10 +52,7 @@ class ReplicateDialect(Dialect):
         return base64.b32encode(raw).decode().lower().rstrip("=")[:26]
 
     def credential(self, http: HttpRequest) -> str | None:
-        scheme, _, token = http.headers.get("authorization", "").partition(" ")
-        if scheme.lower() in ("bearer", "token") and token.strip():
-            return token.strip()
-        return None
+        return http.token("bearer", "token")
 
     def parse_route(
         self, route: Route, params: dict[str, str], http: HttpRequest, common: dict[str, Any]
