@@ -1,4 +1,4 @@
-"""Helpers the provider dialects share: timestamps, ids, file URLs, request problems, multipart."""
+"""Helpers the provider dialects share: timestamps, ids, file URLs, multipart."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import math
 from datetime import UTC, datetime
 from typing import Any
 
-from ..engine import JobView, Request, RequestKind
+from ..engine import JobView
 from .base import HttpRequest, Route
 
 #: Where provider dialects serve a job's video when the provider would hand out a CDN URL
@@ -42,28 +42,6 @@ def file_url(http: HttpRequest, job: JobView) -> str:
     if job.result is not None and job.result.url:
         return job.result.url
     return f"{http.base_url}/files/{job.id}.mp4"
-
-
-def problem(
-    kind: RequestKind,
-    common: dict[str, Any],
-    status: int,
-    code: str,
-    message: str,
-    *,
-    job_id: str | None = None,
-    body: dict[str, Any] | None = None,
-) -> Request:
-    """A request the dialect refuses: the engine journals it and answers ``status``."""
-    return Request(
-        kind=kind,
-        job_id=job_id,
-        body=body,
-        problem=message,
-        problem_status=status,
-        problem_code=code,
-        **common,
-    )
 
 
 def media_type(http: HttpRequest) -> str:

@@ -75,11 +75,7 @@ class FalDialect(Dialect):
     ) -> Request:
         if route.kind != "submit":
             return Request(kind=route.kind, job_id=params.get("job_id"), **common)
-        body, failure = read_json_object(http)
-        if failure is not None:
-            status, code, message = failure
-            return _common.problem("submit", common, status, code, message)
-        assert body is not None
+        body = read_json_object(http)
         neutral = dict(body)
         neutral.setdefault("model", params["app"])
         return Request(

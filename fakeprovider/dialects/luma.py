@@ -14,7 +14,15 @@ from typing import Any
 
 from ..engine import ApiError, JobView, Reply, Request
 from . import _common
-from .base import Dialect, HttpRequest, HttpResponse, Route, json_response, read_json_object
+from .base import (
+    BadRequest,
+    Dialect,
+    HttpRequest,
+    HttpResponse,
+    Route,
+    json_response,
+    read_json_object,
+)
 
 PREFIX = "/dream-machine/v1"
 
@@ -49,14 +57,10 @@ class LumaDialect(Dialect):
     ) -> Request:
         if route.kind != "submit":
             return Request(kind=route.kind, job_id=params.get("job_id"), **common)
-        body, failure = read_json_object(http)
-        if failure is not None:
-            status, code, message = failure
-            return _common.problem("submit", common, status, code, message)
-        assert body is not None
+        body = read_json_object(http)
         why = self._invalid(body)
         if why is not None:
-            return _common.problem("submit", common, 400, "invalid_request", why, body=body)
+            raise BadRequest(400, "invalid_request", why, body=body)
         return Request(kind="submit", body=body, callback_url=body.get("callback_url"), **common)
 
     @staticmethod

@@ -20,7 +20,15 @@ from typing import Any
 
 from ..engine import ApiError, JobView, Reply, Request
 from . import _common
-from .base import Dialect, HttpRequest, HttpResponse, Route, json_response, read_json_object
+from .base import (
+    BadRequest,
+    Dialect,
+    HttpRequest,
+    HttpResponse,
+    Route,
+    json_response,
+    read_json_object,
+)
 
 _STATUS = {
     "queued": "starting",
@@ -59,11 +67,7 @@ class ReplicateDialect(Dialect):
     ) -> Request:
         if route.kind != "submit":
             return Request(kind=route.kind, job_id=params.get("job_id"), **common)
-        body, failure = read_json_object(http)
-        if failure is not None:
-            status, code, message = failure
-            return _common.problem("submit", common, status, code, message)
-        assert body is not None
+        body = read_json_object(http)
         prefer = http.headers.get("prefer")
         if prefer is not None:
             found = _PREFER.match(prefer)
@@ -72,10 +76,10 @@ class ReplicateDialect(Dialect):
                     f"Invalid Prefer header {prefer!r}; "
                     "send 'wait' or 'wait=N' with N from 1 to 60."
                 )
-                return _common.problem("submit", common, 400, "invalid_prefer", message, body=body)
+                raise BadRequest(400, "invalid_prefer", message, body=body)
         why = self._invalid(route.template, body)
         if why is not None:
-            return _common.problem("submit", common, 422, "invalid_fields", why, body=body)
+            raise BadRequest(422, "invalid_fields", why, body=body)
         neutral = dict(body)
         if "owner" in params:
             neutral.setdefault("model", f"{params['owner']}/{params['model']}")
