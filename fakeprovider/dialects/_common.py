@@ -9,8 +9,8 @@ import math
 from datetime import UTC, datetime
 from typing import Any
 
-from ..engine import JobView
-from .base import HttpRequest, Route
+from ..engine import JobView, Reply
+from .base import HttpRequest, HttpResponse, Route
 
 #: Where provider dialects serve a job's video when the provider would hand out a CDN URL
 #: (Runway ``output``, Replicate ``output``, fal ``video.url``, Luma ``assets.video``).
@@ -42,6 +42,22 @@ def file_url(http: HttpRequest, job: JobView) -> str:
     if job.result is not None and job.result.url:
         return job.result.url
     return f"{http.base_url}/files/{job.id}.mp4"
+
+
+def cancel_after_end(reply: Reply) -> bool:
+    """Whether ``reply`` refuses a cancel because the job had already ended.
+
+    Providers that delete finished jobs, or that ignore a late cancel, answer it as a success.
+    """
+    return (
+        reply.request.kind == "cancel"
+        and reply.error is not None
+        and reply.error.code == "job_already_terminal"
+    )
+
+
+def no_content(reply: Reply) -> HttpResponse:
+    return HttpResponse(204, b"", None, reply.headers)
 
 
 def media_type(http: HttpRequest) -> str:

@@ -117,6 +117,12 @@ def json_response(
     return HttpResponse(status, body, "application/json", tuple(headers))
 
 
+def video_response(reply: Reply, headers: Sequence[tuple[str, str]] = ()) -> HttpResponse:
+    """A job's video (the reply's content), with ``headers`` after the reply's own."""
+    assert reply.content is not None
+    return HttpResponse(200, reply.content, "video/mp4", (*reply.headers, *headers))
+
+
 class Dialect:
     """Base class: routing, common parsing, and the generic error rendering."""
 

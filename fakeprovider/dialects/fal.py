@@ -19,7 +19,15 @@ from typing import Any
 
 from ..engine import ApiError, JobView, Reply, Request, RequestKind
 from . import _common
-from .base import Dialect, HttpRequest, HttpResponse, Route, json_response, read_json_object
+from .base import (
+    Dialect,
+    HttpRequest,
+    HttpResponse,
+    Route,
+    json_response,
+    read_json_object,
+    video_response,
+)
 
 _REQUEST = re.compile(
     r"^/(?P<app>[^/]+/[^/]+(?:/.+?)?)/requests/(?P<job_id>[^/]+)(?P<tail>/status|/cancel)?$"
@@ -105,7 +113,7 @@ class FalDialect(Dialect):
         if reply.error is not None:
             if kind == "content" and job is not None:
                 return self._no_result(job, reply)
-            if kind == "cancel" and reply.error.code == "job_already_terminal":
+            if _common.cancel_after_end(reply):
                 return json_response(400, {"status": "ALREADY_COMPLETED"}, reply.headers)
             return self.render_error(reply.status_code, reply.error, reply.headers)
         assert job is not None
@@ -118,7 +126,7 @@ class FalDialect(Dialect):
         if kind == "content":
             assert reply.content is not None
             if _FILE.match(reply.request.path):
-                return HttpResponse(200, reply.content, "video/mp4", reply.headers)
+                return video_response(reply)
             return json_response(200, self.result(job, http), reply.headers)
         with_logs = http.query.get("logs", "").lower() in ("true", "1")
         return json_response(

@@ -14,6 +14,7 @@ from .base import (
     Route,
     json_response,
     read_json_object,
+    video_response,
 )
 
 
@@ -63,12 +64,8 @@ class GenericDialect(Dialect):
         job = reply.job
         assert job is not None
         if kind == "content":
-            assert reply.content is not None
-            headers = (
-                *reply.headers,
-                ("Content-Disposition", f'attachment; filename="{job.id}.mp4"'),
-            )
-            return HttpResponse(200, reply.content, "video/mp4", headers)
+            disposition = ("Content-Disposition", f'attachment; filename="{job.id}.mp4"')
+            return video_response(reply, [disposition])
         if kind == "submit":
             payload = {
                 "job_id": job.id,

@@ -135,11 +135,7 @@ class GoogleVeoDialect(Dialect):
             return self.render_scripted(reply)
         job = reply.job
         kind = reply.request.kind
-        if (
-            kind == "cancel"
-            and reply.error is not None
-            and reply.error.code == "job_already_terminal"
-        ):
+        if _common.cancel_after_end(reply):
             return json_response(200, {}, reply.headers)
         if reply.error is not None:
             return self.render_error(reply.status_code, reply.error, reply.headers)

@@ -22,6 +22,7 @@ from .base import (
     Route,
     json_response,
     read_json_object,
+    video_response,
 )
 
 PREFIX = "/dream-machine/v1"
@@ -84,22 +85,17 @@ class LumaDialect(Dialect):
             return self.render_scripted(reply)
         kind = reply.request.kind
         job = reply.job
-        if (
-            kind == "cancel"
-            and reply.error is not None
-            and reply.error.code == "job_already_terminal"
-        ):
-            return HttpResponse(204, b"", None, reply.headers)
+        if _common.cancel_after_end(reply):
+            return _common.no_content(reply)
         if reply.error is not None:
             return self.render_error(reply.status_code, reply.error, reply.headers)
         if kind == "list":
             return self._list(reply, http)
         assert job is not None
         if kind == "cancel":
-            return HttpResponse(204, b"", None, reply.headers)
+            return _common.no_content(reply)
         if kind == "content":
-            assert reply.content is not None
-            return HttpResponse(200, reply.content, "video/mp4", reply.headers)
+            return video_response(reply)
         return json_response(
             201 if kind == "submit" else 200, self.generation(job, http), reply.headers
         )

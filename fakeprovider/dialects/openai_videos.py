@@ -23,6 +23,7 @@ from .base import (
     Route,
     json_response,
     read_json_object,
+    video_response,
 )
 
 _STATUS = {
@@ -114,8 +115,7 @@ class OpenAIVideosDialect(Dialect):
             return self.render_scripted(reply)
         kind = reply.request.kind
         job = reply.job
-        terminal = reply.error is not None and reply.error.code == "job_already_terminal"
-        if kind == "cancel" and job is not None and terminal:
+        if job is not None and _common.cancel_after_end(reply):
             return self._deleted(job, reply)
         if reply.error is not None:
             return self.render_error(reply.status_code, reply.error, reply.headers)
@@ -123,8 +123,7 @@ class OpenAIVideosDialect(Dialect):
             return self._list(reply, http)
         assert job is not None
         if kind == "content":
-            assert reply.content is not None
-            return HttpResponse(200, reply.content, "video/mp4", reply.headers)
+            return video_response(reply)
         if kind == "cancel":
             return self._deleted(job, reply)
         headers = reply.headers  # status and create answers both carry the hint

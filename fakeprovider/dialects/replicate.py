@@ -28,6 +28,7 @@ from .base import (
     Route,
     json_response,
     read_json_object,
+    video_response,
 )
 
 _STATUS = {
@@ -115,12 +116,7 @@ class ReplicateDialect(Dialect):
             return self.render_scripted(reply)
         kind = reply.request.kind
         job = reply.job
-        if (
-            kind == "cancel"
-            and job is not None
-            and reply.error is not None
-            and reply.error.code == "job_already_terminal"
-        ):
+        if job is not None and _common.cancel_after_end(reply):
             return json_response(200, self.prediction(job, http), reply.headers)
         if reply.error is not None:
             return self.render_error(reply.status_code, reply.error, reply.headers)
@@ -130,8 +126,7 @@ class ReplicateDialect(Dialect):
             return json_response(200, payload, reply.headers)
         assert job is not None
         if kind == "content":
-            assert reply.content is not None
-            return HttpResponse(200, reply.content, "video/mp4", reply.headers)
+            return video_response(reply)
         prediction = self.prediction(job, http)
         if kind == "submit":
             if not job.done:

@@ -21,6 +21,7 @@ from .base import (
     Route,
     json_response,
     read_json_object,
+    video_response,
 )
 
 API_VERSION = "2024-11-06"
@@ -110,20 +111,15 @@ class RunwayDialect(Dialect):
             return self.render_scripted(reply)
         kind = reply.request.kind
         job = reply.job
-        if (
-            kind == "cancel"
-            and reply.error is not None
-            and reply.error.code == "job_already_terminal"
-        ):
-            return HttpResponse(204, b"", None, reply.headers)
+        if _common.cancel_after_end(reply):
+            return _common.no_content(reply)
         if reply.error is not None:
             return self.render_error(reply.status_code, reply.error, reply.headers)
         assert job is not None
         if kind == "cancel":
-            return HttpResponse(204, b"", None, reply.headers)
+            return _common.no_content(reply)
         if kind == "content":
-            assert reply.content is not None
-            return HttpResponse(200, reply.content, "video/mp4", reply.headers)
+            return video_response(reply)
         if kind == "submit":
             payload = {"id": job.id, "estimatedCost": {"credits": self._credits(job)}}
             return json_response(200, payload, reply.headers)
