@@ -1,4 +1,4 @@
-"""Helpers the provider dialects share: timestamps, ids, file URLs, request problems, multipart."""
+"""Helpers the provider dialects share: timestamps, ids, file URLs, multipart."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import math
 from datetime import UTC, datetime
 from typing import Any
 
-from ..engine import JobView, Request, RequestKind
-from .base import HttpRequest, Route
+from ..engine import JobView, Reply
+from .base import HttpRequest, HttpResponse, Route
 
 #: Where provider dialects serve a job's video when the provider would hand out a CDN URL
 #: (Runway ``output``, Replicate ``output``, fal ``video.url``, Luma ``assets.video``).
@@ -44,26 +44,20 @@ def file_url(http: HttpRequest, job: JobView) -> str:
     return f"{http.base_url}/files/{job.id}.mp4"
 
 
-def problem(
-    kind: RequestKind,
-    common: dict[str, Any],
-    status: int,
-    code: str,
-    message: str,
-    *,
-    job_id: str | None = None,
-    body: dict[str, Any] | None = None,
-) -> Request:
-    """A request the dialect refuses: the engine journals it and answers ``status``."""
-    return Request(
-        kind=kind,
-        job_id=job_id,
-        body=body,
-        problem=message,
-        problem_status=status,
-        problem_code=code,
-        **common,
+def cancel_after_end(reply: Reply) -> bool:
+    """Whether ``reply`` refuses a cancel because the job had already ended.
+
+    Providers that delete finished jobs, or that ignore a late cancel, answer it as a success.
+    """
+    return (
+        reply.request.kind == "cancel"
+        and reply.error is not None
+        and reply.error.code == "job_already_terminal"
     )
+
+
+def no_content(reply: Reply) -> HttpResponse:
+    return HttpResponse(204, b"", None, reply.headers)
 
 
 def media_type(http: HttpRequest) -> str:

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..engine import ApiError, Reply, Request, RequestKind
 
-__all__ = ["Dialect", "HttpRequest", "HttpResponse", "Route"]
+__all__ = ["BadRequest", "Dialect", "HttpRequest", "HttpResponse", "Route"]
 
 
 @dataclass(frozen=True)
@@ -43,9 +43,12 @@ class HttpRequest:
 
     @property
     def bearer(self) -> str | None:
-        value = self.headers.get("authorization", "")
-        scheme, _, token = value.partition(" ")
-        return token.strip() or None if scheme.lower() == "bearer" else None
+        return self.token("bearer")
+
+    def token(self, *schemes: str) -> str | None:
+        """The ``Authorization`` credential when its scheme is one of ``schemes`` (lower case)."""
+        scheme, _, token = self.headers.get("authorization", "").partition(" ")
+        return token.strip() or None if scheme.lower() in schemes else None
 
 
 @dataclass(frozen=True)
@@ -68,11 +71,56 @@ class Route:
         object.__setattr__(self, "pattern", re.compile(f"^{regex}$"))
 
 
+class BadRequest(Exception):
+    """A request the dialect refuses: raised while parsing, journaled by ``Dialect.parse``.
+
+    The engine answers ``status`` with ``code`` and ``message``. The journaled request has the
+    route's kind and job id unless ``kind`` or ``job_id`` say otherwise, and ``body`` when the
+    body was read before it was refused.
+    """
+
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        message: str,
+        *,
+        body: dict[str, Any] | None = None,
+        job_id: str | None = None,
+        kind: RequestKind | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.body = body
+        self.job_id = job_id
+        self.kind = kind
+
+    def request(self, kind: RequestKind, job_id: str | None, common: dict[str, Any]) -> Request:
+        """The engine request that carries this refusal (``kind``/``job_id`` are the route's)."""
+        return Request(
+            kind=self.kind or kind,
+            job_id=self.job_id if self.job_id is not None else job_id,
+            body=self.body,
+            problem=self.message,
+            problem_status=self.status,
+            problem_code=self.code,
+            **common,
+        )
+
+
 def json_response(
     status: int, payload: Any, headers: Sequence[tuple[str, str]] = ()
 ) -> HttpResponse:
     body = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
     return HttpResponse(status, body, "application/json", tuple(headers))
+
+
+def video_response(reply: Reply, headers: Sequence[tuple[str, str]] = ()) -> HttpResponse:
+    """A job's video (the reply's content), with ``headers`` after the reply's own."""
+    assert reply.content is not None
+    return HttpResponse(200, reply.content, "video/mp4", (*reply.headers, *headers))
 
 
 class Dialect:
@@ -117,25 +165,18 @@ class Dialect:
         if found is None:
             allowed = self.allowed_methods(http.path)
             if allowed:
-                return Request(
-                    kind="unknown",
-                    problem=f"{http.method} is not allowed here; use {', '.join(allowed)}.",
-                    problem_status=405,
-                    problem_code="method_not_allowed",
-                    **common,
-                )
+                message = f"{http.method} is not allowed here; use {', '.join(allowed)}."
+                refused = BadRequest(405, "method_not_allowed", message)
+                return refused.request("unknown", None, common)
             return Request(kind="unknown", **common)
         route, params = found
-        if http.too_large is not None:
-            return Request(
-                kind=route.kind,
-                job_id=params.get("job_id"),
-                problem=f"Request bodies are limited to {http.too_large} bytes.",
-                problem_status=413,
-                problem_code="payload_too_large",
-                **common,
-            )
-        return self.parse_route(route, params, http, common)
+        try:
+            if http.too_large is not None:
+                message = f"Request bodies are limited to {http.too_large} bytes."
+                raise BadRequest(413, "payload_too_large", message)
+            return self.parse_route(route, params, http, common)
+        except BadRequest as refused:
+            return refused.request(route.kind, params.get("job_id"), common)
 
     def credential(self, http: HttpRequest) -> str | None:
         return http.bearer
@@ -143,6 +184,7 @@ class Dialect:
     def parse_route(
         self, route: Route, params: dict[str, str], http: HttpRequest, common: dict[str, Any]
     ) -> Request:
+        """The engine request for a matched route; raise ``BadRequest`` to refuse it."""
         raise NotImplementedError
 
     def render(self, reply: Reply, http: HttpRequest) -> HttpResponse:
@@ -171,22 +213,18 @@ class Dialect:
         return json_response(reply.status_code, fault.body, reply.headers)
 
 
-def read_json_object(
-    http: HttpRequest,
-) -> tuple[dict[str, Any] | None, tuple[int, str, str] | None]:
-    """The body as a JSON object, or (status, code, message) saying why it is not one."""
+def read_json_object(http: HttpRequest) -> dict[str, Any]:
+    """The body as a JSON object; ``BadRequest`` (415 or 400) saying why it is not one."""
     ctype = http.headers.get("content-type", "").split(";")[0].strip().lower()
     if ctype != "application/json" and not ctype.endswith("+json"):
         shown = ctype or "none"
-        return None, (
-            415,
-            "unsupported_media_type",
-            f"Send the body as application/json (got {shown}).",
+        raise BadRequest(
+            415, "unsupported_media_type", f"Send the body as application/json (got {shown})."
         )
     try:
         data = json.loads(http.body or b"null")
     except (ValueError, UnicodeDecodeError) as exc:
-        return None, (400, "invalid_json", f"The body is not valid JSON: {exc}.")
+        raise BadRequest(400, "invalid_json", f"The body is not valid JSON: {exc}.") from None
     if not isinstance(data, dict):
-        return None, (400, "invalid_json", "The body must be a JSON object.")
-    return data, None
+        raise BadRequest(400, "invalid_json", "The body must be a JSON object.")
+    return data

@@ -19,7 +19,15 @@ from typing import Any
 
 from ..engine import ApiError, JobView, Reply, Request, RequestKind
 from . import _common
-from .base import Dialect, HttpRequest, HttpResponse, Route, json_response, read_json_object
+from .base import (
+    Dialect,
+    HttpRequest,
+    HttpResponse,
+    Route,
+    json_response,
+    read_json_object,
+    video_response,
+)
 
 _REQUEST = re.compile(
     r"^/(?P<app>[^/]+/[^/]+(?:/.+?)?)/requests/(?P<job_id>[^/]+)(?P<tail>/status|/cancel)?$"
@@ -44,10 +52,7 @@ class FalDialect(Dialect):
         return _common.uuid_id(seed, number, self.name)
 
     def credential(self, http: HttpRequest) -> str | None:
-        scheme, _, token = http.headers.get("authorization", "").partition(" ")
-        if scheme.lower() in ("key", "bearer") and token.strip():
-            return token.strip()
-        return None
+        return http.token("key", "bearer")
 
     def match(self, method: str, path: str) -> tuple[Route, dict[str, str]] | None:
         found = _FILE.match(path)
@@ -78,11 +83,7 @@ class FalDialect(Dialect):
     ) -> Request:
         if route.kind != "submit":
             return Request(kind=route.kind, job_id=params.get("job_id"), **common)
-        body, failure = read_json_object(http)
-        if failure is not None:
-            status, code, message = failure
-            return _common.problem("submit", common, status, code, message)
-        assert body is not None
+        body = read_json_object(http)
         neutral = dict(body)
         neutral.setdefault("model", params["app"])
         return Request(
@@ -112,7 +113,7 @@ class FalDialect(Dialect):
         if reply.error is not None:
             if kind == "content" and job is not None:
                 return self._no_result(job, reply)
-            if kind == "cancel" and reply.error.code == "job_already_terminal":
+            if _common.cancel_after_end(reply):
                 return json_response(400, {"status": "ALREADY_COMPLETED"}, reply.headers)
             return self.render_error(reply.status_code, reply.error, reply.headers)
         assert job is not None
@@ -125,7 +126,7 @@ class FalDialect(Dialect):
         if kind == "content":
             assert reply.content is not None
             if _FILE.match(reply.request.path):
-                return HttpResponse(200, reply.content, "video/mp4", reply.headers)
+                return video_response(reply)
             return json_response(200, self.result(job, http), reply.headers)
         with_logs = http.query.get("logs", "").lower() in ("true", "1")
         return json_response(

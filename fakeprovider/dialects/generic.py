@@ -6,7 +6,16 @@ import math
 from typing import Any
 
 from ..engine import JobView, Reply, Request
-from .base import Dialect, HttpRequest, HttpResponse, Route, json_response, read_json_object
+from .base import (
+    BadRequest,
+    Dialect,
+    HttpRequest,
+    HttpResponse,
+    Route,
+    json_response,
+    read_json_object,
+    video_response,
+)
 
 
 def _seconds(value: float | None) -> float | None:
@@ -33,27 +42,12 @@ class GenericDialect(Dialect):
     ) -> Request:
         if route.kind != "submit":
             return Request(kind=route.kind, job_id=params.get("job_id"), **common)
-        body, problem = read_json_object(http)
-        if problem is None and body is not None:
-            if not isinstance(body.get("prompt"), str) or not body["prompt"].strip():
-                problem = (
-                    422,
-                    "invalid_request",
-                    "'prompt' is required and must be a non-empty string.",
-                )
-            elif "callback_url" in body and not isinstance(body["callback_url"], str):
-                problem = (422, "invalid_request", "'callback_url' must be a string.")
-        if problem is not None:
-            status, code, message = problem
-            return Request(
-                kind="submit",
-                body=body,
-                problem=message,
-                problem_status=status,
-                problem_code=code,
-                **common,
-            )
-        assert body is not None
+        body = read_json_object(http)
+        if not isinstance(body.get("prompt"), str) or not body["prompt"].strip():
+            message = "'prompt' is required and must be a non-empty string."
+            raise BadRequest(422, "invalid_request", message, body=body)
+        if "callback_url" in body and not isinstance(body["callback_url"], str):
+            raise BadRequest(422, "invalid_request", "'callback_url' must be a string.", body=body)
         callback = body.get("callback_url")
         return Request(kind="submit", body=body, callback_url=callback, **common)
 
@@ -70,12 +64,8 @@ class GenericDialect(Dialect):
         job = reply.job
         assert job is not None
         if kind == "content":
-            assert reply.content is not None
-            headers = (
-                *reply.headers,
-                ("Content-Disposition", f'attachment; filename="{job.id}.mp4"'),
-            )
-            return HttpResponse(200, reply.content, "video/mp4", headers)
+            disposition = ("Content-Disposition", f'attachment; filename="{job.id}.mp4"')
+            return video_response(reply, [disposition])
         if kind == "submit":
             payload = {
                 "job_id": job.id,

@@ -20,7 +20,15 @@ from typing import Any
 
 from ..engine import ApiError, JobView, Reply, Request, video_bytes
 from . import _common
-from .base import Dialect, HttpRequest, HttpResponse, Route, json_response, read_json_object
+from .base import (
+    BadRequest,
+    Dialect,
+    HttpRequest,
+    HttpResponse,
+    Route,
+    json_response,
+    read_json_object,
+)
 
 _MODEL = r"(?:projects/[^/]+/locations/[^/]+/)?publishers/[^/]+/models/[^/:]+"
 _CREATE = re.compile(rf"^/v1beta1/(?P<resource>{_MODEL}):predictLongRunning$")
@@ -85,11 +93,7 @@ class GoogleVeoDialect(Dialect):
     ) -> Request:
         if route.kind == "cancel":
             return Request(kind="cancel", job_id=params["job_id"], **common)
-        body, failure = read_json_object(http)
-        if failure is not None:
-            status, code, message = failure
-            return _common.problem(route.kind, common, status, code, message)
-        assert body is not None
+        body = read_json_object(http)
         if route.kind == "status":
             name = body.get("operationName")
             if not isinstance(name, str) or "/operations/" not in name:
@@ -97,29 +101,27 @@ class GoogleVeoDialect(Dialect):
                     "'operationName' is required: the name of the operation that "
                     "predictLongRunning returned."
                 )
-                return _common.problem("status", common, 400, "invalid_argument", message)
+                raise BadRequest(400, "invalid_argument", message)
             resource, _, job_id = name.rpartition("/operations/")
             if not resource.endswith(params["resource"]) and not params["resource"].endswith(
                 resource
             ):
                 message = f"Operation {name!r} does not belong to {params['resource']!r}."
-                return _common.problem(
-                    "status", common, 400, "invalid_argument", message, job_id=job_id
-                )
+                raise BadRequest(400, "invalid_argument", message, job_id=job_id)
             return Request(kind="status", job_id=job_id, **common)
         instances = body.get("instances")
         first = instances[0] if isinstance(instances, list) and instances else None
         if not isinstance(first, dict):
             message = "'instances' is required: a list with one object holding 'prompt' or 'image'."
-            return _common.problem("submit", common, 400, "invalid_argument", message, body=body)
+            raise BadRequest(400, "invalid_argument", message, body=body)
         prompt = first.get("prompt")
         if not (isinstance(prompt, str) and prompt.strip()) and "image" not in first:
             message = "instances[0] needs a non-empty 'prompt' or an 'image'."
-            return _common.problem("submit", common, 400, "invalid_argument", message, body=body)
+            raise BadRequest(400, "invalid_argument", message, body=body)
         parameters = body.get("parameters", {})
         if not isinstance(parameters, dict):
             message = "'parameters' must be an object."
-            return _common.problem("submit", common, 400, "invalid_argument", message, body=body)
+            raise BadRequest(400, "invalid_argument", message, body=body)
         neutral = dict(body)
         neutral.setdefault("model", params["resource"])
         if isinstance(prompt, str):
@@ -133,11 +135,7 @@ class GoogleVeoDialect(Dialect):
             return self.render_scripted(reply)
         job = reply.job
         kind = reply.request.kind
-        if (
-            kind == "cancel"
-            and reply.error is not None
-            and reply.error.code == "job_already_terminal"
-        ):
+        if _common.cancel_after_end(reply):
             return json_response(200, {}, reply.headers)
         if reply.error is not None:
             return self.render_error(reply.status_code, reply.error, reply.headers)

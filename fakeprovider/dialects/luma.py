@@ -14,7 +14,16 @@ from typing import Any
 
 from ..engine import ApiError, JobView, Reply, Request
 from . import _common
-from .base import Dialect, HttpRequest, HttpResponse, Route, json_response, read_json_object
+from .base import (
+    BadRequest,
+    Dialect,
+    HttpRequest,
+    HttpResponse,
+    Route,
+    json_response,
+    read_json_object,
+    video_response,
+)
 
 PREFIX = "/dream-machine/v1"
 
@@ -49,14 +58,10 @@ class LumaDialect(Dialect):
     ) -> Request:
         if route.kind != "submit":
             return Request(kind=route.kind, job_id=params.get("job_id"), **common)
-        body, failure = read_json_object(http)
-        if failure is not None:
-            status, code, message = failure
-            return _common.problem("submit", common, status, code, message)
-        assert body is not None
+        body = read_json_object(http)
         why = self._invalid(body)
         if why is not None:
-            return _common.problem("submit", common, 400, "invalid_request", why, body=body)
+            raise BadRequest(400, "invalid_request", why, body=body)
         return Request(kind="submit", body=body, callback_url=body.get("callback_url"), **common)
 
     @staticmethod
@@ -80,22 +85,17 @@ class LumaDialect(Dialect):
             return self.render_scripted(reply)
         kind = reply.request.kind
         job = reply.job
-        if (
-            kind == "cancel"
-            and reply.error is not None
-            and reply.error.code == "job_already_terminal"
-        ):
-            return HttpResponse(204, b"", None, reply.headers)
+        if _common.cancel_after_end(reply):
+            return _common.no_content(reply)
         if reply.error is not None:
             return self.render_error(reply.status_code, reply.error, reply.headers)
         if kind == "list":
             return self._list(reply, http)
         assert job is not None
         if kind == "cancel":
-            return HttpResponse(204, b"", None, reply.headers)
+            return _common.no_content(reply)
         if kind == "content":
-            assert reply.content is not None
-            return HttpResponse(200, reply.content, "video/mp4", reply.headers)
+            return video_response(reply)
         return json_response(
             201 if kind == "submit" else 200, self.generation(job, http), reply.headers
         )

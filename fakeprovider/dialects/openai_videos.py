@@ -15,7 +15,16 @@ from typing import Any
 
 from ..engine import ApiError, JobView, Reply, Request
 from . import _common
-from .base import Dialect, HttpRequest, HttpResponse, Route, json_response, read_json_object
+from .base import (
+    BadRequest,
+    Dialect,
+    HttpRequest,
+    HttpResponse,
+    Route,
+    json_response,
+    read_json_object,
+    video_response,
+)
 
 _STATUS = {
     "queued": "queued",
@@ -28,6 +37,10 @@ _STATUS = {
 _SECONDS = ("4", "8", "12")
 _SIZES = ("720x1280", "1280x720", "1024x1792", "1792x1024")
 _VARIANTS = ("video", "thumbnail", "spritesheet")
+
+
+def _invalid_value(message: str, body: dict[str, Any] | None = None) -> BadRequest:
+    return BadRequest(400, "invalid_value", message, body=body)
 
 
 def _error_type(status: int) -> str:
@@ -59,45 +72,41 @@ class OpenAIVideosDialect(Dialect):
             variant = http.query.get("variant", "video")
             if variant not in _VARIANTS:
                 message = f"Invalid variant {variant!r}; expected one of {', '.join(_VARIANTS)}."
-                return _common.problem(
-                    "content", common, 400, "invalid_value", message, job_id=job_id
-                )
+                raise BadRequest(400, "invalid_value", message)
             if variant != "video":
                 message = f"fakeprovider serves only variant='video' (got {variant!r})."
-                return _common.problem(
-                    "content", common, 400, "unsupported_variant", message, job_id=job_id
-                )
+                raise BadRequest(400, "unsupported_variant", message)
         if route.kind != "submit":
             return Request(kind=route.kind, job_id=job_id, **common)
-        body, why = self._create_body(http)
-        if why is not None:
-            return _common.problem("submit", common, 400, "invalid_value", why, body=body)
-        assert body is not None
-        return Request(kind="submit", body=body, **common)
+        return Request(kind="submit", body=self._create_body(http), **common)
 
-    def _create_body(self, http: HttpRequest) -> tuple[dict[str, Any] | None, str | None]:
+    def _create_body(self, http: HttpRequest) -> dict[str, Any]:
+        """The create's fields; every refusal is a 400 ``invalid_value``."""
         ctype = _common.media_type(http)
         if ctype == "multipart/form-data":
             body = _common.read_multipart(http)
             if body is None:
-                return None, "The multipart/form-data body could not be parsed."
+                raise _invalid_value("The multipart/form-data body could not be parsed.")
         elif ctype == "application/json":
-            body, failure = read_json_object(http)
-            if failure is not None:
-                return None, failure[2]
+            try:
+                body = read_json_object(http)
+            except BadRequest as refused:
+                raise _invalid_value(refused.message) from None
         else:
             shown = ctype or "none"
-            return None, f"Send the body as multipart/form-data or application/json (got {shown})."
-        assert body is not None
+            raise _invalid_value(
+                f"Send the body as multipart/form-data or application/json (got {shown})."
+            )
         prompt = body.get("prompt")
         if not isinstance(prompt, str) or not prompt.strip():
-            return body, "'prompt' is required and must be a non-empty string."
+            raise _invalid_value("'prompt' is required and must be a non-empty string.", body)
         for key, allowed in (("seconds", _SECONDS), ("size", _SIZES)):
             if key in body and str(body[key]) not in allowed:
-                return body, f"Invalid '{key}' {body[key]!r}; expected one of {', '.join(allowed)}."
+                message = f"Invalid '{key}' {body[key]!r}; expected one of {', '.join(allowed)}."
+                raise _invalid_value(message, body)
         if "model" in body and not isinstance(body["model"], str):
-            return body, "'model' must be a string."
-        return body, None
+            raise _invalid_value("'model' must be a string.", body)
+        return body
 
     # -- rendering ------------------------------------------------------------------------
 
@@ -106,8 +115,7 @@ class OpenAIVideosDialect(Dialect):
             return self.render_scripted(reply)
         kind = reply.request.kind
         job = reply.job
-        terminal = reply.error is not None and reply.error.code == "job_already_terminal"
-        if kind == "cancel" and job is not None and terminal:
+        if job is not None and _common.cancel_after_end(reply):
             return self._deleted(job, reply)
         if reply.error is not None:
             return self.render_error(reply.status_code, reply.error, reply.headers)
@@ -115,8 +123,7 @@ class OpenAIVideosDialect(Dialect):
             return self._list(reply, http)
         assert job is not None
         if kind == "content":
-            assert reply.content is not None
-            return HttpResponse(200, reply.content, "video/mp4", reply.headers)
+            return video_response(reply)
         if kind == "cancel":
             return self._deleted(job, reply)
         headers = reply.headers  # status and create answers both carry the hint

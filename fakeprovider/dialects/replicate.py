@@ -20,7 +20,16 @@ from typing import Any
 
 from ..engine import ApiError, JobView, Reply, Request
 from . import _common
-from .base import Dialect, HttpRequest, HttpResponse, Route, json_response, read_json_object
+from .base import (
+    BadRequest,
+    Dialect,
+    HttpRequest,
+    HttpResponse,
+    Route,
+    json_response,
+    read_json_object,
+    video_response,
+)
 
 _STATUS = {
     "queued": "starting",
@@ -52,21 +61,14 @@ class ReplicateDialect(Dialect):
         return base64.b32encode(raw).decode().lower().rstrip("=")[:26]
 
     def credential(self, http: HttpRequest) -> str | None:
-        scheme, _, token = http.headers.get("authorization", "").partition(" ")
-        if scheme.lower() in ("bearer", "token") and token.strip():
-            return token.strip()
-        return None
+        return http.token("bearer", "token")
 
     def parse_route(
         self, route: Route, params: dict[str, str], http: HttpRequest, common: dict[str, Any]
     ) -> Request:
         if route.kind != "submit":
             return Request(kind=route.kind, job_id=params.get("job_id"), **common)
-        body, failure = read_json_object(http)
-        if failure is not None:
-            status, code, message = failure
-            return _common.problem("submit", common, status, code, message)
-        assert body is not None
+        body = read_json_object(http)
         prefer = http.headers.get("prefer")
         if prefer is not None:
             found = _PREFER.match(prefer)
@@ -75,10 +77,10 @@ class ReplicateDialect(Dialect):
                     f"Invalid Prefer header {prefer!r}; "
                     "send 'wait' or 'wait=N' with N from 1 to 60."
                 )
-                return _common.problem("submit", common, 400, "invalid_prefer", message, body=body)
+                raise BadRequest(400, "invalid_prefer", message, body=body)
         why = self._invalid(route.template, body)
         if why is not None:
-            return _common.problem("submit", common, 422, "invalid_fields", why, body=body)
+            raise BadRequest(422, "invalid_fields", why, body=body)
         neutral = dict(body)
         if "owner" in params:
             neutral.setdefault("model", f"{params['owner']}/{params['model']}")
@@ -114,12 +116,7 @@ class ReplicateDialect(Dialect):
             return self.render_scripted(reply)
         kind = reply.request.kind
         job = reply.job
-        if (
-            kind == "cancel"
-            and job is not None
-            and reply.error is not None
-            and reply.error.code == "job_already_terminal"
-        ):
+        if job is not None and _common.cancel_after_end(reply):
             return json_response(200, self.prediction(job, http), reply.headers)
         if reply.error is not None:
             return self.render_error(reply.status_code, reply.error, reply.headers)
@@ -129,8 +126,7 @@ class ReplicateDialect(Dialect):
             return json_response(200, payload, reply.headers)
         assert job is not None
         if kind == "content":
-            assert reply.content is not None
-            return HttpResponse(200, reply.content, "video/mp4", reply.headers)
+            return video_response(reply)
         prediction = self.prediction(job, http)
         if kind == "submit":
             if not job.done:

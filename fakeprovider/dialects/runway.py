@@ -13,7 +13,16 @@ from typing import Any
 
 from ..engine import ApiError, JobView, Reply, Request
 from . import _common
-from .base import Dialect, HttpRequest, HttpResponse, Route, json_response, read_json_object
+from .base import (
+    BadRequest,
+    Dialect,
+    HttpRequest,
+    HttpResponse,
+    Route,
+    json_response,
+    read_json_object,
+    video_response,
+)
 
 API_VERSION = "2024-11-06"
 
@@ -59,26 +68,18 @@ class RunwayDialect(Dialect):
                 message = (
                     f"Missing the X-Runway-Version header; send X-Runway-Version: {API_VERSION}."
                 )
-                return _common.problem(
-                    route.kind, common, 400, "missing_version", message, job_id=job_id
-                )
+                raise BadRequest(400, "missing_version", message)
             if version != API_VERSION:
                 message = (
                     f"Unsupported X-Runway-Version {version!r}; this API speaks {API_VERSION}."
                 )
-                return _common.problem(
-                    route.kind, common, 400, "bad_version", message, job_id=job_id
-                )
+                raise BadRequest(400, "bad_version", message)
         if route.kind != "submit":
             return Request(kind=route.kind, job_id=job_id, **common)
-        body, failure = read_json_object(http)
-        if failure is not None:
-            status, code, message = failure
-            return _common.problem("submit", common, status, code, message)
-        assert body is not None
+        body = read_json_object(http)
         why = self._invalid(route.template, body)
         if why is not None:
-            return _common.problem("submit", common, 400, "validation_failed", why, body=body)
+            raise BadRequest(400, "validation_failed", why, body=body)
         neutral = dict(body)
         prompt = body.get("promptText")
         if isinstance(prompt, str):
@@ -110,20 +111,15 @@ class RunwayDialect(Dialect):
             return self.render_scripted(reply)
         kind = reply.request.kind
         job = reply.job
-        if (
-            kind == "cancel"
-            and reply.error is not None
-            and reply.error.code == "job_already_terminal"
-        ):
-            return HttpResponse(204, b"", None, reply.headers)
+        if _common.cancel_after_end(reply):
+            return _common.no_content(reply)
         if reply.error is not None:
             return self.render_error(reply.status_code, reply.error, reply.headers)
         assert job is not None
         if kind == "cancel":
-            return HttpResponse(204, b"", None, reply.headers)
+            return _common.no_content(reply)
         if kind == "content":
-            assert reply.content is not None
-            return HttpResponse(200, reply.content, "video/mp4", reply.headers)
+            return video_response(reply)
         if kind == "submit":
             payload = {"id": job.id, "estimatedCost": {"credits": self._credits(job)}}
             return json_response(200, payload, reply.headers)

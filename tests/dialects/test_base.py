@@ -1,0 +1,91 @@
+"""The dialect base: ``BadRequest`` refusals become one problem request, built by ``parse``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from fakeprovider.dialects.base import (
+    BadRequest,
+    Dialect,
+    HttpRequest,
+    Route,
+    read_json_object,
+)
+from fakeprovider.engine import Request
+
+
+class _Refusing(Dialect):
+    """Refuses every request with the ``BadRequest`` its test hands it."""
+
+    routes = (Route("POST", "/jobs", "submit"), Route("GET", "/jobs/{job_id}", "status"))
+
+    def __init__(self, refusal: BadRequest | None = None) -> None:
+        self.refusal = refusal
+
+    def parse_route(
+        self, route: Route, params: dict[str, str], http: HttpRequest, common: dict[str, Any]
+    ) -> Request:
+        if self.refusal is not None:
+            raise self.refusal
+        return Request(kind=route.kind, job_id=params.get("job_id"), **common)
+
+
+def _json(body: bytes, ctype: str = "application/json") -> HttpRequest:
+    return HttpRequest("POST", "/jobs", headers={"content-type": ctype}, body=body)
+
+
+@pytest.mark.parametrize(
+    ("body", "ctype", "status", "code", "message"),
+    [
+        (b"{}", "text/plain", 415, "unsupported_media_type", "(got text/plain)."),
+        (b"{}", "", 415, "unsupported_media_type", "(got none)."),
+        (b"{", "application/json", 400, "invalid_json", "The body is not valid JSON: "),
+        (b"[1]", "application/json", 400, "invalid_json", "The body must be a JSON object."),
+        (b"", "application/json", 400, "invalid_json", "The body must be a JSON object."),
+    ],
+)
+def test_read_json_object_refuses(
+    body: bytes, ctype: str, status: int, code: str, message: str
+) -> None:
+    with pytest.raises(BadRequest) as refused:
+        read_json_object(_json(body, ctype))
+    assert (refused.value.status, refused.value.code) == (status, code)
+    assert message in refused.value.message
+    assert refused.value.body is None
+
+
+def test_read_json_object_accepts_json_suffixes() -> None:
+    assert read_json_object(_json(b'{"a": 1}', "application/merge-patch+json")) == {"a": 1}
+
+
+def test_refusal_takes_the_routes_kind_and_job_id() -> None:
+    dialect = _Refusing(BadRequest(409, "nope", "No.", body={"x": 1}))
+    request = dialect.parse(HttpRequest("GET", "/jobs/j1"))
+    assert (request.kind, request.job_id, request.body) == ("status", "j1", {"x": 1})
+    assert (request.problem_status, request.problem_code, request.problem) == (409, "nope", "No.")
+
+
+def test_refusal_can_override_kind_and_job_id() -> None:
+    dialect = _Refusing(BadRequest(400, "bad", "Bad.", kind="cancel", job_id="j2"))
+    request = dialect.parse(HttpRequest("GET", "/jobs/j1"))
+    assert (request.kind, request.job_id, request.body) == ("cancel", "j2", None)
+
+
+def test_too_large_and_wrong_method_are_refusals_too() -> None:
+    dialect = _Refusing()
+    large = dialect.parse(HttpRequest("POST", "/jobs", too_large=10))
+    assert (large.kind, large.problem_status, large.problem_code) == (
+        "submit",
+        413,
+        "payload_too_large",
+    )
+    assert large.problem == "Request bodies are limited to 10 bytes."
+    wrong = dialect.parse(HttpRequest("DELETE", "/jobs"))
+    assert (wrong.kind, wrong.problem_status, wrong.problem) == (
+        "unknown",
+        405,
+        "DELETE is not allowed here; use POST.",
+    )
+    assert dialect.parse(HttpRequest("GET", "/elsewhere")).problem is None
