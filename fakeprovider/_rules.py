@@ -399,6 +399,8 @@ def no_resubmission(entries: Sequence[Entry], limits: Limits) -> Iterator[Violat
                 continue
         jobs: dict[str, Entry] = {}
         for p in same:
+            if _same_key(p, s):
+                continue  # a retry under the same Idempotency-Key cannot make a second job
             if p.job_id is not None and p.job_id != s.job_id:
                 jobs.setdefault(p.job_id, p)
         for job_id, origin in jobs.items():
@@ -425,6 +427,14 @@ def no_resubmission(entries: Sequence[Entry], limits: Limits) -> Iterator[Violat
                 seqs = (origin.seq, s.seq)
             yield Violation("no_resubmission", job_id, seqs, message, s.client)
             break
+
+
+def _same_key(earlier: Entry, later: Entry) -> bool:
+    return (
+        later.idempotency_key is not None
+        and earlier.idempotency_key == later.idempotency_key
+        and earlier.credential == later.credential
+    )
 
 
 def no_retry_on_auth_error(entries: Sequence[Entry], limits: Limits) -> Iterator[Violation]:

@@ -786,7 +786,10 @@ class Engine:
             received_at=now,
             status_code=reply.status_code if reply.action == "respond" else None,
             job_status=shown,
-            retry_after=self.retry_after_record(reply.headers, reply.respond_at),
+            # a dropped answer's Retry-After never reached the client, so it binds nothing
+            retry_after=self.retry_after_record(reply.headers, reply.respond_at)
+            if reply.action == "respond"
+            else None,
             fault=reply.fault.name if reply.fault is not None else None,
             true_status=true_job.status if true_job is not None else None,
             status_since=true_job.since if true_job is not None else None,

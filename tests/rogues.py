@@ -25,6 +25,7 @@ import httpx
 TERMINAL = frozenset({"succeeded", "failed", "cancelled", "completed_with_errors"})
 SUCCESS = frozenset({"succeeded", "completed_with_errors"})
 PROMPT = "A lighthouse in a storm, 8 seconds, slow dolly-in"
+DEFAULT_WAIT = 1.0  # seconds between polls when the provider gives no hint
 
 
 @dataclass(frozen=True)
@@ -158,7 +159,12 @@ def observe(
         if bugs.eager_download:
             download(job_id)
             return "succeeded"
-        wait = bugs.poll_interval if bugs.poll_interval is not None else job["poll_after_seconds"]
+        if job.get("done"):  # the job had ended before the first poll: the 202 says so
+            if job["status"] in SUCCESS:
+                download(job_id)
+            return str(job["status"])
+        hint = job.get("poll_after_seconds") or DEFAULT_WAIT
+        wait = bugs.poll_interval if bugs.poll_interval is not None else hint
         failures = 0
         auth_retries = 0
         resubmitted = False
@@ -201,7 +207,7 @@ def observe(
                     for _ in range(bugs.downloads):
                         download(job_id)
                 return str(status)
-            hint = body.get("poll_after_seconds", wait)
+            hint = body.get("poll_after_seconds") or wait
             wait = bugs.poll_interval if bugs.poll_interval is not None else hint
 
 

@@ -716,3 +716,59 @@ def test_missing_events_and_refused_hosts_are_not_counted_as_deliveries() -> Non
     report = check([e(1, "submit", 0.0, status="queued"), missing, sent])
     assert report.metrics["webhooks"]["deliveries"] == 1
     assert "webhook_ack" not in report.coverage["not_checked"]
+
+
+# -- found by the Hypothesis strategies ----------------------------------------------------
+
+
+def test_retrying_a_lost_submit_under_the_same_key_is_not_a_resubmission() -> None:
+    # the first submit created j_1 but its answer was lost; the retry under the same key met a
+    # scripted 503; the third attempt got j_1 back (the key deduplicates, no second job)
+    entries = [
+        e(
+            1,
+            "submit",
+            0.0,
+            code=None,
+            dropped="lose_response",
+            idempotency_key="k",
+            request_digest="d",
+        ),
+        e(2, "submit", 1.0, code=503, job=None, idempotency_key="k", request_digest="d"),
+        e(3, "submit", 2.0, code=202, status="queued", idempotency_key="k", request_digest="d"),
+    ]
+    assert [v for v in messages(entries) if v[0] == "no_resubmission"] == []
+
+
+def test_a_new_key_for_the_same_request_while_its_job_runs_is_still_a_resubmission() -> None:
+    entries = [
+        e(1, "submit", 0.0, code=202, status="queued", idempotency_key="k1", request_digest="d"),
+        e(
+            2,
+            "submit",
+            1.0,
+            code=202,
+            status="queued",
+            job="j_2",
+            idempotency_key="k2",
+            request_digest="d",
+        ),
+    ]
+    assert [v for v in messages(entries) if v[0] == "no_resubmission"] == [
+        (
+            "no_resubmission",
+            "submit #2 at 1.000 s created job j_2 for the same request as job j_1 (submit #1),"
+            " which the client had not seen end",
+        )
+    ]
+
+
+def test_the_engine_journals_no_retry_after_for_an_answer_the_client_never_got() -> None:
+    engine = Engine(
+        parse_scenario(
+            "jobs: [{timeline: [{status: queued}]}]\nfaults:\n"
+            "  - {name: lost, route: list, action: lose_response, retry_after: 30s}\n"
+        )
+    )
+    engine.handle(Request("list", "GET", "/v1/jobs"), 0.0)
+    assert (engine.journal.last.dropped, engine.journal.last.retry_after) == ("lose_response", None)
