@@ -87,6 +87,33 @@ def test_fakeprovider_serves_a_subprocess_client(child: pytest.Pytester) -> None
     child.runpytest().assert_outcomes(passed=1)
 
 
+def test_fakeprovider_serves_a_requests_client_through_faults(child: pytest.Pytester) -> None:
+    child.makepyfile(
+        """
+        import time
+
+        import pytest
+        import requests
+
+        @pytest.mark.fakeprovider("transient-5xx", time_scale=0.02)
+        def test_requests_client(fakeprovider):
+            with requests.Session() as http:
+                job = http.post(fakeprovider.url + "/v1/jobs", json={"prompt": "x"}).json()
+                codes = []
+                while True:
+                    answer = http.get(f"{fakeprovider.url}/v1/jobs/{job['job_id']}")
+                    codes.append(answer.status_code)
+                    if answer.status_code == 200 and answer.json()["done"]:
+                        break
+                    time.sleep(float(answer.headers.get("retry-after", 0))
+                               or answer.json().get("poll_after_seconds", 0.1))
+            assert codes[:3] == [200, 503, 503]
+            assert fakeprovider.journal[0].client == "127.0.0.1"
+        """
+    )
+    child.runpytest().assert_outcomes(passed=1)
+
+
 def test_marker_overrides_and_load(child: pytest.Pytester) -> None:
     child.makepyfile(
         """
