@@ -177,6 +177,10 @@ def _status_at(spec: JobSpec, step: int) -> str:
     raise AssertionError("validated timelines start with a status")  # pragma: no cover
 
 
+#: How far below a whole token a bucket may be and still count as refilled (float sums).
+_TOKEN_SLACK = 1e-9
+
+
 @dataclass
 class _Bucket:
     tokens: float
@@ -402,8 +406,10 @@ class Engine:
                 float(limit.capacity), bucket.tokens + (now - bucket.updated) / limit.refill_every
             )
             bucket.updated = now
-            if bucket.tokens >= 1.0:
-                bucket.tokens -= 1.0
+            # refills add up in floats: ten tenths can fall short of a token by 1e-16, and a
+            # 429 then promises the token for now (a Retry-After of 0) that never comes
+            if bucket.tokens >= 1.0 - _TOKEN_SLACK:
+                bucket.tokens = max(0.0, bucket.tokens - 1.0)
             else:
                 wait = (1.0 - bucket.tokens) * limit.refill_every
                 reply = self._error(

@@ -6,11 +6,13 @@ submits one job (``fleet``: several), watches it and returns what it would repor
 (``succeeded``, ``failed``, ``cancelled``, ``completed_with_errors``, ``timed_out``,
 ``auth_error``, ``error``, or ``unknown`` for a client that never learns the outcome). Each
 sends ``X-Client-Id`` so that several can share one server. All waits are real seconds, so run
-them against time-scaled scenarios.
+them against time-scaled scenarios (or in process, in virtual time). ``async_timer_poller``
+is an ``httpx.AsyncClient`` run by ``asyncio.run`` inside its synchronous entry point.
 """
 
 from __future__ import annotations
 
+import asyncio
 import calendar
 import email.utils
 import threading
@@ -261,6 +263,71 @@ def timer_poller(
     return "unknown"
 
 
+async def _async_send(
+    http: httpx.AsyncClient, method: str, url: str, **kwargs: Any
+) -> httpx.Response | None:
+    try:
+        return await http.request(method, url, **kwargs)
+    except httpx.TransportError:
+        return None
+
+
+async def _timer_poll(
+    base_url: str, *, deadline: float, client_id: str, token: str | None, interval: float | None
+) -> str:
+    headers = {"X-Client-Id": client_id}
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    async with httpx.AsyncClient(base_url=base_url, headers=headers, timeout=None) as http:
+        accepted = await _async_send(http, "POST", "/v1/jobs", json={"prompt": PROMPT})
+        if accepted is None or accepted.status_code != 202:
+            return "error"
+        job = accepted.json()
+        if job.get("done"):  # the job had ended before the first poll: the 202 says so
+            return str(job["status"])
+        job_id = job["job_id"]
+        every = interval if interval is not None else job.get("poll_after_seconds") or DEFAULT_WAIT
+        seen: list[str] = []
+
+        async def read() -> None:
+            response = await _async_send(http, "GET", f"/v1/jobs/{job_id}")
+            if response is not None and response.status_code == 200:
+                status = response.json()["status"]
+                if status in TERMINAL:
+                    seen.append(str(status))
+
+        reads: list[asyncio.Task[None]] = []
+        while not seen:
+            if loop.time() + every > start + deadline:
+                break
+            await asyncio.sleep(every)
+            if not seen:
+                reads.append(asyncio.create_task(read()))  # the bug: the last read may be pending
+        await asyncio.gather(*reads)
+        return seen[0] if seen else "timed_out"
+
+
+def async_timer_poller(
+    base_url: str,
+    *,
+    deadline: float,
+    client_id: str = "async-timer-poller",
+    token: str | None = None,
+    interval: float | None = None,
+) -> str:
+    """no_overlap, the asyncio twin of ``timer_poller``: every ``interval`` (default: the poll
+    hint of the 202) it starts a status read as a new task, never waiting for the previous
+    answer; a slow answer overlaps the next read. It stops at the first terminal answer or the
+    deadline."""
+    return asyncio.run(
+        _timer_poll(
+            base_url, deadline=deadline, client_id=client_id, token=token, interval=interval
+        )
+    )
+
+
 def double_downloader(
     base_url: str,
     *,
@@ -376,24 +443,35 @@ def fleet(
     jobs: int = 4,
 ) -> str:
     """status_rate: watches several jobs, each politely, but with no shared budget: every hint
-    fires a read of every job at once."""
+    fires a read of every job at once. A failed read (429, 5xx, a dropped connection) leaves
+    that job's timer as it was, and a failed submit leaves the fleet one job short."""
     with _http(base_url, client_id, token) as http:
-        accepted = [
-            http.post("/v1/jobs", json={"prompt": f"{PROMPT} #{n}"}).json() for n in range(jobs)
-        ]
-        open_jobs = {a["job_id"]: a["poll_after_seconds"] for a in accepted}
-        start = time.monotonic()
+        open_jobs: dict[str, float] = {}
         results: list[str] = []
+        for n in range(jobs):
+            response = _send(http.post, "/v1/jobs", json={"prompt": f"{PROMPT} #{n}"})
+            if response is None or response.status_code != 202:
+                continue
+            job = response.json()
+            if job.get("done"):  # the job had ended before the first poll: the 202 says so
+                results.append(str(job["status"]))
+            else:
+                open_jobs[job["job_id"]] = job.get("poll_after_seconds") or DEFAULT_WAIT
+        start = time.monotonic()
         while open_jobs and time.monotonic() - start < deadline:
             time.sleep(max(open_jobs.values()))
             for job_id in list(open_jobs):
-                response = http.get(f"/v1/jobs/{job_id}")
+                response = _send(http.get, f"/v1/jobs/{job_id}")
+                if response is None or response.status_code != 200:
+                    continue  # the bug's timer keeps going, whatever the answer said
                 body = response.json()
                 if body["status"] in TERMINAL:
                     del open_jobs[job_id]
                     results.append(body["status"])
                     if body["status"] in SUCCESS:
-                        http.get(f"/v1/jobs/{job_id}/content")
+                        _send(http.get, f"/v1/jobs/{job_id}/content")
                 else:
-                    open_jobs[job_id] = body["poll_after_seconds"]
-        return "timed_out" if open_jobs else results[0]
+                    open_jobs[job_id] = body.get("poll_after_seconds") or DEFAULT_WAIT
+        if open_jobs:
+            return "timed_out"
+        return results[0] if results else "error"

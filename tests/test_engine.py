@@ -216,6 +216,18 @@ def test_token_bucket_answers_429_with_the_computed_wait() -> None:
     assert engine.journal.last.error_code == "rate_limited"
 
 
+def test_a_token_refilled_in_float_steps_is_there_when_the_429_said() -> None:
+    # ten refills of a tenth add up to 0.9999999999999999: without slack the 11th read got a
+    # 429 with 'Retry-After: 0', and every read after it at the same moment the same answer
+    engine = engine_for(
+        "jobs: [{timeline: [{status: queued}]}]\n"
+        "rate_limit: {capacity: 1, refill_every: 10s, routes: [status]}\n"
+    )
+    job = submit(engine, 0.0)
+    replies = [status(engine, job, float(t)) for t in range(11)]
+    assert [r.status_code for r in replies] == [200, *[429] * 9, 200]
+
+
 def test_rate_limit_buckets_are_per_key() -> None:
     engine = engine_for(
         "jobs: [{timeline: [{status: queued}]}]\nrate_limit: {capacity: 1, refill_every: 1m}\n"

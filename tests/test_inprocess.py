@@ -14,7 +14,7 @@ import pytest
 
 from fakeprovider.errors import FakeProviderError
 from fakeprovider.inprocess import virtual_provider
-from fakeprovider.invariants import assert_invariants
+from fakeprovider.invariants import assert_invariants, check
 from tests.plugin_clients import Careful, CarefulAsync
 
 #: A generous sanity bound; the measured times are printed (run with -s) and reported.
@@ -93,6 +93,56 @@ def test_concurrent_async_sleepers_overlap_in_virtual_time() -> None:
     with virtual_provider("slow-success") as fp:
         assert asyncio.run(main()) == pytest.approx(10.0)
         assert fp.clock.now() == pytest.approx(10.0)
+
+
+def test_concurrent_async_requests_overlap_during_a_scripted_delay() -> None:
+    """A slow answer is awaited on the virtual loop, so other tasks run meanwhile: a read sent
+    while the slow one waits for its response start is received then, as over a socket."""
+    scenario = """
+name: slow-read
+jobs:
+  - timeline: [{status: queued}, {at: 1s, status: succeeded}]
+faults:
+  - {name: slow-first-read, route: status, nth: 1, delay: 6s}
+"""
+
+    async def main(url: str) -> list[tuple[float, int, str]]:
+        loop = asyncio.get_running_loop()
+        async with httpx.AsyncClient(base_url=url) as client:
+            job = (await client.post("/v1/jobs", json={"prompt": "x"})).json()["job_id"]
+
+            async def read_after(wait: float) -> tuple[float, int, str]:
+                await asyncio.sleep(wait)
+                answer = await client.get(f"/v1/jobs/{job}")
+                return loop.time(), answer.status_code, answer.json()["status"]
+
+            return list(await asyncio.gather(read_after(5), read_after(10)))
+
+    with virtual_provider(scenario) as fp:
+        start = time.monotonic()
+        answers = asyncio.run(main(fp.url))
+        assert [(at - start, code, status) for at, code, status in answers] == [
+            (11.0, 200, "succeeded"),
+            (10.0, 200, "succeeded"),
+        ]
+        assert fp.clock.now() == 11.0
+        assert [
+            (e.seq, e.kind, e.received_at, e.response_started_at, e.completed_at, e.fault)
+            for e in fp.journal
+        ] == [
+            (1, "submit", 0.0, 0.0, 0.0, None),
+            (2, "status", 5.0, 11.0, 11.0, "slow-first-read"),
+            (3, "status", 10.0, 10.0, 10.0, None),
+        ]
+        report = check(fp.journal)
+    assert [(v.invariant, v.seqs, v.message) for v in report.violations] == [
+        (
+            "no_overlap",
+            (2, 3),
+            f"status read #3 for job {fp.journal.last.job_id} arrived at 10.000 s while read #2"
+            " (received 5.000 s) had not started its response",
+        )
+    ]
 
 
 def test_scripted_reset_and_lost_response_raise_transport_errors() -> None:

@@ -45,6 +45,8 @@ ROGUES: dict[str, Callable[..., str]] = {
     "no_resubmission": rogues.resubmitter,
     "no_retry_on_auth_error": rogues.auth_retrier,
     "deadline": rogues.no_deadline,
+    "no_overlap": rogues.async_timer_poller,
+    "status_rate": rogues.fleet,
 }
 
 
@@ -59,18 +61,39 @@ STRATEGIES = {
     # a 401/403 is one kind among six and must hit a status read the client makes: rare in
     # 100 examples of the default mix, so this rogue gets a mix with more of them
     "no_retry_on_auth_error": scenarios(fault_kinds=["server_error", "auth_error"]),
+    # reads overlap only when an answer takes longer than the timer's interval (the hint):
+    # slow answers are one kind among six, so this rogue gets them alone
+    "no_overlap": scenarios(fault_kinds=["slow"]),
+}
+
+
+def one_read_per_hint(scenario: Scenario) -> dict[str, float]:
+    """The status-rate budget of an example: two reads per window of the scenario's shortest
+    poll hint (one job polled at its hint needs one), so a fleet that reads all of its jobs at
+    once is over it."""
+    hint = min(job.poll_after or rogues.DEFAULT_WAIT for job in scenario.jobs)
+    return {"status_rate": 2 / hint, "status_rate_window": hint}
+
+
+# invariant -> the limits of each example, from its scenario (opt-in invariants need them)
+LIMITS: dict[str, Callable[[Scenario], dict[str, float]]] = {
+    "status_rate": one_read_per_hint,
 }
 
 
 def play(
-    session: Any, client: Callable[..., str], scenario: Scenario, deadline: float = DEADLINE
+    session: Any,
+    client: Callable[..., str],
+    scenario: Scenario,
+    deadline: float = DEADLINE,
+    limits: dict[str, float] | None = None,
 ) -> set[str]:
     """Run ``client`` against ``scenario`` in virtual time; the invariants it broke."""
     with session.example(scenario, inprocess=True) as fake:
         # a crash is not what this test is about: the journal still counts
         with contextlib.suppress(Exception):
             client(fake.url, deadline=deadline)
-        report = fake.check(deadline=deadline)
+        report = fake.check(deadline=deadline, **(limits or {}))
     return {violation.invariant for violation in report.violations}
 
 
@@ -88,7 +111,9 @@ def test_each_rogue_is_caught_and_shrinks_to_a_small_scenario(
         nonlocal tried
         tried += 1
         note_scenario(scenario)
-        broken = play(fakeprovider_session, client, scenario, DEADLINES.get(invariant, DEADLINE))
+        limits = LIMITS[invariant](scenario) if invariant in LIMITS else None
+        deadline = DEADLINES.get(invariant, DEADLINE)
+        broken = play(fakeprovider_session, client, scenario, deadline, limits)
         if invariant in broken and current_build_context().is_final:
             minimal.append(scenario)
         assert invariant not in broken
@@ -111,6 +136,12 @@ SHRUNK = {
     # shared code handles it once, so the bug needs one poll to show)
     "single_retrieval": ONE_JOB_DONE_AFTER_A_SECOND,
     "stops_at_terminal": ONE_JOB_DONE_AFTER_A_SECOND,
+    # the fleet reads its four jobs at once at the first hint: over any budget of two a hint
+    "status_rate": ONE_JOB_DONE_AFTER_A_SECOND,
+    # the first read answers after 6 s, one second past the timer's 5 s (the default hint):
+    # the timer's second read arrives while the first has not started its response
+    "no_overlap": ONE_JOB_DONE_AFTER_A_SECOND
+    + "faults:\n- name: slow-1\n  route: status\n  nth: 1\n  delay: 6s\n",
 }
 
 
@@ -121,9 +152,10 @@ def test_the_shrunk_scenario_is_the_one_thing_the_bug_needs(
     found: list[str] = []
 
     @GALLERY
-    @given(scenarios())
+    @given(STRATEGIES.get(invariant, scenarios()))
     def client_keeps_the_invariant(scenario: Scenario) -> None:
-        broken = play(fakeprovider_session, ROGUES[invariant], scenario)
+        limits = LIMITS[invariant](scenario) if invariant in LIMITS else None
+        broken = play(fakeprovider_session, ROGUES[invariant], scenario, DEADLINE, limits)
         if current_build_context().is_final:
             found.append(scenario.to_yaml())
         assert invariant not in broken
