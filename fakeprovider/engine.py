@@ -730,10 +730,10 @@ class Engine:
         if retry.raw is not None:
             return (("Retry-After", retry.raw),)
         if retry.form == "ms":
-            return (("retry-after-ms", str(max(0, math.ceil(retry.delay * 1000)))),)
+            return (("retry-after-ms", str(max(0, _ceil(retry.delay * 1000)))),)
         if retry.form == "seconds":
-            return (("Retry-After", str(max(0, math.ceil(retry.delay)))),)
-        instant = math.ceil(self.epoch + respond_at + retry.delay)
+            return (("Retry-After", str(max(0, _ceil(retry.delay)))),)
+        instant = _ceil(self.epoch + respond_at + retry.delay)
         return (("Retry-After", format_http_date(instant, retry.form)),)
 
     def retry_after_record(
@@ -810,6 +810,11 @@ class Engine:
             request_digest=_digest(request.body) if request.kind == "submit" else None,
             dropped=reply.action if reply.action != "respond" else None,
         )
+
+
+def _ceil(value: float) -> int:
+    """Round up, but not for float noise: 3.0000000000000004 s of computed wait is 3 s."""
+    return math.ceil(value - _TOKEN_SLACK)
 
 
 def _date_form(text: str) -> str:

@@ -394,3 +394,17 @@ def test_same_requests_and_clock_readings_give_the_same_journal(
         return [e.to_dict() for e in engine.journal]
 
     assert play() == play()
+
+
+def test_computed_retry_after_is_not_rounded_up_for_float_noise() -> None:
+    from fakeprovider.engine import _ceil
+
+    assert 0.1 * 3 * 10 == 3.0000000000000004  # the noise a scaled scenario produces
+    assert (_ceil(0.1 * 3 * 10), _ceil(3.0), _ceil(3.001)) == (3, 3, 4)
+    engine = engine_for(
+        "jobs: [{timeline: [{status: queued}]}]\nrate_limit: {capacity: 1, refill_every: 3s, routes: [status]}\n"
+    ).scenario.scaled(0.1)
+    scaled = Engine(engine, epoch=DEFAULT_EPOCH)
+    job = submit(scaled, 0.0)
+    status(scaled, job, 0.0)
+    assert status(scaled, job, 0.0).headers == (("Retry-After", "1"),)
