@@ -44,18 +44,6 @@ def file_url(http: HttpRequest, job: JobView) -> str:
     return f"{http.base_url}/files/{job.id}.mp4"
 
 
-def cancel_after_end(reply: Reply) -> bool:
-    """Whether ``reply`` refuses a cancel because the job had already ended.
-
-    Providers that delete finished jobs, or that ignore a late cancel, answer it as a success.
-    """
-    return (
-        reply.request.kind == "cancel"
-        and reply.error is not None
-        and reply.error.code == "job_already_terminal"
-    )
-
-
 def no_content(reply: Reply) -> HttpResponse:
     return HttpResponse(204, b"", None, reply.headers)
 

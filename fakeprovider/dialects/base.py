@@ -187,7 +187,27 @@ class Dialect:
         """The engine request for a matched route; raise ``BadRequest`` to refuse it."""
         raise NotImplementedError
 
+    #: Set by providers that answer a cancel of a job that had already ended as a success
+    #: (deleting the job, or ignoring the late cancel): the answer is their ordinary cancel answer.
+    late_cancel_succeeds = False
+
     def render(self, reply: Reply, http: HttpRequest) -> HttpResponse:
+        """The wire answer: a scripted fault's, a refusal's, or ``render_answer``'s."""
+        if reply.scripted:
+            return self.render_scripted(reply)
+        if reply.error is not None:
+            return self.render_refusal(reply, http)
+        return self.render_answer(reply, http)
+
+    def render_refusal(self, reply: Reply, http: HttpRequest) -> HttpResponse:
+        """An engine refusal (``reply.error`` is set): the dialect's error shape by default."""
+        assert reply.error is not None
+        if self.late_cancel_succeeds and cancel_after_end(reply):
+            return self.render_answer(reply, http)
+        return self.render_error(reply.status_code, reply.error, reply.headers)
+
+    def render_answer(self, reply: Reply, http: HttpRequest) -> HttpResponse:
+        """The answer to a request the engine handled (``reply.job`` set but for lists)."""
         raise NotImplementedError
 
     def render_error(
@@ -228,3 +248,12 @@ def read_json_object(http: HttpRequest) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise BadRequest(400, "invalid_json", "The body must be a JSON object.")
     return data
+
+
+def cancel_after_end(reply: Reply) -> bool:
+    """Whether ``reply`` refuses a cancel because the job had already ended."""
+    return (
+        reply.request.kind == "cancel"
+        and reply.error is not None
+        and reply.error.code == "job_already_terminal"
+    )

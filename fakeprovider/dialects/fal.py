@@ -24,6 +24,7 @@ from .base import (
     HttpRequest,
     HttpResponse,
     Route,
+    cancel_after_end,
     json_response,
     read_json_object,
     video_response,
@@ -95,7 +96,7 @@ class FalDialect(Dialect):
     def render(self, reply: Reply, http: HttpRequest) -> HttpResponse:
         job = reply.job
         request_id = job.id if job is not None else (reply.request.job_id or f"req-{reply.seq}")
-        response = self._render(reply, http)
+        response = super().render(reply, http)
         if reply.scripted and reply.fault is not None and reply.fault.body is not None:
             return response  # an ingress error: nginx does not add the app's request id
         return HttpResponse(
@@ -105,17 +106,17 @@ class FalDialect(Dialect):
             (*response.headers, ("x-fal-request-id", request_id)),
         )
 
-    def _render(self, reply: Reply, http: HttpRequest) -> HttpResponse:
-        if reply.scripted:
-            return self.render_scripted(reply)
+    def render_refusal(self, reply: Reply, http: HttpRequest) -> HttpResponse:
+        assert reply.error is not None
+        if reply.request.kind == "content" and reply.job is not None:
+            return self._no_result(reply.job, reply)
+        if cancel_after_end(reply):
+            return json_response(400, {"status": "ALREADY_COMPLETED"}, reply.headers)
+        return self.render_error(reply.status_code, reply.error, reply.headers)
+
+    def render_answer(self, reply: Reply, http: HttpRequest) -> HttpResponse:
         kind: RequestKind = reply.request.kind
         job = reply.job
-        if reply.error is not None:
-            if kind == "content" and job is not None:
-                return self._no_result(job, reply)
-            if _common.cancel_after_end(reply):
-                return json_response(400, {"status": "ALREADY_COMPLETED"}, reply.headers)
-            return self.render_error(reply.status_code, reply.error, reply.headers)
         assert job is not None
         urls = self._urls(job, http)
         if kind == "submit":

@@ -51,11 +51,7 @@ class GenericDialect(Dialect):
         callback = body.get("callback_url")
         return Request(kind="submit", body=body, callback_url=callback, **common)
 
-    def render(self, reply: Reply, http: HttpRequest) -> HttpResponse:
-        if reply.scripted:
-            return self.render_scripted(reply)
-        if reply.error is not None:
-            return self.render_error(reply.status_code, reply.error, reply.headers)
+    def render_answer(self, reply: Reply, http: HttpRequest) -> HttpResponse:
         kind = reply.request.kind
         if kind == "list":
             return json_response(

@@ -63,6 +63,7 @@ _RPC_INTERNAL = 13
 
 class GoogleVeoDialect(Dialect):
     name = "google-veo"
+    late_cancel_succeeds = True
     poll_hints = False
     routes = (_CREATE_ROUTE, _FETCH_ROUTE, _CANCEL_ROUTE)
 
@@ -130,15 +131,9 @@ class GoogleVeoDialect(Dialect):
 
     # -- rendering ------------------------------------------------------------------------
 
-    def render(self, reply: Reply, http: HttpRequest) -> HttpResponse:
-        if reply.scripted:
-            return self.render_scripted(reply)
+    def render_answer(self, reply: Reply, http: HttpRequest) -> HttpResponse:
         job = reply.job
         kind = reply.request.kind
-        if _common.cancel_after_end(reply):
-            return json_response(200, {}, reply.headers)
-        if reply.error is not None:
-            return self.render_error(reply.status_code, reply.error, reply.headers)
         assert job is not None
         if kind == "cancel":
             return json_response(200, {}, reply.headers)

@@ -40,6 +40,7 @@ _STRINGS = ("prompt", "aspect_ratio", "duration", "resolution", "callback_url", 
 
 class LumaDialect(Dialect):
     name = "luma"
+    late_cancel_succeeds = True
     poll_hints = False
     routes = (
         Route("POST", f"{PREFIX}/generations", "submit"),
@@ -80,15 +81,9 @@ class LumaDialect(Dialect):
 
     # -- rendering ------------------------------------------------------------------------
 
-    def render(self, reply: Reply, http: HttpRequest) -> HttpResponse:
-        if reply.scripted:
-            return self.render_scripted(reply)
+    def render_answer(self, reply: Reply, http: HttpRequest) -> HttpResponse:
         kind = reply.request.kind
         job = reply.job
-        if _common.cancel_after_end(reply):
-            return _common.no_content(reply)
-        if reply.error is not None:
-            return self.render_error(reply.status_code, reply.error, reply.headers)
         if kind == "list":
             return self._list(reply, http)
         assert job is not None

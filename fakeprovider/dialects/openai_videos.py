@@ -53,6 +53,7 @@ def _error_type(status: int) -> str:
 
 class OpenAIVideosDialect(Dialect):
     name = "openai-videos"
+    late_cancel_succeeds = True
     routes = (
         Route("POST", "/v1/videos", "submit"),
         Route("GET", "/v1/videos", "list"),
@@ -110,15 +111,9 @@ class OpenAIVideosDialect(Dialect):
 
     # -- rendering ------------------------------------------------------------------------
 
-    def render(self, reply: Reply, http: HttpRequest) -> HttpResponse:
-        if reply.scripted:
-            return self.render_scripted(reply)
+    def render_answer(self, reply: Reply, http: HttpRequest) -> HttpResponse:
         kind = reply.request.kind
         job = reply.job
-        if job is not None and _common.cancel_after_end(reply):
-            return self._deleted(job, reply)
-        if reply.error is not None:
-            return self.render_error(reply.status_code, reply.error, reply.headers)
         if kind == "list":
             return self._list(reply, http)
         assert job is not None

@@ -45,6 +45,7 @@ _PREFER = re.compile(r"^\s*wait(?:\s*=\s*(\d+))?\s*$")
 
 class ReplicateDialect(Dialect):
     name = "replicate"
+    late_cancel_succeeds = True
     poll_hints = False
     routes = (
         Route("POST", "/v1/models/{owner}/{model}/predictions", "submit"),
@@ -111,15 +112,9 @@ class ReplicateDialect(Dialect):
 
     # -- rendering ------------------------------------------------------------------------
 
-    def render(self, reply: Reply, http: HttpRequest) -> HttpResponse:
-        if reply.scripted:
-            return self.render_scripted(reply)
+    def render_answer(self, reply: Reply, http: HttpRequest) -> HttpResponse:
         kind = reply.request.kind
         job = reply.job
-        if job is not None and _common.cancel_after_end(reply):
-            return json_response(200, self.prediction(job, http), reply.headers)
-        if reply.error is not None:
-            return self.render_error(reply.status_code, reply.error, reply.headers)
         if kind == "list":
             results = [self.prediction(j, http) for j in reversed(reply.jobs)]
             payload = {"previous": None, "next": None, "results": results}

@@ -45,6 +45,7 @@ _CREDITS_PER_SECOND = 10
 
 class RunwayDialect(Dialect):
     name = "runway"
+    late_cancel_succeeds = True
     poll_hints = False
     routes = (
         Route("POST", "/v1/text_to_video", "submit"),
@@ -106,15 +107,9 @@ class RunwayDialect(Dialect):
 
     # -- rendering ------------------------------------------------------------------------
 
-    def render(self, reply: Reply, http: HttpRequest) -> HttpResponse:
-        if reply.scripted:
-            return self.render_scripted(reply)
+    def render_answer(self, reply: Reply, http: HttpRequest) -> HttpResponse:
         kind = reply.request.kind
         job = reply.job
-        if _common.cancel_after_end(reply):
-            return _common.no_content(reply)
-        if reply.error is not None:
-            return self.render_error(reply.status_code, reply.error, reply.headers)
         assert job is not None
         if kind == "cancel":
             return _common.no_content(reply)
