@@ -125,3 +125,17 @@ def download(url: str, attempts: int = 3) -> bytes:
             response = client.get(url)
         response.raise_for_status()
         return response.content
+
+
+def retried_through_transient_5xx(submit_code: int) -> list[tuple[str, int | None, str | None]]:
+    """``unusual(...)`` of an SDK that retries every fault of ``transient-5xx`` and succeeds.
+
+    (It sees the two 503s of status reads 2 and 3; reads 6 and 9 come after success.)
+    """
+    return [
+        ("submit", submit_code, None),
+        ("status", 503, "upstream-503"),
+        ("status", 503, "upstream-503"),
+        ("content", 503, "download-503"),
+        ("content", 200, None),
+    ]
