@@ -58,6 +58,9 @@ class Request:
     idempotency_key: str | None = None
     client: str = "unknown"
     callback_url: str | None = None
+    #: Seconds a submit asks the server to hold its answer while the job runs (Replicate's
+    #: ``Prefer: wait``): the answer comes when the job ends or the hold runs out.
+    hold: float = 0.0
     #: Set by the dialect when the request is malformed: the 4xx to answer and why.
     problem: str | None = None
     problem_status: int = 400
@@ -326,7 +329,9 @@ class Engine:
             retry = fault.retry
             if retry is not None:
                 headers += self._retry_after_headers(retry, respond_at)
-            reply = _replace(reply, delay=delay, fault=fault, action=fault.action, headers=headers)
+            reply = _replace(
+                reply, delay=reply.delay + delay, fault=fault, action=fault.action, headers=headers
+            )
         return reply
 
     def _scripted(
@@ -568,14 +573,32 @@ class Engine:
             end = job.spec.end_time
             if end is not None:
                 heapq.heappush(self._ends, (now + end, job_id))
+        held = self._held(job, now, request.hold)
+        if held > 0:
+            # nobody knows the job's id until this answer: running it to the end of the hold
+            # now shows no one a state before its time
+            self._advance(job, now + held)
         return Reply(
             seq=seq,
             request=request,
             status_code=202,
-            respond_at=respond_at,
-            job=self._view(job, now),
+            respond_at=respond_at + held,
+            delay=held,
+            job=self._view(job, now + held),
             created=True,
         )
+
+    @staticmethod
+    def _held(job: _Job, now: float, hold: float) -> float:
+        """How long a held submit waits: until the job's timeline ends, at most ``hold``."""
+        if hold <= 0 or job.terminal:
+            return 0.0
+        for step in job.spec.timeline[job.step + 1 :]:
+            if step.after_polls is not None:
+                break  # only polls move it on, and nobody can poll a job it has not seen
+            if step.status in TERMINAL_STATUSES:
+                return min(hold, max(0.0, job.created_at + (step.at or 0.0) - now))
+        return hold
 
     # -- jobs -----------------------------------------------------------------------------
 

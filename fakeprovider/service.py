@@ -55,6 +55,7 @@ class FakeProvider:
             loaded = dataclasses.replace(loaded, seed=self._seed_override)
         dialect = get_dialect(self._dialect_override or loaded.dialect)
         dialect.epoch = self.clock.epoch
+        dialect.time_scale = self._time_scale
         with self._lock:
             self.scenario = loaded
             self.dialect: Dialect = dialect

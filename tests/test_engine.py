@@ -408,3 +408,40 @@ def test_computed_retry_after_is_not_rounded_up_for_float_noise() -> None:
     job = submit(scaled, 0.0)
     status(scaled, job, 0.0)
     assert status(scaled, job, 0.0).headers == (("Retry-After", "1"),)
+
+
+def held_submit(engine: Engine, now: float, hold: float):  # type: ignore[no-untyped-def]
+    return engine.handle(
+        Request("submit", "POST", "/v1/jobs", body={"prompt": "a cat"}, hold=hold), now
+    )
+
+
+def test_held_submit_answers_when_the_job_ends_inside_the_hold() -> None:
+    reply = held_submit(engine_for(TIMED), 10.0, hold=120.0)
+    assert (reply.delay, reply.respond_at, reply.job.status, reply.job.now) == (
+        93.0,
+        103.0,
+        "succeeded",
+        103.0,
+    )
+
+
+def test_held_submit_answers_the_state_at_the_end_of_a_shorter_hold() -> None:
+    engine = engine_for(TIMED)
+    reply = held_submit(engine, 10.0, hold=60.0)
+    assert (reply.delay, reply.job.status, reply.job.progress) == (60.0, "processing", 35)
+    assert status(engine, reply.job.id, 103.0).job.status == "succeeded"
+
+
+def test_held_submit_waits_the_whole_hold_when_only_polls_move_the_job() -> None:
+    engine = engine_for(
+        "jobs:\n- timeline:\n  - status: queued\n  - {after_polls: 2, status: succeeded}\n"
+    )
+    reply = held_submit(engine, 0.0, hold=5.0)
+    assert (reply.delay, reply.job.status) == (5.0, "queued")
+
+
+def test_held_submit_adds_a_scripted_delay_to_the_hold() -> None:
+    engine = engine_for(TIMED + "faults:\n  - {name: slow, route: submit, delay: 2s}\n")
+    reply = held_submit(engine, 0.0, hold=10.0)
+    assert (reply.delay, reply.respond_at, reply.job.status) == (12.0, 12.0, "processing")

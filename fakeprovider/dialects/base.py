@@ -132,6 +132,9 @@ class Dialect:
     #: timestamps (``created_at``...) as providers do. Job times in a ``JobView`` are clock
     #: readings; ``epoch + reading`` is Unix time.
     epoch: float = 0.0
+    #: The scenario's ``--time-scale``, set by ``FakeProvider``: durations a request asks the
+    #: provider for (Replicate's ``Prefer: wait=N``) run at the scenario's speed.
+    time_scale: float = 1.0
     #: Whether this wire shape tells clients when to poll again (a header or a body field).
     #: When it does not, the journal records no poll hint, so ``honours_poll_after`` only
     #: judges clients that were shown one.

@@ -4,9 +4,9 @@ Point the SDK at ``replicate.Client(api_token=..., base_url=fake)`` (paths carry
 Creates validate ``input`` (an object), ``version`` on ``/v1/predictions``, ``webhook`` and
 ``webhook_events_filter``, and the ``Prefer: wait[=N]`` header (N in 1..60).
 
-``Prefer: wait`` is approximated: the fake answers at once, with ``starting`` unless the job is
-already terminal (a real server would hold the response up to N seconds). ``replicate.run``
-accepts that and polls. Outputs are URLs on the fake's ``/files/{id}.mp4`` route, the stand-in
+``Prefer: wait[=N]`` holds a create's answer until the job ends or N seconds (60 for a bare
+``wait``; scaled by ``--time-scale`` like the scenario) have passed, as Replicate does; a job
+still running then is shown ``starting``, which is what tells ``replicate.run`` to poll. Outputs are URLs on the fake's ``/files/{id}.mp4`` route, the stand-in
 for replicate.delivery.
 """
 
@@ -41,6 +41,7 @@ _STATUS = {
 }
 _EVENTS = ("start", "output", "logs", "completed")
 _PREFER = re.compile(r"^\s*wait(?:\s*=\s*(\d+))?\s*$")
+_DEFAULT_WAIT = 60  # seconds a bare ``Prefer: wait`` holds, as on Replicate
 
 
 class ReplicateDialect(Dialect):
@@ -70,6 +71,7 @@ class ReplicateDialect(Dialect):
         if route.kind != "submit":
             return Request(kind=route.kind, job_id=params.get("job_id"), **common)
         body = read_json_object(http)
+        hold = 0.0
         prefer = http.headers.get("prefer")
         if prefer is not None:
             found = _PREFER.match(prefer)
@@ -79,6 +81,7 @@ class ReplicateDialect(Dialect):
                     "send 'wait' or 'wait=N' with N from 1 to 60."
                 )
                 raise BadRequest(400, "invalid_prefer", message, body=body)
+            hold = float(found.group(1) or _DEFAULT_WAIT) * self.time_scale
         why = self._invalid(route.template, body)
         if why is not None:
             raise BadRequest(422, "invalid_fields", why, body=body)
@@ -89,7 +92,7 @@ class ReplicateDialect(Dialect):
         if isinstance(prompt, str):
             neutral.setdefault("prompt", prompt)
         callback = body.get("webhook")
-        return Request(kind="submit", body=neutral, callback_url=callback, **common)
+        return Request(kind="submit", body=neutral, callback_url=callback, hold=hold, **common)
 
     @staticmethod
     def _invalid(template: str, body: dict[str, Any]) -> str | None:

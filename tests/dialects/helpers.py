@@ -97,6 +97,8 @@ def call(
         base_url="http://fake.test",
     )
     reply, response = provider.receive(http)
+    if reply.delay > 0 and isinstance(provider.clock, VirtualClock):
+        provider.clock.advance(reply.delay)  # what the server does: answer after the delay
     now = provider.clock.now()
     provider.sent(reply, started=now, completed=now, status_code=response.status)
     out_headers = {k.lower(): v for k, v in response.headers}

@@ -49,7 +49,7 @@ def prediction(job_id: str, **changes: Any) -> dict[str, Any]:
     return out
 
 
-def test_create_with_prefer_wait_answers_starting_then_succeeded() -> None:
+def test_create_with_prefer_wait_answers_starting_when_the_wait_runs_out() -> None:
     provider, clock = virtual("replicate")
     status, _, payload = call(
         provider,
@@ -59,8 +59,18 @@ def test_create_with_prefer_wait_answers_starting_then_succeeded() -> None:
         headers={"Prefer": "wait=5"},
     )
     job_id = payload["id"]
-    assert (status, payload) == (201, prediction(job_id))
+    # held 5 s: the job is processing by then, and a wait that runs out says 'starting'
+    assert (status, payload) == (
+        201,
+        prediction(
+            job_id,
+            logs="The job is processing and NOT complete. Do not report success. "
+            "Check status_url again after at least 5 seconds.",
+            started_at="2026-01-01T00:00:00.000Z",
+        ),
+    )
     assert len(job_id) == 26
+    assert clock.now() == 5.0
     clock.advance(100)
     _, _, payload = call(provider, "GET", f"/v1/predictions/{job_id}")
     assert payload == prediction(
@@ -76,11 +86,44 @@ def test_create_with_prefer_wait_answers_starting_then_succeeded() -> None:
     status, _, payload = call(provider, "POST", f"/v1/predictions/{job_id}/cancel")
     assert (status, payload["status"]) == (200, "succeeded")
     assert [(e.kind, e.status_code, e.job_status) for e in provider.entries] == [
-        ("submit", 201, "queued"),
+        ("submit", 201, "processing"),
         ("status", 200, "succeeded"),
         ("cancel", 200, "succeeded"),
     ]
     assert provider.engine.jobs[0].request["model"] == "google/veo-3"
+
+
+def test_create_with_prefer_wait_holds_until_the_job_ends() -> None:
+    provider, clock = virtual("replicate", "quick-preview")
+    status, _, payload = call(
+        provider, "POST", PATH, json_body={"input": {"prompt": "a cat"}}, headers={"Prefer": "wait"}
+    )
+    job_id = payload["id"]
+    assert (status, payload["status"], payload["completed_at"], payload["output"]) == (
+        201,
+        "succeeded",
+        "2026-01-01T00:00:12.000Z",
+        f"http://fake.test/files/{job_id}.mp4",
+    )
+    entry = provider.entries[0]
+    # answered when the job ended at 12 s, well inside the 60 s a bare 'wait' allows
+    assert (entry.received_at, entry.response_started_at, entry.job_status) == (
+        0.0,
+        12.0,
+        "succeeded",
+    )
+    assert clock.now() == 12.0
+
+
+def test_create_without_prefer_answers_at_once() -> None:
+    provider, clock = virtual("replicate")
+    status, _, payload = call(provider, "POST", PATH, json_body={"input": {"prompt": "a cat"}})
+    assert (status, payload["status"], payload["started_at"], clock.now()) == (
+        201,
+        "starting",
+        None,
+        0.0,
+    )
 
 
 @pytest.mark.parametrize(
@@ -149,8 +192,9 @@ def run_sdk(url: str) -> Any:
 
 
 def _create_and_wait(client: Any) -> Any:
+    # no 'wait': a held create (see the run() tests) would answer short jobs before any poll
     prediction_obj = client.models.predictions.create(
-        model="google/veo-3", input={"prompt": "a cat"}, wait=5
+        model="google/veo-3", input={"prompt": "a cat"}
     )
     prediction_obj.wait()
     if prediction_obj.status == "succeeded":
@@ -166,12 +210,36 @@ def test_sdk_slow_success() -> None:
         assert violated(provider) == set()
 
 
-def test_sdk_run_uses_prefer_wait_and_polls() -> None:
-    with serve("replicate", "slow-success") as (provider, url):
+def test_sdk_run_is_answered_by_its_held_create() -> None:
+    # run() sends 'Prefer: wait': 60 s, 1.2 s at this time scale; the preview takes 0.24 s
+    with serve("replicate", "quick-preview") as (provider, url):
         with client_for(url) as client:
             output = client.run("google/veo-3", input={"prompt": "a cat"})
         assert isinstance(output, str)  # run() wraps only https:/data: URLs in FileOutput
-        assert last_status(settled(provider)) == "succeeded"
+        download(output)
+        entries = settled(provider)
+        assert [(e.kind, e.status_code, e.job_status) for e in entries] == [
+            ("submit", 201, "succeeded"),
+            ("content", 200, "succeeded"),
+        ]
+        held = entries[0].response_started_at - entries[0].received_at  # type: ignore[operator]
+        assert 0.2 <= held < 1.0
+        assert violated(provider) == set()
+
+
+def test_sdk_run_polls_when_its_wait_runs_out() -> None:
+    # the 60 s wait is 1.2 s at this time scale; slow-success takes 1.86 s
+    with serve("replicate", "slow-success") as (provider, url):
+        with client_for(url) as client:
+            output = client.run("google/veo-3", input={"prompt": "a cat"})
+        assert isinstance(output, str)
+        download(output)
+        entries = settled(provider)
+        held = entries[0].response_started_at - entries[0].received_at  # type: ignore[operator]
+        assert (entries[0].kind, entries[0].job_status) == ("submit", "processing")
+        assert 1.2 <= held < 1.8
+        assert last_status(entries) == "succeeded"
+        assert violated(provider) == set()
 
 
 def test_sdk_terminal_failure() -> None:
