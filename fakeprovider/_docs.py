@@ -5,8 +5,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ._durations import format_duration
-from ._model import DURATION, describe, is_model, iter_fields
+import yaml
+
+from ._model import _plain_field, describe, is_model, iter_fields
 from .scenario import (
     Auth,
     Concurrency,
@@ -48,15 +49,12 @@ def _default(tp: Any, value: Any) -> str:
         return "none"
     if is_model(type(value)):
         return "see below"
-    if isinstance(value, float) and DURATION in getattr(tp, "__metadata__", ()):
-        return f"`{format_duration(value)}`"
-    if isinstance(value, tuple):
-        return "`[" + ", ".join(str(v) for v in value) + "]`" if value else "`[]`"
-    if value == {}:
-        return "`{}`"
     if value == "":
         return '`""`'
-    return f"`{value}`"
+    # as a scenario file would spell it: 5s, false, [5s, 30s]
+    plain = _plain_field(tp, value, keep_defaults=True)
+    text = yaml.safe_dump(plain, default_flow_style=True, width=1000)
+    return f"`{text.removesuffix(chr(10)).removesuffix(chr(10) + '...').strip()}`"
 
 
 def reference() -> str:

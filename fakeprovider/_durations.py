@@ -7,14 +7,21 @@ import re
 
 _PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
 _WHOLE = re.compile(r"^(?:\d+(?:\.\d+)?(?:ms|s|m|h))+$")
+_SECONDS = re.compile(r"^\d+(?:\.\d+)?$")
 _UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 
-DURATION_PATTERN = r"^(?:\d+(?:\.\d+)?(?:ms|s|m|h))+$"
+#: What a duration string may look like (JSON Schema): ``1m30s``, ``250ms``, or bare seconds.
+DURATION_PATTERN = r"^(?:\d+(?:\.\d+)?|(?:\d+(?:\.\d+)?(?:ms|s|m|h))+)$"
 
 
 def parse_duration(text: str) -> float:
-    """Seconds in ``text``; raise ``ValueError`` when it is not a duration."""
+    """Seconds in ``text`` (``'7s'``, ``'1m30s'``, or bare seconds such as ``'10'``).
+
+    Raise ``ValueError`` when it is not a duration.
+    """
     compact = text.replace(" ", "")
+    if _SECONDS.match(compact):
+        return float(compact)
     if not _WHOLE.match(compact):
         raise ValueError(text)
     return sum(float(n) * _UNIT[u] for n, u in _PART.findall(compact))

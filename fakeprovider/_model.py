@@ -260,6 +260,11 @@ def _convert_duration(value: Any, path: Path, issues: list[Issue]) -> Any:
             return parse_duration(value)
         except ValueError:
             pass
+    if (isinstance(value, (int, float)) and not isinstance(value, bool)) or (
+        isinstance(value, str) and value.strip().startswith("-")
+    ):
+        issues.append((path, f"a duration cannot be negative, got {_show(value)}"))
+        return INVALID
     issues.append((path, f"expected a duration such as '250ms', '7s' or '2m', got {_show(value)}"))
     return INVALID
 

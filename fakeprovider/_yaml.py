@@ -36,9 +36,16 @@ def load_located(text: str) -> tuple[Any, Positions]:
         value = None if node is None else _convert(loader, node, (), positions)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
+        unclosed = (
+            exc.context == "while scanning a quoted scalar"
+            and "end of stream" in (exc.problem or "")
+            and exc.context_mark is not None
+        )
+        if unclosed:  # point at the quote that never closes, not at the end of the file
+            mark = exc.context_mark
         line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
-        problem = exc.problem or exc.context or "invalid YAML"
-        raise YamlSyntaxError(line, column, f"invalid YAML: {problem}") from None
+        message = "this quoted string is never closed" if unclosed else _explain(exc)
+        raise YamlSyntaxError(line, column, f"invalid YAML: {message}") from None
     except yaml.YAMLError as exc:
         raise YamlSyntaxError(1, 1, f"invalid YAML: {exc}") from None
     finally:
@@ -46,6 +53,24 @@ def load_located(text: str) -> tuple[Any, Positions]:
     if node is None:
         positions[()] = (1, 1)
     return value, positions
+
+
+def _explain(exc: yaml.MarkedYAMLError) -> str:
+    """PyYAML's complaint, in words that say what to change, with where the trouble began."""
+    problem = exc.problem or exc.context or "not YAML"
+    context, opened = exc.context, exc.context_mark
+    began = f"{opened.line + 1}:{opened.column + 1}" if opened is not None else None
+    if "'\\t'" in problem:
+        return "a tab character; indent with spaces, not tabs"
+    if problem.startswith(("expected <block end>", "did not find expected key")) and began:
+        what = context.removeprefix("while parsing a ") if context else "block"
+        return (
+            f"this line is not indented like the {what} that starts at {began}: keys of one "
+            "mapping, and the '-' items of one list, must start in the same column"
+        )
+    if context and began and exc.context_mark is not exc.problem_mark:
+        return f"{problem} ({context} that starts at {began})"
+    return problem
 
 
 def _convert(loader: yaml.SafeLoader, node: yaml.Node, path: Path, positions: Positions) -> Any:

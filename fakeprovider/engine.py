@@ -753,10 +753,10 @@ class Engine:
         if retry.raw is not None:
             return (("Retry-After", retry.raw),)
         if retry.form == "ms":
-            return (("retry-after-ms", str(max(0, _ceil(retry.delay * 1000)))),)
+            return (("retry-after-ms", str(max(0, _ceil(retry.wait * 1000)))),)
         if retry.form == "seconds":
-            return (("Retry-After", str(max(0, _ceil(retry.delay)))),)
-        instant = _ceil(self.epoch + respond_at + retry.delay)
+            return (("Retry-After", str(max(0, _ceil(retry.wait)))),)
+        instant = _ceil(self.epoch + respond_at + retry.wait)
         return (("Retry-After", format_http_date(instant, retry.form)),)
 
     def retry_after_record(

@@ -17,13 +17,14 @@ class Problem:
     """One thing wrong with a scenario document, located as precisely as we can."""
 
     file: str
-    line: int
+    line: int  #: 1-based; 0 when the problem is the file itself
     column: int
     path: str
     message: str
 
     def __str__(self) -> str:
-        where = f"{self.file}:{self.line}:{self.column}: "
+        # line 0: about the file as a whole (it is missing or unreadable), not a place in it
+        where = f"{self.file}: " if self.line == 0 else f"{self.file}:{self.line}:{self.column}: "
         return f"{where}{self.path}: {self.message}" if self.path else f"{where}{self.message}"
 
 

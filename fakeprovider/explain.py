@@ -122,7 +122,7 @@ def _retry(retry: RetryAfter) -> str:
     if retry.raw is not None:
         return f"Retry-After: {retry.raw}"
     if retry.form == "ms":
-        return f"retry-after-ms {round(retry.delay * 1000)}"
+        return f"retry-after-ms {round(retry.wait * 1000)}"
     if retry.form == "seconds":
-        return f"Retry-After {d(retry.delay)} (delay-seconds)"
-    return f"Retry-After {d(retry.delay)} later as an HTTP-date ({retry.form})"
+        return f"Retry-After {d(retry.wait)} (delay-seconds)"
+    return f"Retry-After {d(retry.wait)} later as an HTTP-date ({retry.form})"

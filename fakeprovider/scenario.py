@@ -16,7 +16,7 @@ import math
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 import yaml
 
@@ -205,13 +205,32 @@ class JobSpec:
 class RetryAfter:
     """A ``Retry-After`` to send: the wait, and the form it is written in."""
 
-    delay: Duration = doc("How long the client must wait before its next request.")
+    delay: Duration | None = doc(
+        "How long the client must wait before its next request (required unless 'raw' is given).",
+        None,
+    )
     form: RetryAfterForm = doc(
         "'seconds' (delay-seconds), 'imf', 'rfc850' or 'asctime' (the three RFC 9110 HTTP-date "
         "forms), or 'ms' (a 'retry-after-ms' header).",
         "seconds",
     )
     raw: str | None = doc("Send this exact header value instead (e.g. a malformed one).", None)
+
+    def _check(self) -> _Issues:
+        if self.delay is None and self.raw is None:
+            return [
+                (
+                    ("delay",),
+                    "missing required key 'delay' (a duration such as '250ms', '7s' or '2m'); "
+                    "only a 'raw' header value goes without one",
+                )
+            ]
+        return []
+
+    @property
+    def wait(self) -> float:
+        """The delay in seconds (0 for a ``raw`` value, whose meaning is the client's to parse)."""
+        return self.delay if self.delay is not None else 0.0
 
 
 @dataclass(frozen=True)
@@ -320,6 +339,11 @@ class Auth:
     tokens: tuple[str, ...] = doc("Accepted tokens ('Authorization: Bearer <token>').")
     revoke_after: PositiveInt | None = doc("Revoke a token after it made this many requests.", None)
 
+    def _check(self) -> _Issues:
+        if not self.tokens:
+            return [(("tokens",), "list at least one token: with none, every request gets a 401")]
+        return []
+
 
 @dataclass(frozen=True)
 class Webhooks:
@@ -427,7 +451,8 @@ class Expect:
     deadline: Duration | None = doc("The client's deadline for a job, from its submit.", None)
     max_retries: NonNegativeInt = doc("Consecutive failed attempts allowed per job and route.", 5)
     retrievals: NonNegativeInt | None = doc(
-        "Content fetches expected per succeeded job (e.g. 1).", None
+        "Content fetches expected per job that ended with a video (succeeded or completed_with_errors; e.g. 1).",
+        None,
     )
     poll_tolerance: Fraction = doc("Fraction of the poll hint a poll may come early by.", 0.1)
     status_rate: float | None = doc("Budget of status reads per second across jobs (opt-in).", None)
@@ -438,6 +463,13 @@ class Expect:
     )
 
 
+#: The wire dialects, one ``fakeprovider.dialects`` class each.
+DialectName = Literal[
+    "generic", "openai-videos", "runway", "replicate", "fal", "google-veo", "luma"
+]
+DIALECT_NAMES: tuple[str, ...] = get_args(DialectName)
+
+
 @dataclass(frozen=True)
 class Scenario:
     """A scripted fake provider."""
@@ -445,9 +477,7 @@ class Scenario:
     jobs: tuple[JobSpec, ...] = doc("How submitted jobs behave, in order (the last one repeats).")
     name: str = doc("Scenario name.", "unnamed")
     description: str = doc("One line saying what the scenario tests.", "")
-    dialect: str = doc(
-        "Wire dialect: generic, openai-videos, runway, replicate, fal, google-veo, luma.", "generic"
-    )
+    dialect: DialectName = doc("Wire dialect: the provider API the fake speaks.", "generic")
     seed: int = doc("Seed for probabilities and ids.", 0)
     faults: tuple[Fault, ...] = doc("Scripted misbehaviour.", ())
     rate_limit: RateLimit | None = doc("Token-bucket rate limit.", None)
@@ -570,8 +600,8 @@ def load_scenario(source: str | Path, *, time_scale: float = 1.0) -> Scenario:
             [
                 Problem(
                     source,
-                    1,
-                    1,
+                    0,
+                    0,
                     "",
                     f"no such file and no bundled scenario named {source!r}; bundled: {names}",
                 )
@@ -586,7 +616,7 @@ def _read(path: Path) -> str:
         return path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ScenarioError(
-            [Problem(str(path), 1, 1, "", f"cannot read the file: {exc}")]
+            [Problem(str(path), 0, 0, "", f"cannot read the file: {exc}")]
         ) from None
 
 

@@ -66,7 +66,7 @@ def test_explain_describes_the_timeline_and_faults(capsys: pytest.CaptureFixture
 def test_explain_of_a_missing_scenario_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["explain", "nope"]) == 2
     assert capsys.readouterr().err.startswith(
-        "nope:1:1: no such file and no bundled scenario named 'nope'"
+        "nope: no such file and no bundled scenario named 'nope'"
     )
 
 

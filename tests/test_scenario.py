@@ -188,6 +188,45 @@ BAD_DOCUMENTS = [
         "bad.yaml:3:19: expect.outcome: expected one of 'succeeded', 'failed', 'cancelled', 'timed_out', 'completed_with_errors', got 'success'",
         id="expect_outcome",
     ),
+    pytest.param(
+        "jobs:\n\t- timeline: [{status: queued}]\n",
+        "bad.yaml:2:1: invalid YAML: a tab character; indent with spaces, not tabs",
+        id="tab_indent",
+    ),
+    pytest.param(
+        'jobs:\n  - timeline:\n      - status: "queued\n',
+        "bad.yaml:3:17: invalid YAML: this quoted string is never closed",
+        id="unclosed_quote",
+    ),
+    pytest.param(
+        "jobs:\n  - timeline:\n      - status: queued\n     - {at: 5s, status: succeeded}\n",
+        "bad.yaml:4:6: invalid YAML: this line is not indented like the block mapping that starts"
+        " at 2:5: keys of one mapping, and the '-' items of one list, must start in the same column",
+        id="misaligned_item",
+    ),
+    pytest.param(
+        "dialect: openai\njobs:\n  - timeline: [{status: queued}]\n",
+        "bad.yaml:1:10: dialect: expected one of 'generic', 'openai-videos', 'runway', 'replicate',"
+        " 'fal', 'google-veo', 'luma', got 'openai'",
+        id="unknown_dialect",
+    ),
+    pytest.param(
+        "jobs:\n  - poll_after: -5s\n    timeline: [{status: queued}]\n",
+        "bad.yaml:2:17: jobs[0].poll_after: a duration cannot be negative, got '-5s'",
+        id="negative_duration",
+    ),
+    pytest.param(
+        "jobs:\n  - timeline: [{status: queued}]\n"
+        "faults:\n  - {name: f, status: 429, retry_after: {form: imf}}\n",
+        "bad.yaml:4:41: faults[0].retry_after.delay: missing required key 'delay' (a duration such"
+        " as '250ms', '7s' or '2m'); only a 'raw' header value goes without one",
+        id="retry_after_without_delay",
+    ),
+    pytest.param(
+        "jobs:\n  - timeline: [{status: queued}]\nauth: {tokens: []}\n",
+        "bad.yaml:3:16: auth.tokens: list at least one token: with none, every request gets a 401",
+        id="no_tokens",
+    ),
 ]
 
 
@@ -238,7 +277,7 @@ def test_unknown_name_lists_the_bundled_scenarios() -> None:
     with pytest.raises(ScenarioError) as caught:
         load_scenario("slow-sucess")
     assert str(caught.value).startswith(
-        "slow-sucess:1:1: no such file and no bundled scenario named 'slow-sucess'; bundled: ambiguous-submit, "
+        "slow-sucess: no such file and no bundled scenario named 'slow-sucess'; bundled: ambiguous-submit, "
     )
 
 
@@ -322,3 +361,36 @@ def test_time_scale_leaves_the_receivers_own_durations_alone() -> None:
     assert scenario.webhooks.duplicate_gap == pytest.approx(
         load_scenario("duplicate-webhook").webhooks.duplicate_gap * 0.05
     )  # type: ignore[union-attr]
+
+
+def test_a_raw_retry_after_needs_no_delay() -> None:
+    scenario = parse_scenario(
+        "jobs:\n  - timeline: [{status: queued}]\n"
+        "faults:\n  - {name: f, status: 429, retry_after: {raw: soon}}\n"
+    )
+    retry = scenario.faults[0].retry_after
+    assert isinstance(retry, RetryAfter)
+    assert (retry.raw, retry.delay, retry.wait) == ("soon", None, 0.0)
+
+
+def test_a_quoted_number_is_a_duration_in_seconds() -> None:
+    scenario = parse_scenario('jobs:\n  - poll_after: "2.5"\n    timeline: [{status: queued}]\n')
+    assert scenario.jobs[0].poll_after == 2.5
+
+
+def test_an_unreadable_file_is_named_without_a_position(tmp_path: Path) -> None:
+    path = tmp_path / "binary.yaml"
+    path.write_bytes(b"\xff\xfe jobs")
+    with pytest.raises(ScenarioError) as caught:
+        load_scenario(path)
+    assert str(caught.value) == (
+        f"{path}: cannot read the file: 'utf-8' codec can't decode byte 0xff in position 0:"
+        " invalid start byte"
+    )
+
+
+def test_every_dialect_name_in_the_scenario_model_has_a_dialect() -> None:
+    from fakeprovider.dialects import DIALECTS
+    from fakeprovider.scenario import DIALECT_NAMES
+
+    assert tuple(DIALECTS) == DIALECT_NAMES

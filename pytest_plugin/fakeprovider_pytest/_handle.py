@@ -63,7 +63,12 @@ def prepare_scenario(
     if seed is not None:
         scenario = dataclasses.replace(scenario, seed=seed)
     if dialect is not None:
-        scenario = dataclasses.replace(scenario, dialect=dialect)
+        from fakeprovider.scenario import DIALECT_NAMES
+
+        if dialect not in DIALECT_NAMES:
+            names = ", ".join(sorted(DIALECT_NAMES))
+            raise ValueError(f"unknown dialect {dialect!r}; known dialects: {names}")
+        scenario = dataclasses.replace(scenario, dialect=dialect)  # type: ignore[arg-type]
     return scenario
 
 
