@@ -56,11 +56,21 @@ _OPTIONS = {
 
 
 def add_check_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from .cli import examples, formatter
+
     parser = sub.add_parser(
         "check",
         help="check a journal against the client invariants",
         description="Judge every client in JOURNAL (a JSONL file written by 'serve --journal') "
-        "against the invariants. Exit 0 when clean, 1 on violations, 2 on bad input.",
+        "against the invariants. Exit 0 when clean, 1 on violations, 2 on bad input (a journal "
+        "with no client request in it is bad input: nothing was tested).",
+        formatter_class=formatter,
+        epilog=examples(
+            "fakeprovider check run.jsonl",
+            "fakeprovider check run.jsonl --scenario transient-5xx   # its expect: limits",
+            "fakeprovider check run.jsonl --deadline 5m --max-retries 3 --json",
+            "curl -s 'http://127.0.0.1:8000/__admin/report?deadline=5m'  # same, from the server",
+        ),
     )
     parser.add_argument("journal", metavar="JOURNAL", help="the JSONL journal file ('-' for stdin)")
     parser.add_argument(
@@ -112,6 +122,13 @@ def cmd_check(args: argparse.Namespace) -> int:
         return 2
     except ValueError as exc:
         print(f"fakeprovider check: {exc}", file=sys.stderr)
+        return 2
+    if not any(entry.kind not in ("admin", "webhook") for entry in entries):
+        print(
+            f"fakeprovider check: {args.journal} holds no client request, so nothing was tested;"
+            " did the client reach the fake?",
+            file=sys.stderr,
+        )
         return 2
     report = check(entries, limits)
     if args.json:

@@ -147,10 +147,41 @@ def cmd_schema(args: argparse.Namespace) -> int:
     return 0
 
 
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    def __init__(self, prog: str) -> None:
+        super().__init__(prog, max_help_position=28)
+
+    def add_argument(self, action: argparse.Action) -> None:
+        super().add_argument(action)
+        # argparse measures the column before any command exists: make room for the names
+        if isinstance(action, argparse._SubParsersAction) and action.choices:
+            widest = max(len(name) for name in action.choices)
+            self._action_max_length = max(
+                self._action_max_length, self._current_indent + 4 + widest
+            )
+
+
+def formatter(prog: str) -> argparse.HelpFormatter:
+    """Help laid out as written (examples keep their lines), commands in one column."""
+    return _Formatter(prog)
+
+
+def examples(*lines: str) -> str:
+    """An ``epilog``: example command lines, each with what it does."""
+    return "examples:\n" + "\n".join(f"  {line}" for line in lines)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="fakeprovider",
         description="A scriptable fake of slow, asynchronous (202 Accepted, then poll) HTTP APIs.",
+        formatter_class=formatter,
+        epilog=examples(
+            "fakeprovider scenarios                      # what is bundled",
+            "fakeprovider serve transient-5xx --journal run.jsonl",
+            "fakeprovider check run.jsonl --scenario transient-5xx",
+            "fakeprovider COMMAND --help                 # each command's options",
+        ),
     )
     parser.add_argument("--version", action="version", version=f"fakeprovider {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
@@ -160,6 +191,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="serve a scenario over HTTP",
         description="Serve SCENARIO (a bundled name or a file) until Ctrl+C or SIGTERM. Prints the base URL "
         "on standard output first.",
+        formatter_class=formatter,
+        epilog=examples(
+            "fakeprovider serve                          # slow-success on http://127.0.0.1:8000",
+            "fakeprovider serve rate-limited --port 0    # any free port; the URL comes first",
+            "fakeprovider serve my-scenario.yaml --journal run.jsonl --time-scale 0.1",
+            "fakeprovider serve slow-success --dialect openai-videos",
+        ),
     )
     serve.add_argument(
         "scenario",
@@ -216,6 +254,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="check scenario files",
         description="Validate scenario files. Exit 0 when all are valid, else 1 with one "
         "'file:line:col: path: message' line per problem.",
+        formatter_class=formatter,
+        epilog=examples(
+            "fakeprovider validate my-scenario.yaml",
+            "fakeprovider validate -q scenarios/*.yaml   # print only the problems",
+        ),
     )
     validate.add_argument("files", nargs="+", metavar="FILE")
     validate.add_argument(
@@ -227,6 +270,8 @@ def build_parser() -> argparse.ArgumentParser:
         "scenarios",
         help="list the bundled scenarios",
         description="List the bundled scenarios with one-line descriptions.",
+        formatter_class=formatter,
+        epilog=examples("fakeprovider scenarios"),
     )
     scenarios.set_defaults(func=cmd_scenarios)
 
@@ -234,6 +279,11 @@ def build_parser() -> argparse.ArgumentParser:
         "explain",
         help="describe a scenario's timeline in words",
         description="Describe what SCENARIO does, job by job and fault by fault.",
+        formatter_class=formatter,
+        epilog=examples(
+            "fakeprovider explain transient-5xx",
+            "fakeprovider explain my-scenario.yaml --time-scale 0.1",
+        ),
     )
     explain.add_argument("scenario", metavar="SCENARIO", help="bundled scenario name or path")
     explain.add_argument(
@@ -241,7 +291,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=_positive_float,
         default=1.0,
         metavar="F",
-        help="show the timeline compressed by F",
+        help="show the timeline compressed by F (default: 1)",
     )
     explain.set_defaults(func=cmd_explain)
 
@@ -249,6 +299,8 @@ def build_parser() -> argparse.ArgumentParser:
         "schema",
         help="print the scenario format's JSON Schema",
         description="Print the JSON Schema of the scenario format (for editors).",
+        formatter_class=formatter,
+        epilog=examples("fakeprovider schema > scenario.schema.json"),
     )
     schema.set_defaults(func=cmd_schema)
 

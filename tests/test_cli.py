@@ -16,12 +16,40 @@ from fakeprovider.journal import read_journal
 from fakeprovider.scenario import bundled_scenarios
 
 
-@pytest.mark.parametrize("command", ["serve", "validate", "scenarios", "explain", "schema"])
-def test_every_command_has_help(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    "command", ["serve", "validate", "scenarios", "explain", "schema", "check"]
+)
+def test_every_command_has_help_with_examples(
+    command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     with pytest.raises(SystemExit) as exited:
         main([command, "--help"])
     assert exited.value.code == 0
-    assert capsys.readouterr().out.startswith(f"usage: fakeprovider {command}")
+    out = capsys.readouterr().out
+    assert out.startswith(f"usage: fakeprovider {command}")
+    assert f"\nexamples:\n  fakeprovider {command}" in out
+
+
+def test_top_level_help_lists_each_command_on_one_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    assert "    scenarios    list the bundled scenarios\n" in out
+    assert "    check        check a journal against the client invariants\n" in out
+
+
+def test_check_refuses_a_journal_without_client_requests(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    empty = tmp_path / "run.jsonl"
+    empty.write_text("")
+    assert main(["check", str(empty)]) == 2
+    assert capsys.readouterr().err == (
+        f"fakeprovider check: {empty} holds no client request, so nothing was tested;"
+        " did the client reach the fake?\n"
+    )
 
 
 def test_validate_passes_good_files_and_lists_problems(
