@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ._durations import format_duration as d
-from .scenario import Fault, JobSpec, RetryAfter, Scenario
+from .scenario import Fault, RetryAfter, Scenario, Webhooks
 
 __all__ = ["explain"]
 
@@ -12,9 +12,9 @@ def explain(scenario: Scenario) -> str:
     """A plain-English account of what ``scenario`` will do."""
     lines = [f"{scenario.name}: {scenario.description or '(no description)'}"]
     lines.append(f"dialect {scenario.dialect}, seed {scenario.seed}")
-    for index, job in enumerate(scenario.jobs):
+    for index in range(len(scenario.jobs)):
         lines.append("")
-        lines.extend(_job(index, job, len(scenario.jobs)))
+        lines.extend(_job(index, scenario))
     if scenario.faults:
         lines.append("")
         lines.append("Faults:")
@@ -37,6 +37,9 @@ def explain(scenario: Scenario) -> str:
         a = scenario.auth
         revoke = f", revoked after {a.revoke_after} requests each" if a.revoke_after else ""
         lines.append(f"Auth: Bearer tokens {', '.join(a.tokens)}{revoke}.")
+    if scenario.webhooks is not None:
+        lines.append("")
+        lines.extend(_webhooks(scenario.webhooks))
     e = scenario.expect
     expects = []
     if e.outcome:
@@ -46,17 +49,30 @@ def explain(scenario: Scenario) -> str:
     expects.append(f"at most {e.max_retries} retries in a row")
     if e.retrievals is not None:
         expects.append(f"{e.retrievals} download(s) per job")
+    if scenario.webhooks is not None:
+        expects.append(f"webhooks acknowledged within {d(e.ack_limit)}")
     lines.append("")
     lines.append("Expect: " + ", ".join(expects) + ".")
     return "\n".join(lines) + "\n"
 
 
-def _job(index: int, job: JobSpec, count: int) -> list[str]:
+def _job(index: int, scenario: Scenario) -> list[str]:
+    job = scenario.jobs[index]
     label = f"Job {index}" + (f" ({job.name})" if job.name else "")
+    # as the engine picks: a submit takes the first job whose match it fits, else the next
+    # job without a match (the last of those repeats; with none, the last job serves)
+    unmatched = [i for i, spec in enumerate(scenario.jobs) if spec.match is None]
+    some_match = len(unmatched) < len(scenario.jobs)
     if job.match:
         label += f", for submits matching {job.match}"
-    elif count > 1:
-        label += f", for submit #{index + 1}" + (" and later ones" if index == count - 1 else "")
+        if not unmatched and index == len(scenario.jobs) - 1:
+            label += " and every submit that matches no job"
+    elif len(scenario.jobs) > 1:
+        number = unmatched.index(index) + 1
+        which = "submit that matches no job" if some_match else "submit"
+        label += f", for {which} #{number}"
+        if index == unmatched[-1]:
+            label += " and every later one"
     lines = [label + ":"]
     for step in job.timeline:
         if step.after_polls is not None:
@@ -79,6 +95,33 @@ def _job(index: int, job: JobSpec, count: int) -> list[str]:
         lines.append(f"  fails with {job.error.code}: {job.error.message}")
     elif final in ("succeeded", "completed_with_errors"):
         lines.append(f"  produces a {job.result.size_bytes}-byte video")
+    return lines
+
+
+def _webhooks(w: Webhooks) -> list[str]:
+    target = "each job's callback_url" + (f", else {w.url}" if w.url else "")
+    delay = f"{d(w.delay)} after the change" if w.delay else "at the change"
+    lines = [
+        f"Webhooks: {', '.join(w.events)} to {target}, {delay}, signed (Standard Webhooks).",
+    ]
+    if w.duplicates:
+        lines.append(
+            f"  every message is sent {w.duplicates + 1} times, {d(w.duplicate_gap)} apart "
+            "(same webhook-id, fresh timestamp and signature)"
+        )
+    if w.reorder:
+        lines.append("  each job's earlier events are held back and sent after its terminal one")
+    if w.forged:
+        lines.append(f"  also sent once with a bad signature: {', '.join(w.forged)}")
+    if w.stale:
+        lines.append(f"  also replayed once with a 10-minute-old timestamp: {', '.join(w.stale)}")
+    if w.missing:
+        lines.append(f"  never sent (poll to notice): {', '.join(w.missing)}")
+    waits = ", ".join(d(wait) for wait in w.retry_schedule)
+    lines.append(
+        f"  a receiver's 429, 5xx or silence past {d(w.timeout)} is retried, up to "
+        f"{w.max_attempts} attempts, after {waits} (jittered); 410 stops"
+    )
     return lines
 
 

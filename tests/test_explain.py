@@ -1,0 +1,56 @@
+"""``explain``: a scenario in words, webhooks and the submit each job serves included."""
+
+from __future__ import annotations
+
+from fakeprovider.explain import explain
+from fakeprovider.scenario import load_scenario, parse_scenario
+
+
+def test_explain_describes_every_webhook_misbehaviour() -> None:
+    text = explain(load_scenario("duplicate-webhook"))
+    assert text.splitlines()[-6:] == [
+        "Webhooks: job.processing, job.succeeded, job.failed to each job's callback_url, 2s after"
+        " the change, signed (Standard Webhooks).",
+        "  every message is sent 3 times, 1500ms apart (same webhook-id, fresh timestamp and"
+        " signature)",
+        "  each job's earlier events are held back and sent after its terminal one",
+        "  a receiver's 429, 5xx or silence past 10s is retried, up to 5 attempts, after 1s, 5s,"
+        " 30s (jittered); 410 stops",
+        "",
+        "Expect: outcome succeeded, deadline 5m, at most 5 retries in a row, 1 download(s) per"
+        " job, webhooks acknowledged within 2s.",
+    ]
+
+
+def test_explain_names_forged_stale_and_missing_events() -> None:
+    scenario = parse_scenario(
+        "jobs:\n  - timeline: [{status: queued}, {at: 5s, status: succeeded}]\n"
+        "webhooks:\n  url: http://127.0.0.1:9/hook\n  forged: [job.succeeded]\n"
+        "  stale: [job.succeeded]\n  missing: [job.failed]\n"
+    )
+    lines = explain(scenario).splitlines()
+    start = lines.index(
+        "Webhooks: job.succeeded, job.failed, job.cancelled, job.completed_with_errors to each"
+        " job's callback_url, else http://127.0.0.1:9/hook, at the change, signed (Standard"
+        " Webhooks)."
+    )
+    assert lines[start + 1 : start + 4] == [
+        "  also sent once with a bad signature: job.succeeded",
+        "  also replayed once with a 10-minute-old timestamp: job.succeeded",
+        "  never sent (poll to notice): job.failed",
+    ]
+
+
+def test_explain_says_which_submits_each_job_serves() -> None:
+    scenario = parse_scenario(
+        "jobs:\n"
+        "  - name: hd\n    match: {resolution: 1080p}\n    timeline: [{status: failed}]\n"
+        "  - name: first\n    timeline: [{status: succeeded}]\n"
+        "  - name: rest\n    timeline: [{status: succeeded}]\n"
+    )
+    labels = [line for line in explain(scenario).splitlines() if line.startswith("Job ")]
+    assert labels == [
+        "Job 0 (hd), for submits matching {'resolution': '1080p'}:",
+        "Job 1 (first), for submit that matches no job #1:",
+        "Job 2 (rest), for submit that matches no job #2 and every later one:",
+    ]
