@@ -166,7 +166,7 @@ def test_webhooks_announce_the_end_only_in_fals_shape_unsigned() -> None:
                 "url": f"http://fake.test/files/{done}.mp4",
                 "content_type": "video/mp4",
                 "file_name": f"{done}.mp4",
-                "file_size": 1048576,
+                "file_size": 262144,
             }
         },
         "error": None,
