@@ -7,7 +7,9 @@ provider's lock, held for microseconds while it asks the engine which state chan
 
 Each loop turn (at most every ``tick`` seconds, sooner when a request changed a job) it brings
 every job up to the clock (``FakeProvider.advance``), plans the sends of the new state changes
-(``webhooks.plan_change``) and starts the sends that are due. The receiver's answer decides:
+(``webhooks.plan_change``, with the provider's dialect deciding which events its provider
+sends) and starts the sends that are due; the dialect shapes each send's body and headers
+(``Dialect.webhook_message``). The receiver's answer decides:
 2xx done; 410 done, and nothing more is sent to that URL until the next reset; 429, 5xx,
 timeouts and connection errors retried after ``webhooks.backoff`` (or the receiver's
 ``Retry-After`` if longer) up to ``max_attempts``; any other answer done. Every attempt is a
@@ -34,16 +36,7 @@ from .httpdate import parse_http_date
 from .journal import Entry, RetryAfterRecord
 from .scenario import Webhooks
 from .service import FakeProvider
-from .webhooks import (
-    Delivery,
-    PayloadBuilder,
-    backoff,
-    generic_payload,
-    headers_for,
-    is_allowed_target,
-    plan_change,
-    render_body,
-)
+from .webhooks import Delivery, Outgoing, backoff, is_allowed_target, plan_change
 
 __all__ = ["Dispatcher"]
 
@@ -191,7 +184,10 @@ class Dispatcher:
         self._cursor += len(changes)
         for change in changes:
             earlier = self._history.setdefault(change.job_id, [])
-            for delivery in plan_change(config, change, earlier, seed=provider.scenario.seed):
+            planned = plan_change(
+                config, change, earlier, seed=provider.scenario.seed, shape=provider.dialect
+            )
+            for delivery in planned:
                 self._push(_Attempt(delivery, 1, delivery.at, self._generation))
             earlier.append(change)
         now = provider.clock.now()
@@ -250,13 +246,10 @@ class Dispatcher:
                 )
             )
             return
-        build: PayloadBuilder = getattr(provider.dialect, "webhook_payload", generic_payload)
-        body = render_body(build, delivery, clock.epoch)
-        headers = headers_for(
-            config.secret, delivery.webhook_id, clock.epoch + now, body, delivery.variant
-        )
-        headers["content-type"] = "application/json"
-        headers["user-agent"] = "fakeprovider-webhooks"
+        send = Outgoing(delivery, config.secret, clock.epoch + now, clock.epoch, provider.base_url)
+        message = provider.dialect.webhook_message(send)
+        body = message.body
+        headers = {"user-agent": "fakeprovider-webhooks", **message.headers}
         seq = journal.next_seq()
         journal.append(Entry(seq=seq, **base))
         started: float | None = None

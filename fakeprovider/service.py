@@ -44,6 +44,9 @@ class FakeProvider:
         self._time_scale = time_scale
         #: Hosts besides loopback addresses and ``localhost`` that webhooks may be sent to.
         self.allow_webhook_hosts = frozenset(allow_webhook_hosts)
+        #: The fake's own address as its clients use it (the last request's), for the links
+        #: a dialect puts in webhook bodies (Replicate ``urls``, Luma ``assets.video``...).
+        self.base_url = "http://127.0.0.1"
         self.load(scenario)
 
     def load(self, scenario: Scenario | str) -> None:
@@ -76,6 +79,7 @@ class FakeProvider:
 
     def receive(self, http: HttpRequest) -> tuple[Reply, HttpResponse]:
         """Decide the answer to ``http`` at the clock's current reading."""
+        self.base_url = http.base_url
         request: Request = self.dialect.parse(http)
         with self._lock:
             reply = self.engine.handle(request, self.clock.now())

@@ -7,7 +7,11 @@ sent, the key is the base64 decoding of the secret after ``whsec_``, the signatu
 
 Planning turns the engine's state changes into ``Delivery`` records (one per send: the
 message itself, its duplicates, a forged copy, a stale replay) as a pure function of the
-scenario's ``webhooks:`` block, the changes and the seed. The sending lives in ``dispatcher``.
+scenario's ``webhooks:`` block, the changes, the seed and the dialect's ``WebhookShape`` (which
+events the provider sends at all, and whether it signs them). What one send looks like on the
+wire (``WebhookMessage``: body and headers) is the dialect's ``webhook_message(Outgoing)``;
+``signed_message`` and ``unsigned_message`` are the two ways of wrapping a payload. The sending
+lives in ``dispatcher``.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from .engine import JobView, StateChange
 from .scenario import TERMINAL_STATUSES, Webhooks
@@ -30,18 +34,24 @@ __all__ = [
     "STALE_AGE",
     "TOLERANCE",
     "Delivery",
+    "Outgoing",
     "PayloadBuilder",
     "Variant",
+    "WebhookMessage",
+    "WebhookShape",
     "backoff",
     "event_for",
     "generic_payload",
     "is_allowed_target",
+    "json_body",
     "plan",
     "plan_change",
     "render_body",
     "secret_key",
     "sign",
     "signed_headers",
+    "signed_message",
+    "unsigned_message",
     "verify",
     "webhook_id",
 ]
@@ -150,10 +160,74 @@ def generic_payload(event: str, job: JobView, timestamp: str) -> Mapping[str, An
     return {"type": event, "timestamp": timestamp, "data": GenericDialect().job(job)}
 
 
+def json_body(payload: Mapping[str, Any]) -> bytes:
+    """``payload`` as the compact UTF-8 JSON every dialect sends."""
+    return json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
+
+
 def render_body(build: PayloadBuilder, delivery: Delivery, epoch: float) -> bytes:
     """The exact bytes sent for ``delivery`` (the same for every send of one message)."""
-    payload = build(delivery.event, delivery.job, iso_timestamp(epoch + delivery.change_at))
-    return json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
+    return json_body(build(delivery.event, delivery.job, iso_timestamp(epoch + delivery.change_at)))
+
+
+# --- what goes on the wire -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WebhookMessage:
+    """One send as it goes on the wire: the exact body bytes and the headers."""
+
+    body: bytes
+    headers: Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class Outgoing:
+    """What a dialect needs to shape one send of ``delivery`` (see ``Dialect.webhook_message``).
+
+    ``sent_at`` is the Unix time the send starts (the ``webhook-timestamp`` of a fresh send);
+    ``epoch`` is the Unix time of clock reading 0 (``epoch + delivery.change_at`` is when the
+    change happened); ``base_url`` is the fake's own address, for links in the body.
+    """
+
+    delivery: Delivery
+    secret: str
+    sent_at: float
+    epoch: float
+    base_url: str
+
+    @property
+    def changed_at(self) -> float:
+        """Unix time of the state change the message announces (the same on every send)."""
+        return self.epoch + self.delivery.change_at
+
+
+def signed_message(payload: Mapping[str, Any], send: Outgoing) -> WebhookMessage:
+    """``payload`` signed per Standard Webhooks (forged sends with a wrong key, stale ones old)."""
+    body = json_body(payload)
+    delivery = send.delivery
+    headers = headers_for(send.secret, delivery.webhook_id, send.sent_at, body, delivery.variant)
+    return WebhookMessage(body, {**headers, "content-type": "application/json"})
+
+
+def unsigned_message(
+    payload: Mapping[str, Any], headers: Mapping[str, str] | None = None
+) -> WebhookMessage:
+    """``payload`` with no signature at all (for providers that do not sign)."""
+    return WebhookMessage(
+        json_body(payload), {**(headers or {}), "content-type": "application/json"}
+    )
+
+
+class WebhookShape(Protocol):
+    """What planning asks a dialect: which events its provider sends, and whether it signs."""
+
+    #: False when the provider does not sign: forged and stale sends then cannot exist.
+    webhook_signed: bool
+
+    def webhook_event(self, event: str, job: JobView) -> str | None:
+        """The provider's name for ``event`` (``job.succeeded``...), None when it sends none."""
+        ...
 
 
 # --- planning ------------------------------------------------------------------------------
@@ -180,33 +254,48 @@ def webhook_id(seed: int, job_id: str, event: str) -> str:
 
 
 def _sends(
-    config: Webhooks, event: str, first: float, variant: Variant
+    config: Webhooks, event: str, first: float, variant: Variant, signed: bool
 ) -> list[tuple[float, Variant]]:
-    """The sends of one message from ``first`` on: itself, duplicates, forged copy, stale replay."""
+    """The sends of one message from ``first`` on: itself, duplicates, forged copy, stale replay
+    (the last two only when the provider signs: there is no signature to forge otherwise)."""
     kinds: list[Variant] = [variant]
     kinds += ["duplicate"] * config.duplicates
-    if event in config.forged:
+    if signed and event in config.forged:
         kinds.append("forged")
-    if event in config.stale:
+    if signed and event in config.stale:
         kinds.append("stale")
     return [(first + index * config.duplicate_gap, kind) for index, kind in enumerate(kinds)]
 
 
 def plan_change(
-    config: Webhooks, change: StateChange, earlier: Sequence[StateChange], *, seed: int
+    config: Webhooks,
+    change: StateChange,
+    earlier: Sequence[StateChange],
+    *,
+    seed: int,
+    shape: WebhookShape | None = None,
 ) -> list[Delivery]:
     """The sends caused by ``change``, given the ``earlier`` changes of the same job.
 
     A missing event yields one ``variant='missing'`` record (journalled, never sent). With
     ``reorder``, non-terminal events yield nothing until the terminal change, which yields its
-    own sends first and then the held-back messages (``variant='reordered'``).
+    own sends first and then the held-back messages (``variant='reordered'``). ``shape`` (the
+    dialect) drops the events its provider does not send and, when it does not sign, the
+    forged and stale sends; without it every listed event is sent, signed.
     """
     job = change.job
     if job is None:
         return []
     url = job.callback_url or config.url
     event = event_for(change.status)
-    if url is None or event not in config.events:
+    signed = shape is None or shape.webhook_signed
+
+    def wanted(ev: str, source: StateChange) -> bool:
+        if ev not in config.events or source.job is None:
+            return False
+        return shape is None or shape.webhook_event(ev, source.job) is not None
+
+    if url is None or not wanted(event, change):
         return []
 
     def delivery(ev: str, source: StateChange, at: float, variant: Variant) -> Delivery:
@@ -228,26 +317,33 @@ def plan_change(
     terminal = change.status in TERMINAL_STATUSES
     if config.reorder and not terminal:
         return []
-    out = [delivery(event, change, at, kind) for at, kind in _sends(config, event, first, None)]
+    sends = _sends(config, event, first, None, signed)
+    out = [delivery(event, change, at, kind) for at, kind in sends]
     if config.reorder:
         slot = first + len(out) * config.duplicate_gap
         for held in earlier:
             held_event = event_for(held.status)
-            if held_event not in config.events or held_event in config.missing:
+            if not wanted(held_event, held) or held_event in config.missing:
                 continue
-            sends = _sends(config, held_event, slot, "reordered")
+            sends = _sends(config, held_event, slot, "reordered", signed)
             out += [delivery(held_event, held, at, kind) for at, kind in sends]
             slot += len(sends) * config.duplicate_gap
     return out
 
 
-def plan(config: Webhooks, changes: Iterable[StateChange], *, seed: int) -> list[Delivery]:
+def plan(
+    config: Webhooks,
+    changes: Iterable[StateChange],
+    *,
+    seed: int,
+    shape: WebhookShape | None = None,
+) -> list[Delivery]:
     """Every send caused by ``changes``, in due order (ties keep planning order)."""
     history: dict[str, list[StateChange]] = {}
     out: list[Delivery] = []
     for change in changes:
         earlier = history.setdefault(change.job_id, [])
-        out += plan_change(config, change, earlier, seed=seed)
+        out += plan_change(config, change, earlier, seed=seed, shape=shape)
         earlier.append(change)
     return sorted(out, key=lambda d: d.at)
 

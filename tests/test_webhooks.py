@@ -246,3 +246,96 @@ def test_the_webhooks_block_in_the_docs_is_valid():
     scenario = parse_scenario("jobs:\n  - timeline: [{status: succeeded}]\n" + block)
     assert scenario.webhooks is not None
     assert scenario.webhooks.reorder is True
+
+
+MISBEHAVING = """
+jobs:
+  - timeline:
+      - status: queued
+      - {at: 1s, status: processing}
+      - {at: 2s, status: succeeded}
+webhooks:
+  events: [job.queued, job.processing, job.succeeded]
+  duplicates: 1
+  reorder: true
+  forged: [job.succeeded, job.processing]
+  stale: [job.succeeded]
+  missing: [job.queued]
+"""
+
+
+@pytest.mark.parametrize(
+    ("dialect", "expected"),
+    [
+        # generic, and the providers without webhooks of their own, send every event, signed
+        *[
+            (
+                name,
+                [
+                    ("job.succeeded", None),
+                    ("job.succeeded", "duplicate"),
+                    ("job.succeeded", "forged"),
+                    ("job.succeeded", "stale"),
+                    ("job.processing", "reordered"),
+                    ("job.processing", "duplicate"),
+                    ("job.processing", "forged"),
+                ],
+            )
+            for name in ("generic", "runway", "google-veo")
+        ],
+        # OpenAI: only the end, signed
+        (
+            "openai-videos",
+            [
+                ("job.succeeded", None),
+                ("job.succeeded", "duplicate"),
+                ("job.succeeded", "forged"),
+                ("job.succeeded", "stale"),
+            ],
+        ),
+        # Luma: every change, unsigned (nothing to forge)
+        (
+            "luma",
+            [
+                ("job.succeeded", None),
+                ("job.succeeded", "duplicate"),
+                ("job.processing", "reordered"),
+                ("job.processing", "duplicate"),
+            ],
+        ),
+        # fal: only the end, unsigned
+        ("fal", [("job.succeeded", None), ("job.succeeded", "duplicate")]),
+    ],
+)
+def test_the_dialect_decides_which_events_and_sends_are_planned(dialect, expected):
+    from fakeprovider.dialects import get_dialect
+
+    _, changes = _engine_changes(MISBEHAVING, until=10.0)
+    config = parse_scenario(MISBEHAVING).webhooks
+    assert config is not None
+    sends = plan(config, changes, seed=0, shape=get_dialect(dialect))
+    # the missing event is journalled without a send wherever the provider would send it
+    missing = [(d.event, d.variant) for d in sends if d.variant == "missing"]
+    assert missing == ([] if dialect in ("openai-videos", "fal") else [("job.queued", "missing")])
+    assert [(d.event, d.variant) for d in sends if d.variant != "missing"] == expected
+
+
+def test_replicate_plans_what_the_webhook_events_filter_asks_for():
+    from fakeprovider.dialects import get_dialect
+
+    engine = Engine(parse_scenario(MISBEHAVING), epoch=DEFAULT_EPOCH)
+    body = {"input": {"prompt": "a cat"}, "webhook_events_filter": ["logs", "completed"]}
+    engine.handle(Request("submit", "POST", "/p", body=body, callback_url="http://127.0.0.1:9"), 0)
+    engine.advance_all(10.0)
+    config = parse_scenario(MISBEHAVING).webhooks
+    assert config is not None
+    sends = plan(config, engine.changes, seed=0, shape=get_dialect("replicate"))
+    assert [(d.event, d.variant) for d in sends] == [
+        ("job.succeeded", None),
+        ("job.succeeded", "duplicate"),
+        ("job.succeeded", "forged"),
+        ("job.succeeded", "stale"),
+        ("job.processing", "reordered"),
+        ("job.processing", "duplicate"),
+        ("job.processing", "forged"),
+    ]

@@ -13,7 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..engine import ApiError, Reply, Request, RequestKind
+from ..engine import ApiError, JobView, Reply, Request, RequestKind
+from ..webhooks import Outgoing, WebhookMessage, generic_payload, iso_timestamp, signed_message
 
 __all__ = ["BadRequest", "Dialect", "HttpRequest", "HttpResponse", "Route"]
 
@@ -219,6 +220,38 @@ class Dialect:
         return json_response(
             status, {"error": {"code": error.code, "message": error.message}}, headers
         )
+
+    # -- webhooks -------------------------------------------------------------------------
+
+    #: Whether the provider signs its webhooks. When it does not, a scenario's ``forged:`` and
+    #: ``stale:`` send nothing in this dialect (there is no signature to get wrong).
+    webhook_signed = True
+
+    def webhook_event(self, event: str, job: JobView) -> str | None:
+        """The provider's name for the engine event ``event`` (``job.succeeded``...) announcing
+        that ``job`` changed state; None when the provider sends no webhook for it.
+
+        Planning drops events answered None, so they are neither sent nor journalled; every
+        send that is made is journalled with the engine's ``event``, whatever the dialect.
+        By default every event is sent under its engine name (the generic shape).
+        """
+        return event
+
+    def webhook_message(self, send: Outgoing) -> WebhookMessage:
+        """Body and headers of one send, as the provider would shape them.
+
+        Every send of one message must have the same body (duplicates and retries are
+        byte-identical); only the signature headers may change. By default the generic shape:
+        ``{"type", "timestamp", "data": {...job...}}`` signed per Standard Webhooks.
+        """
+        delivery = send.delivery
+        payload = generic_payload(delivery.event, delivery.job, iso_timestamp(send.changed_at))
+        return signed_message(payload, send)
+
+    def webhook_request(self, base_url: str) -> HttpRequest:
+        """A stand-in request for rendering a job into a webhook body with the GET renderers
+        (which take the base URL for links from the request)."""
+        return HttpRequest(method="GET", path="/", base_url=base_url)
 
     def render_scripted(self, reply: Reply) -> HttpResponse:
         """A fault's answer: its body verbatim, else the dialect's error shape."""

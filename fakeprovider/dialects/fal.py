@@ -9,6 +9,13 @@ job succeeded, a 4xx ``{"detail", "error_type"}`` when it failed or was cancelle
 ignores ``error`` in a COMPLETED status, so failure must surface there). Every response carries
 ``x-fal-request-id`` except scripted faults with a body of their own, which stand for errors
 from fal's ingress (nginx) in front of the app.
+
+Webhooks (``?fal_webhook=``) are sent once a request ends, as fal shapes them:
+``{"request_id", "gateway_request_id", "status": "OK", "payload": {...result...}, "error": null}``
+or ``"status": "ERROR"`` with ``error`` and ``payload: {"detail", "error_type"}``. They are
+unsigned: fal signs with ED25519 keys published at its own JWKS URL, which a fake cannot sign
+for without a key of fal's (and a new dependency), so a scenario's ``forged:`` and ``stale:``
+send nothing in this dialect.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..engine import ApiError, JobView, Reply, Request, RequestKind
+from ..webhooks import Outgoing, WebhookMessage, unsigned_message
 from . import _common
 from .base import (
     Dialect,
@@ -189,6 +197,31 @@ class FalDialect(Dialect):
             payload = {"detail": "Request was cancelled.", "error_type": "request_cancelled"}
             return json_response(400, payload, reply.headers)
         return json_response(400, {"detail": "Request is still in progress"}, reply.headers)
+
+    # -- webhooks -------------------------------------------------------------------------
+
+    webhook_signed = False
+
+    def webhook_event(self, event: str, job: JobView) -> str | None:
+        """fal sends one webhook, when the request ends (OK or ERROR)."""
+        return ("ERROR" if job.result is None else "OK") if job.done else None
+
+    def webhook_message(self, send: Outgoing) -> WebhookMessage:
+        job = send.delivery.job
+        payload: dict[str, Any] = {"request_id": job.id, "gateway_request_id": job.id}
+        if job.result is not None:
+            http = self.webhook_request(send.base_url)
+            payload.update(status="OK", payload=self.result(job, http), error=None)
+        else:
+            detail, code = (
+                (job.error.message, job.error.code)
+                if job.error is not None
+                else ("Request was cancelled.", "request_cancelled")
+            )
+            payload.update(
+                status="ERROR", payload={"detail": detail, "error_type": code}, error=detail
+            )
+        return unsigned_message(payload)
 
     def render_error(
         self, status: int, error: ApiError, headers: Sequence[tuple[str, str]] = ()

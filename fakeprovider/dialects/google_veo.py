@@ -9,6 +9,10 @@ kind ``status``, job id from the name). Both path shapes work: with and without 
 
 A finished operation carries the video inline as ``bytesBase64Encoded``, or as a ``gcsUri`` under
 ``parameters.storageUri`` when the create named one; there is no separate download.
+
+Vertex has no webhooks for these operations (``google-genai`` refuses ``webhook_config`` in
+Vertex mode; only the Gemini Developer API has it): a scenario's ``webhooks:`` block sends the
+generic shape.
 """
 
 from __future__ import annotations

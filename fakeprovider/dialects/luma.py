@@ -5,6 +5,10 @@ cancel: ``DELETE /generations/{id}`` is journaled as ``cancel`` (a running job s
 one is deleted; 204 either way). Luma has no ``cancelled`` state: it is shown as ``failed`` with
 the cancellation in ``failure_reason``. ``assets.video`` is a URL on the fake's
 ``/files/{id}.mp4`` route, the stand-in for Luma's CDN.
+
+Callbacks POST the generation exactly as ``GET /generations/{id}`` shows it, for every change
+of state (Luma sends "any and all updates"), unsigned: Luma documents no signature, so a
+scenario's ``forged:`` and ``stale:`` send nothing in this dialect.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..engine import ApiError, JobView, Reply, Request
+from ..webhooks import Outgoing, WebhookMessage, unsigned_message
 from . import _common
 from .base import (
     BadRequest,
@@ -129,6 +134,14 @@ class LumaDialect(Dialect):
             "model": job.request.get("model"),
             "request": dict(job.request),
         }
+
+    # -- callbacks ------------------------------------------------------------------------
+
+    webhook_signed = False
+
+    def webhook_message(self, send: Outgoing) -> WebhookMessage:
+        job = send.delivery.job
+        return unsigned_message(self.generation(job, self.webhook_request(send.base_url)))
 
     def render_error(
         self, status: int, error: ApiError, headers: Sequence[tuple[str, str]] = ()

@@ -5,15 +5,22 @@ SDK always sends multipart, even without a file); JSON is accepted too. The prov
 cancel: ``DELETE /v1/videos/{id}`` is journaled as ``cancel`` (a running job stops, a finished
 one is reported deleted). The ``cancelled`` engine status, which OpenAI does not have, is shown
 as ``failed`` with ``error.code == "cancelled"``.
+
+Webhooks are OpenAI's events, ``{"id": "evt_...", "object": "event", "type", "created_at",
+"data": {"id": "video_..."}}``, signed per Standard Webhooks (what ``client.webhooks.unwrap``
+and ``verify_signature`` check). OpenAI sends ``video.completed`` and ``video.failed`` only:
+the queued and processing events are not sent in this dialect.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Sequence
 from typing import Any
 
 from ..engine import ApiError, JobView, Reply, Request
+from ..webhooks import Outgoing, WebhookMessage, signed_message
 from . import _common
 from .base import (
     BadRequest,
@@ -33,6 +40,13 @@ _STATUS = {
     "completed_with_errors": "completed",
     "failed": "failed",
     "cancelled": "failed",
+}
+#: Engine event -> OpenAI webhook event (a cancelled video is shown as failed).
+_EVENTS = {
+    "job.succeeded": "video.completed",
+    "job.completed_with_errors": "video.completed",
+    "job.failed": "video.failed",
+    "job.cancelled": "video.failed",
 }
 _SECONDS = ("4", "8", "12")
 _SIZES = ("720x1280", "1280x720", "1024x1792", "1792x1024")
@@ -179,6 +193,23 @@ class OpenAIVideosDialect(Dialect):
             "size": str(request.get("size") or "720x1280"),
             "status": _STATUS[job.status],
         }
+
+    # -- webhooks -------------------------------------------------------------------------
+
+    def webhook_event(self, event: str, job: JobView) -> str | None:
+        return _EVENTS.get(event)
+
+    def webhook_message(self, send: Outgoing) -> WebhookMessage:
+        delivery = send.delivery
+        digest = hashlib.sha256(f"{self.name}:{delivery.webhook_id}".encode()).hexdigest()
+        payload = {
+            "id": f"evt_{digest[:32]}",
+            "object": "event",
+            "created_at": _common.unix_time(send.epoch, delivery.change_at),
+            "type": _EVENTS[delivery.event],
+            "data": {"id": delivery.job_id},
+        }
+        return signed_message(payload, send)
 
     def render_error(
         self, status: int, error: ApiError, headers: Sequence[tuple[str, str]] = ()

@@ -8,6 +8,12 @@ Creates validate ``input`` (an object), ``version`` on ``/v1/predictions``, ``we
 ``wait``; scaled by ``--time-scale`` like the scenario) have passed, as Replicate does; a job
 still running then is shown ``starting``, which is what tells ``replicate.run`` to poll. Outputs are URLs on the fake's ``/files/{id}.mp4`` route, the stand-in
 for replicate.delivery.
+
+Webhooks POST the prediction exactly as ``GET /v1/predictions/{id}`` shows it, signed per
+Standard Webhooks (what ``replicate.webhooks.validate`` checks), for the events the create's
+``webhook_events_filter`` asks for: ``start`` (the queued change), ``logs`` (processing),
+``completed`` (any end); ``output`` (a success, when ``completed`` is not asked for). Without a
+filter Replicate sends ``output`` and ``completed``: for a video, just the end.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from http import HTTPStatus
 from typing import Any
 
 from ..engine import ApiError, JobView, Reply, Request
+from ..webhooks import Outgoing, WebhookMessage, signed_message
 from . import _common
 from .base import (
     BadRequest,
@@ -40,6 +47,10 @@ _STATUS = {
     "cancelled": "canceled",
 }
 _EVENTS = ("start", "output", "logs", "completed")
+#: What Replicate sends when the create has no ``webhook_events_filter``.
+_DEFAULT_EVENTS = ("output", "completed")
+#: Engine event -> Replicate webhook event (every other event is an end: ``completed``).
+_WEBHOOK_EVENTS = {"job.queued": "start", "job.processing": "logs"}
 _PREFER = re.compile(r"^\s*wait(?:\s*=\s*(\d+))?\s*$")
 _DEFAULT_WAIT = 60  # seconds a bare ``Prefer: wait`` holds, as on Replicate
 
@@ -159,6 +170,21 @@ class ReplicateDialect(Dialect):
         if completed is not None:
             out["metrics"] = {"predict_time": round(completed - job.created_at, 3)}
         return out
+
+    # -- webhooks -------------------------------------------------------------------------
+
+    def webhook_event(self, event: str, job: JobView) -> str | None:
+        asked = job.request.get("webhook_events_filter") or _DEFAULT_EVENTS
+        name = _WEBHOOK_EVENTS.get(event, "completed")
+        if name in asked:
+            return name
+        if name == "completed" and job.result is not None and "output" in asked:
+            return "output"
+        return None
+
+    def webhook_message(self, send: Outgoing) -> WebhookMessage:
+        job = send.delivery.job
+        return signed_message(self.prediction(job, self.webhook_request(send.base_url)), send)
 
     def render_error(
         self, status: int, error: ApiError, headers: Sequence[tuple[str, str]] = ()

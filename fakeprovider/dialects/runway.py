@@ -4,6 +4,9 @@ Point the SDK at ``RunwayML(base_url=fake, api_key=...)`` (no ``/v1``: paths car
 ``/v1`` request must carry ``X-Runway-Version: 2024-11-06``. ``DELETE /v1/tasks/{id}`` cancels a
 running task and deletes a finished one (204 either way). Task outputs are URLs on the fake's
 ``/files/{id}.mp4`` route, the stand-in for Runway's CDN.
+
+Runway's API has no webhooks (``runwayml`` 5.24 has no callback parameter): a scenario's
+``webhooks:`` block sends the generic shape, for receivers that want one anyway.
 """
 
 from __future__ import annotations

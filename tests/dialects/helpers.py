@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from fakeprovider.clock import VirtualClock
@@ -15,6 +18,7 @@ from fakeprovider.journal import Entry
 from fakeprovider.scenario import Scenario
 from fakeprovider.server import ServerThread
 from fakeprovider.service import FakeProvider
+from fakeprovider.webhooks import Delivery, Outgoing, WebhookMessage, plan
 
 #: Bundled scenarios run 50 times faster: slow-success takes about 2 s.
 SCALE = 0.02
@@ -141,3 +145,133 @@ def retried_through_transient_5xx(submit_code: int) -> list[tuple[str, int | Non
         ("content", 503, "download-503"),
         ("content", 200, None),
     ]
+
+
+# -- webhooks --------------------------------------------------------------------------------
+
+#: The scenarios' default webhook secret.
+SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+
+#: Three jobs matched in submit order: a success, a failure, a cancellable one.
+HOOK_JOBS = """
+jobs:
+  - timeline:
+      - status: queued
+      - {at: 100ms, status: processing, progress: 50}
+      - {at: 300ms, status: succeeded}
+  - timeline:
+      - status: queued
+      - {at: 100ms, status: processing}
+      - {at: 300ms, status: failed}
+    error: {code: content_policy, message: The prompt was refused.}
+  - timeline:
+      - status: queued
+      - {at: 10s, status: succeeded}
+"""
+
+
+def hook_scenario(url: str | None, block: str) -> str:
+    """``HOOK_JOBS`` with a ``webhooks:`` block (``block``: its indented lines) sent to ``url``."""
+    target = f"  url: {url}\n" if url else ""
+    return f"{HOOK_JOBS}webhooks:\n{target}  secret: {SECRET}\n{block}"
+
+
+def planned_messages(
+    provider: FakeProvider, clock: VirtualClock, seconds: float
+) -> list[tuple[Delivery, WebhookMessage]]:
+    """Advance ``clock`` by ``seconds``; every send planned so far, as the dialect shapes it
+    (base URL ``http://fake.test``, sent when due)."""
+    clock.advance(seconds)
+    _, changes, _ = provider.advance()
+    config = provider.scenario.webhooks
+    assert config is not None
+    out = []
+    for delivery in plan(config, changes, seed=provider.scenario.seed, shape=provider.dialect):
+        send = Outgoing(
+            delivery, config.secret, clock.epoch + delivery.at, clock.epoch, "http://fake.test"
+        )
+        out.append((delivery, provider.dialect.webhook_message(send)))
+    return out
+
+
+def body_of(message: WebhookMessage) -> Any:
+    return json.loads(message.body)
+
+
+@dataclass
+class Hook:
+    """One delivery a ``HookReceiver`` got, and what its judge said (None: accepted)."""
+
+    headers: dict[str, str]
+    body: bytes
+    verdict: str | None
+
+    @property
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+#: Judges a delivery (body, headers): None to accept it (204), else why not (400).
+Judge = Callable[[bytes, dict[str, str]], "str | None"]
+
+
+@dataclass
+class HookReceiver:
+    """A webhook receiver on 127.0.0.1 that asks ``judge`` about every delivery."""
+
+    judge: Judge
+    url: str = ""
+    hooks: list[Hook] = field(default_factory=list)
+
+    def accepted(self) -> list[Hook]:
+        return [h for h in self.hooks if h.verdict is None]
+
+
+@contextmanager
+def hook_receiver(judge: Judge) -> Iterator[HookReceiver]:
+    receiver = HookReceiver(judge)
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers["content-length"]))
+            headers = {k.lower(): v for k, v in self.headers.items()}
+            verdict = receiver.judge(body, headers)
+            receiver.hooks.append(Hook(headers, body, verdict))
+            self.send_response(204 if verdict is None else 400)
+            self.send_header("content-length", "0")
+            self.end_headers()
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    receiver.url = f"http://127.0.0.1:{server.server_address[1]}/hooks"
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
+    thread.start()
+    try:
+        yield receiver
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@contextmanager
+def serve_hooks(dialect: str, text: str) -> Iterator[tuple[FakeProvider, ServerThread]]:
+    """A real server (and its webhook dispatcher) playing ``text`` unscaled in ``dialect``."""
+    with ServerThread(FakeProvider(text, dialect=dialect)) as server:
+        yield server.provider, server
+
+
+def sent_hooks(server: ServerThread, seconds: float = 0.8) -> list[Entry]:
+    """Let the scenario play ``seconds``; the journal's webhook entries once nothing is in flight."""
+    time.sleep(seconds)
+    assert server.dispatcher.wait_idle(5.0)
+    return [e for e in settled(server.provider) if e.kind == "webhook"]
+
+
+def hook_rows(entries: list[Entry]) -> list[tuple[Any, ...]]:
+    """What the journal says of each send: (event, job status, delivery, attempt, status code)."""
+    return [(e.event, e.job_status, e.delivery, e.attempt, e.status_code) for e in entries]

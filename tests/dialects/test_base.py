@@ -89,3 +89,20 @@ def test_too_large_and_wrong_method_are_refusals_too() -> None:
         "DELETE is not allowed here; use POST.",
     )
     assert dialect.parse(HttpRequest("GET", "/elsewhere")).problem is None
+
+
+@pytest.mark.parametrize("dialect", ["generic", "runway", "google-veo"])
+def test_providers_without_webhooks_send_the_generic_signed_shape(dialect: str) -> None:
+    from fakeprovider.webhooks import verify
+
+    from .helpers import SECRET, body_of, hook_scenario, planned_messages, virtual
+
+    provider, clock = virtual(dialect, hook_scenario("http://127.0.0.1:9/h", ""))
+    provider.engine.handle(Request("submit", "POST", "/", body={"prompt": "a cat"}), 0.0)
+    ((delivery, message),) = planned_messages(provider, clock, 1.0)
+    payload = body_of(message)
+    assert (payload["type"], payload["timestamp"]) == ("job.succeeded", "2026-01-01T00:00:00.300Z")
+    assert (payload["data"]["job_id"], payload["data"]["status"]) == (delivery.job_id, "succeeded")
+    assert verify(
+        SECRET, message.headers, message.body, now=int(message.headers["webhook-timestamp"])
+    )

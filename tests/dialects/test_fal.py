@@ -9,7 +9,18 @@ import pytest
 
 from fakeprovider.scenario import parse_scenario
 
-from .helpers import CLIENT_HEADERS, call, serve, settled, unusual, violated, virtual
+from .helpers import (
+    CLIENT_HEADERS,
+    body_of,
+    call,
+    hook_scenario,
+    planned_messages,
+    serve,
+    settled,
+    unusual,
+    violated,
+    virtual,
+)
 
 
 def test_submit_status_result_and_file() -> None:
@@ -114,6 +125,67 @@ def test_failed_result_cancel_and_unknown() -> None:
 
 
 # -- the real SDK ----------------------------------------------------------------------------
+
+# -- webhooks --------------------------------------------------------------------------------
+
+EVERY_EVENT = "  events: [job.queued, job.processing, job.succeeded, job.failed, job.cancelled]\n"
+#: Every misbehaviour: unsigned providers get duplicates but no forged or stale sends.
+MISBEHAVING = EVERY_EVENT + (
+    "  duplicates: 1\n  duplicate_gap: 50ms\n"
+    "  forged: [job.succeeded, job.failed]\n  stale: [job.succeeded, job.failed]\n"
+)
+
+
+def test_webhooks_announce_the_end_only_in_fals_shape_unsigned() -> None:
+    provider, clock = virtual("fal", hook_scenario(None, MISBEHAVING))
+    query = {"fal_webhook": "http://127.0.0.1:9/h"}
+    done, failed, cancelled = (
+        call(provider, "POST", "/fal-ai/veo3", json_body={"prompt": "a cat"}, query=query)[2][
+            "request_id"
+        ]
+        for _ in range(3)
+    )
+    assert call(provider, "PUT", f"/fal-ai/veo3/requests/{cancelled}/cancel")[0] == 202
+    sends = planned_messages(provider, clock, 1.0)
+
+    assert [(d.event, d.job_id, d.variant) for d, _ in sends] == [
+        ("job.cancelled", cancelled, None),
+        ("job.cancelled", cancelled, "duplicate"),
+        ("job.succeeded", done, None),
+        ("job.failed", failed, None),
+        ("job.succeeded", done, "duplicate"),
+        ("job.failed", failed, "duplicate"),
+    ]
+    assert [dict(m.headers) for _, m in sends] == [{"content-type": "application/json"}] * 6
+    assert body_of(sends[2][1]) == {
+        "request_id": done,
+        "gateway_request_id": done,
+        "status": "OK",
+        "payload": {
+            "video": {
+                "url": f"http://fake.test/files/{done}.mp4",
+                "content_type": "video/mp4",
+                "file_name": f"{done}.mp4",
+                "file_size": 262144,
+            }
+        },
+        "error": None,
+    }
+    assert body_of(sends[3][1]) == {
+        "request_id": failed,
+        "gateway_request_id": failed,
+        "status": "ERROR",
+        "payload": {"detail": "The prompt was refused.", "error_type": "content_policy"},
+        "error": "The prompt was refused.",
+    }
+    assert body_of(sends[0][1]) == {
+        "request_id": cancelled,
+        "gateway_request_id": cancelled,
+        "status": "ERROR",
+        "payload": {"detail": "Request was cancelled.", "error_type": "request_cancelled"},
+        "error": "Request was cancelled.",
+    }
+
 
 fal_client = pytest.importorskip("fal_client")
 import fal_client.client as fal_module  # noqa: E402

@@ -9,11 +9,18 @@ import pytest
 
 from .helpers import (
     CLIENT_HEADERS,
+    body_of,
     call,
     download,
+    hook_receiver,
+    hook_rows,
+    hook_scenario,
     last_status,
+    planned_messages,
     retried_through_transient_5xx,
+    sent_hooks,
     serve,
+    serve_hooks,
     settled,
     unusual,
     violated,
@@ -78,6 +85,44 @@ def test_bad_create_and_cancelled_state() -> None:
 
 # -- the real SDK ----------------------------------------------------------------------------
 
+# -- callbacks -------------------------------------------------------------------------------
+
+EVERY_EVENT = "  events: [job.queued, job.processing, job.succeeded, job.failed, job.cancelled]\n"
+#: Every misbehaviour: unsigned providers get duplicates but no forged or stale sends.
+MISBEHAVING = EVERY_EVENT + (
+    "  duplicates: 1\n  duplicate_gap: 50ms\n"
+    "  forged: [job.succeeded, job.failed]\n  stale: [job.succeeded, job.failed]\n"
+)
+
+
+def test_callbacks_post_the_generation_for_every_change_unsigned() -> None:
+    provider, clock = virtual("luma", hook_scenario(None, MISBEHAVING))
+    body = {**CREATE, "callback_url": "http://127.0.0.1:9/h"}
+    job_id = call(provider, "POST", f"{P}/generations/video", json_body=body)[2]["id"]
+    sends = planned_messages(provider, clock, 1.0)
+
+    assert [(d.event, d.variant, body_of(m)["state"]) for d, m in sends] == [
+        ("job.queued", None, "queued"),
+        ("job.queued", "duplicate", "queued"),
+        ("job.processing", None, "dreaming"),
+        ("job.processing", "duplicate", "dreaming"),
+        ("job.succeeded", None, "completed"),
+        ("job.succeeded", "duplicate", "completed"),
+    ]
+    assert [dict(m.headers) for _, m in sends] == [{"content-type": "application/json"}] * 6
+    _, _, shown = call(provider, "GET", f"{P}/generations/{job_id}")
+    assert (
+        body_of(sends[-1][1])
+        == shown
+        == generation(
+            job_id,
+            state="completed",
+            assets={"video": f"http://fake.test/files/{job_id}.mp4"},
+            request=body,
+        )
+    )
+
+
 lumaai = pytest.importorskip("lumaai")
 
 
@@ -133,3 +178,34 @@ def test_sdk_cancelled_reads_failed() -> None:
         assert run_sdk(url).state == "failed"
         assert last_status(settled(provider)) == "cancelled"
         assert violated(provider) == set()
+
+
+def test_sdk_callbacks_parse_as_generations() -> None:
+    with (
+        hook_receiver(lambda body, headers: None) as receiver,
+        serve_hooks("luma", hook_scenario(None, MISBEHAVING)) as (_, server),
+    ):
+        client = lumaai.LumaAI(auth_token="luma-test", base_url=f"{server.url}{P}")
+        made = client.generations.create(model="ray-2", prompt="a cat", callback_url=receiver.url)
+        entries = sent_hooks(server)
+        client.close()
+
+    states = [lumaai.types.Generation(**h.json) for h in receiver.hooks]
+    assert [(g.id, g.state) for g in states] == [
+        (made.id, "queued"),
+        (made.id, "queued"),
+        (made.id, "dreaming"),
+        (made.id, "dreaming"),
+        (made.id, "completed"),
+        (made.id, "completed"),
+    ]
+    assert states[-1].assets is not None
+    assert states[-1].assets.video == f"{server.url}/files/{made.id}.mp4"
+    assert hook_rows(entries) == [
+        ("job.queued", "queued", None, 1, 204),
+        ("job.queued", "queued", "duplicate", 1, 204),
+        ("job.processing", "processing", None, 1, 204),
+        ("job.processing", "processing", "duplicate", 1, 204),
+        ("job.succeeded", "succeeded", None, 1, 204),
+        ("job.succeeded", "succeeded", "duplicate", 1, 204),
+    ]

@@ -9,13 +9,22 @@ import pytest
 
 from fakeprovider.scenario import parse_scenario
 from fakeprovider.service import FakeProvider
+from fakeprovider.webhooks import verify
 
 from .helpers import (
     CLIENT_HEADERS,
+    SECRET,
+    body_of,
     call,
+    hook_receiver,
+    hook_rows,
+    hook_scenario,
     last_status,
+    planned_messages,
     retried_through_transient_5xx,
+    sent_hooks,
     serve,
+    serve_hooks,
     settled,
     unusual,
     violated,
@@ -177,6 +186,48 @@ def test_list_is_newest_first() -> None:
     )
 
 
+# -- webhooks --------------------------------------------------------------------------------
+
+EVERY_EVENT = "  events: [job.queued, job.processing, job.succeeded, job.failed, job.cancelled]\n"
+
+
+def test_webhooks_are_openai_events_for_the_end_of_a_video_only() -> None:
+    provider, clock = virtual("openai-videos", hook_scenario("http://127.0.0.1:9/h", EVERY_EVENT))
+    done, failed, cancelled = create(provider), create(provider), create(provider)
+    assert call(provider, "DELETE", f"/v1/videos/{cancelled}")[0] == 200
+    sends = planned_messages(provider, clock, 1.0)
+
+    assert [(d.event, d.job_id, body_of(m)["type"]) for d, m in sends] == [
+        ("job.cancelled", cancelled, "video.failed"),
+        ("job.succeeded", done, "video.completed"),
+        ("job.failed", failed, "video.failed"),
+    ]
+    delivery, message = sends[1]
+    assert body_of(message) == {
+        "id": body_of(message)["id"],
+        "object": "event",
+        "created_at": 1767225600,
+        "type": "video.completed",
+        "data": {"id": done},
+    }
+    assert len(body_of(message)["id"]) == len("evt_") + 32
+    assert body_of(message)["id"].startswith("evt_")
+    assert message.headers["webhook-id"] == delivery.webhook_id
+    assert message.headers["content-type"] == "application/json"
+    unix = int(message.headers["webhook-timestamp"])
+    assert verify(SECRET, message.headers, message.body, now=unix)
+
+
+def test_webhook_event_ids_are_the_same_on_every_send_of_one_message() -> None:
+    block = EVERY_EVENT + "  duplicates: 1\n  forged: [job.succeeded]\n"
+    provider, clock = virtual("openai-videos", hook_scenario("http://127.0.0.1:9/h", block))
+    create(provider)
+    sends = planned_messages(provider, clock, 1.0)
+    assert [d.variant for d, _ in sends] == [None, "duplicate", "forged"]
+    assert len({m.body for _, m in sends}) == 1
+    assert len({m.headers["webhook-signature"] for _, m in sends}) == 3
+
+
 # -- the real SDK ----------------------------------------------------------------------------
 
 openai = pytest.importorskip("openai")
@@ -274,3 +325,47 @@ def test_finding_sdk_reads_the_poll_hint_only_once() -> None:
         assert len(processing) > 10  # a 1 s hint over 1.4 s would allow two
         assert {e.poll_after for e in processing} == {1.0}
         assert violated(provider) == {"honours_poll_after"}
+
+
+def test_sdk_unwraps_every_genuine_webhook_and_refuses_forged_and_stale_ones() -> None:
+    hooks = openai.OpenAI(api_key="sk-test", webhook_secret=SECRET).webhooks
+
+    def judge(body: bytes, headers: dict[str, str]) -> str | None:
+        try:
+            hooks.unwrap(body, headers)
+        except openai.InvalidWebhookSignatureError as exc:
+            return str(exc)
+        return None
+
+    block = EVERY_EVENT + (
+        "  forged: [job.succeeded]\n  stale: [job.succeeded]\n  duplicate_gap: 100ms\n"
+    )
+    with (
+        hook_receiver(judge) as receiver,
+        serve_hooks("openai-videos", hook_scenario(receiver.url, block)) as (provider, server),
+    ):
+        client = openai.OpenAI(api_key="sk-test", base_url=f"{server.url}/v1")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            done = client.videos.create(prompt="a cat", model="sora-2", seconds="4")
+            failed = client.videos.create(prompt="a dog", model="sora-2", seconds="4")
+        entries = sent_hooks(server)
+
+    events = [hooks.unwrap(h.body, h.headers) for h in receiver.accepted()]
+    assert sorted((e.type, e.data.id, e.object) for e in events) == [
+        ("video.completed", done.id, "event"),
+        ("video.failed", failed.id, "event"),
+    ]
+    assert [h.verdict for h in receiver.hooks if h.verdict is not None] == [
+        "The given webhook signature does not match the expected signature",
+        "Webhook timestamp is too old",
+    ]
+    assert hook_rows([e for e in entries if e.job_id == done.id]) == [
+        ("job.succeeded", "succeeded", None, 1, 204),
+        ("job.succeeded", "succeeded", "forged", 1, 400),
+        ("job.succeeded", "succeeded", "stale", 1, 400),
+    ]
+    assert hook_rows([e for e in entries if e.job_id == failed.id]) == [
+        ("job.failed", "failed", None, 1, 204),
+    ]
+    assert [v for v in violations(provider) if v.invariant == "webhook_ack"] == []

@@ -12,11 +12,19 @@ from fakeprovider.scenario import parse_scenario
 
 from .helpers import (
     CLIENT_HEADERS,
+    SECRET,
+    body_of,
     call,
     download,
+    hook_receiver,
+    hook_rows,
+    hook_scenario,
     last_status,
+    planned_messages,
     retried_through_transient_5xx,
+    sent_hooks,
     serve,
+    serve_hooks,
     settled,
     unusual,
     violated,
@@ -171,6 +179,70 @@ def test_cancel_running_then_canceled() -> None:
     assert (status, payload["status"]) == (200, "canceled")
 
 
+# -- webhooks --------------------------------------------------------------------------------
+
+EVERY_EVENT = "  events: [job.queued, job.processing, job.succeeded, job.failed, job.cancelled]\n"
+
+
+def create_with_webhook(provider: Any, events: list[str] | None) -> str:
+    body: dict[str, Any] = {"input": {"prompt": "a cat"}, "webhook": "http://127.0.0.1:9/h"}
+    if events is not None:
+        body["webhook_events_filter"] = events
+    status, _, payload = call(provider, "POST", PATH, json_body=body)
+    assert status == 201
+    return str(payload["id"])
+
+
+@pytest.mark.parametrize(
+    ("events", "sent"),
+    [
+        (None, [("job.succeeded", "succeeded")]),
+        (
+            ["start", "logs", "completed"],
+            [
+                ("job.queued", "starting"),
+                ("job.processing", "processing"),
+                ("job.succeeded", "succeeded"),
+            ],
+        ),
+        (["start", "completed"], [("job.queued", "starting"), ("job.succeeded", "succeeded")]),
+        (["output"], [("job.succeeded", "succeeded")]),
+        (["logs"], [("job.processing", "processing")]),
+    ],
+)
+def test_webhooks_honour_the_webhook_events_filter(
+    events: list[str] | None, sent: list[tuple[str, str]]
+) -> None:
+    provider, clock = virtual("replicate", hook_scenario(None, EVERY_EVENT))
+    create_with_webhook(provider, events)
+    sends = planned_messages(provider, clock, 1.0)
+    assert [(d.event, body_of(m)["status"]) for d, m in sends] == sent
+
+
+def test_a_failure_is_not_an_output() -> None:
+    provider, clock = virtual("replicate", hook_scenario(None, EVERY_EVENT))
+    create_with_webhook(provider, ["start"])
+    failed = create_with_webhook(provider, ["output"])
+    sends = planned_messages(provider, clock, 1.0)
+    assert [(d.event, d.job_id) for d, _ in sends if d.job_id == failed] == []
+
+
+def test_the_webhook_body_is_the_prediction_as_get_shows_it() -> None:
+    provider, clock = virtual("replicate", hook_scenario(None, EVERY_EVENT))
+    job_id = create_with_webhook(provider, ["completed"])
+    ((delivery, message),) = planned_messages(provider, clock, 1.0)
+    _, _, shown = call(provider, "GET", f"/v1/predictions/{job_id}")
+    assert body_of(message) == shown
+    assert shown["output"] == f"http://fake.test/files/{job_id}.mp4"
+    assert sorted(message.headers) == [
+        "content-type",
+        "webhook-id",
+        "webhook-signature",
+        "webhook-timestamp",
+    ]
+    assert message.headers["webhook-id"] == delivery.webhook_id
+
+
 # -- the real SDK ----------------------------------------------------------------------------
 
 replicate = pytest.importorskip("replicate")
@@ -309,3 +381,63 @@ def test_finding_sdk_ignores_http_date_retry_after() -> None:
         assert (throttled.status_code, retry.kind) == (429, "status")
         assert retry.received_at - throttled.completed_at < 1.0
         assert violated(provider) == {"honours_retry_after"}
+
+
+def test_sdk_validates_every_genuine_webhook_and_refuses_forged_and_stale_ones() -> None:
+    from replicate.prediction import Prediction
+    from replicate.webhook import Webhooks, WebhookSigningSecret, WebhookValidationError
+
+    secret = WebhookSigningSecret(key=SECRET)
+
+    def judge(body: bytes, headers: dict[str, str]) -> str | None:
+        try:
+            Webhooks.validate(headers=headers, body=body.decode(), secret=secret, tolerance=300)
+        except WebhookValidationError as exc:
+            return str(exc)
+        return None
+
+    block = EVERY_EVENT + (
+        "  forged: [job.succeeded]\n  stale: [job.succeeded]\n  duplicate_gap: 100ms\n"
+    )
+    with (
+        hook_receiver(judge) as receiver,
+        serve_hooks("replicate", hook_scenario(None, block)) as (provider, server),
+        client_for(server.url) as client,
+    ):
+        done, failed = (
+            client.models.predictions.create(
+                model="google/veo-3",
+                input={"prompt": prompt},
+                webhook=receiver.url,
+                webhook_events_filter=["start", "completed"],
+            )
+            for prompt in ("a cat", "a dog")
+        )
+        entries = sent_hooks(server)
+
+    accepted = [Prediction(**h.json) for h in receiver.accepted()]
+    assert sorted((p.id, p.status) for p in accepted) == sorted(
+        [
+            (done.id, "starting"),
+            (done.id, "succeeded"),
+            (failed.id, "starting"),
+            (failed.id, "failed"),
+        ]
+    )
+    finished = next(p for p in accepted if p.status == "succeeded")
+    assert finished.output == f"{server.url}/files/{done.id}.mp4"
+    rejected = [h for h in receiver.hooks if h.verdict is not None]
+    assert [h.verdict for h in rejected] == [
+        "Webhook signature is invalid",
+        "Webhook timestamp is outside the allowed tolerance of 300 seconds",
+    ]
+    # Finding: without a tolerance (the default) validate() does not look at the timestamp.
+    stale = rejected[1]
+    assert Webhooks.validate(headers=stale.headers, body=stale.body.decode(), secret=secret) is None
+    assert hook_rows([e for e in entries if e.job_id == done.id]) == [
+        ("job.queued", "queued", None, 1, 204),
+        ("job.succeeded", "succeeded", None, 1, 204),
+        ("job.succeeded", "succeeded", "forged", 1, 400),
+        ("job.succeeded", "succeeded", "stale", 1, 400),
+    ]
+    assert [v for v in violated(provider) if v == "webhook_ack"] == []
