@@ -145,10 +145,44 @@ def test_marker_overrides_and_load(child: pytest.Pytester) -> None:
     result.assert_outcomes(passed=2, errors=1)
     result.stdout.fnmatch_lines(
         [
-            "E*TypeError: Unknown fakeprovider option 'colour'; use time_scale, seed, dialect or an"
-            " expect: key (outcome, deadline, max_retries, retrievals, poll_tolerance, status_rate, ack_limit)."
+            "_* ERROR at setup of test_unknown_override _*",
+            "The fakeprovider marker of test_marker_overrides_and_load.py::test_unknown_override:"
+            " Unknown fakeprovider option 'colour'; use time_scale, seed, dialect or an"
+            " expect: key (outcome, deadline, max_retries, retrievals, poll_tolerance, status_rate, ack_limit).",
         ]
     )
+    assert "_handle.py" not in result.stdout.str()  # no traceback through the plugin
+
+
+def test_a_test_that_fails_before_its_fake_exists_shows_no_other_journal(
+    child: pytest.Pytester, tmp_path: Path
+) -> None:
+    child.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.fakeprovider("quick-preview", time_scale=0.01)
+        def test_first(fakeprovider_inprocess):
+            import httpx
+            httpx.post(fakeprovider_inprocess.url + "/v1/jobs", json={"prompt": "a cat"})
+
+        @pytest.mark.fakeprovider("quick-preview", dialect="openai")
+        def test_second(fakeprovider_inprocess):
+            pass
+        """
+    )
+    journals = tmp_path / "journals"
+    result = child.runpytest(f"--fakeprovider-journal-dir={journals}")
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "The fakeprovider marker of test_a_test_that_fails_before_its_fake_exists_shows_no_other_journal.py"
+            "::test_second: unknown dialect 'openai'; known dialects: fal, generic, google-veo,"
+            " luma, openai-videos, replicate, runway",
+        ]
+    )
+    assert "fakeprovider journal" not in result.stdout.str()
+    assert not journals.exists()
 
 
 def test_server_errors_are_raised_in_the_test_at_teardown(child: pytest.Pytester) -> None:

@@ -46,8 +46,10 @@ class GenericDialect(Dialect):
         if not isinstance(body.get("prompt"), str) or not body["prompt"].strip():
             message = "'prompt' is required and must be a non-empty string."
             raise BadRequest(422, "invalid_request", message, body=body)
-        if "callback_url" in body and not isinstance(body["callback_url"], str):
-            raise BadRequest(422, "invalid_request", "'callback_url' must be a string.", body=body)
+        for optional in ("model", "callback_url"):
+            if optional in body and not isinstance(body[optional], str):
+                message = f"'{optional}' must be a string."
+                raise BadRequest(422, "invalid_request", message, body=body)
         callback = body.get("callback_url")
         return Request(kind="submit", body=body, callback_url=callback, **common)
 

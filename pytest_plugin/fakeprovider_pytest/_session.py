@@ -7,6 +7,7 @@ each time it is entered, so Hypothesis ``@given`` tests need no function-scoped 
 from __future__ import annotations
 
 import contextlib
+import weakref
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,6 +24,15 @@ __all__ = ["DEFAULT_SCENARIO", "FakeproviderSession"]
 #: What the fake plays when neither the marker nor ``load()`` chose a scenario.
 DEFAULT_SCENARIO = "slow-success"
 
+#: Every live session, so that the plugin can forget their handles when a new test starts.
+_SESSIONS: weakref.WeakSet[FakeproviderSession] = weakref.WeakSet()
+
+
+def forget_last_handles() -> None:
+    """A new test starts: no handle given out so far belongs to it."""
+    for session in _SESSIONS:
+        session.last_handle = None
+
 
 class FakeproviderSession:
     """Owns the session's real server and hands out per-test or per-example handles."""
@@ -30,8 +40,10 @@ class FakeproviderSession:
     def __init__(self) -> None:
         self._server: ServerThread | None = None
         self._provider: GuardedProvider | None = None
-        #: The handle most recently given out (the plugin reports its journal when a test fails).
+        #: The handle most recently given out in the current test (the plugin reports its
+        #: journal when the test fails); None until the test makes one.
         self.last_handle: ProviderHandle | None = None
+        _SESSIONS.add(self)
 
     # -- the real server -------------------------------------------------------------------
 

@@ -13,11 +13,13 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ._handle import ProviderHandle
-from ._session import DEFAULT_SCENARIO, FakeproviderSession
+from ._handle import ProviderHandle, prepare_scenario
+from ._session import DEFAULT_SCENARIO, FakeproviderSession, forget_last_handles
 
 if TYPE_CHECKING:
     from _pytest.reports import TestReport
+
+    from fakeprovider.scenario import Scenario
 
 __all__ = ["fakeprovider", "fakeprovider_inprocess", "fakeprovider_session"]
 
@@ -41,17 +43,33 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER_HELP)
 
 
-def _marker_options(request: pytest.FixtureRequest) -> tuple[Any, dict[str, Any]]:
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    # a test that fails before making its own fake must not be shown the last test's journal
+    forget_last_handles()
+
+
+def _marker_scenario(request: pytest.FixtureRequest) -> Scenario:
+    """The marker's scenario with its overrides; a mistake in the marker fails the test with
+    the message alone (no traceback through the plugin)."""
+    from fakeprovider.errors import ScenarioError
+
     marker = request.node.get_closest_marker("fakeprovider")
     if marker is None:
-        return DEFAULT_SCENARIO, {}
+        return prepare_scenario(DEFAULT_SCENARIO)
     if len(marker.args) > 1:
-        raise TypeError(
-            f"The fakeprovider marker takes one scenario (a name, path or YAML text), got {len(marker.args)} positional arguments."
+        pytest.fail(
+            "The fakeprovider marker takes one scenario (a name, path or YAML text),"
+            f" got {len(marker.args)} positional arguments.",
+            pytrace=False,
         )
     scenario = marker.args[0] if marker.args else marker.kwargs.get("scenario", DEFAULT_SCENARIO)
     overrides = {k: v for k, v in marker.kwargs.items() if k != "scenario"}
-    return scenario, overrides
+    try:
+        return prepare_scenario(scenario, **overrides)
+    except (TypeError, ValueError, ScenarioError) as exc:
+        problem = str(exc)
+    pytest.fail(f"The fakeprovider marker of {request.node.nodeid}: {problem}", pytrace=False)
 
 
 @pytest.fixture(scope="session")
@@ -67,8 +85,7 @@ def fakeprovider(
     request: pytest.FixtureRequest, fakeprovider_session: FakeproviderSession
 ) -> Iterator[ProviderHandle]:
     """The session's real server, reset and playing the marker's scenario for this test."""
-    scenario, overrides = _marker_options(request)
-    handle = fakeprovider_session.server_handle(scenario, **overrides)
+    handle = fakeprovider_session.server_handle(_marker_scenario(request))
     yield handle
     fakeprovider_session.raise_errors()
 
@@ -78,8 +95,8 @@ def fakeprovider_inprocess(
     request: pytest.FixtureRequest, fakeprovider_session: FakeproviderSession
 ) -> Iterator[ProviderHandle]:
     """The marker's scenario in-process for httpx clients, with the test's time made virtual."""
-    scenario, overrides = _marker_options(request)
-    with fakeprovider_session.example(scenario, inprocess=True, **overrides) as handle:
+    scenario = _marker_scenario(request)
+    with fakeprovider_session.example(scenario, inprocess=True) as handle:
         yield handle
 
 
