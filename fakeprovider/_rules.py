@@ -353,13 +353,17 @@ def honours_retry_after(entries: Sequence[Entry], limits: Limits) -> Iterator[Vi
             break
 
 
-def honours_poll_after(entries: Sequence[Entry], limits: Limits) -> Iterator[Violation]:
+def honours_poll_after(
+    entries: Sequence[Entry], limits: Limits, webhooks: Sequence[Entry] = ()
+) -> Iterator[Violation]:
     """An ordinary poll of J sooner than the hint of the answer before it, less the tolerance.
 
     Ordinary: the previous submit or status read of J succeeded, showed J not terminal, carried
-    a hint, and had completed when the poll was received (overlaps are ``no_overlap``'s).
+    a hint, and had completed when the poll was received (overlaps are ``no_overlap``'s), and
+    no genuine webhook about J was sent in between (a read to confirm a webhook is prompted).
     """
     for job_id, job_entries in _by_job(entries).items():
+        hooks = [w.received_at for w in webhooks if w.job_id == job_id and told(w)]
         previous: Entry | None = None
         for e in job_entries:
             if e.kind not in ("submit", "status"):
@@ -374,7 +378,8 @@ def honours_poll_after(entries: Sequence[Entry], limits: Limits) -> Iterator[Vio
             ):
                 gap = e.received_at - _seen_at(previous)
                 needed = previous.poll_after * (1 - limits.poll_tolerance)
-                if gap < needed - EPSILON:
+                prompted = any(_seen_at(previous) <= t <= e.received_at for t in hooks)
+                if gap < needed - EPSILON and not prompted:
                     yield Violation(
                         "honours_poll_after",
                         job_id,
