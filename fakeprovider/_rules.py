@@ -8,6 +8,7 @@ each function's docstring is the short form.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -107,11 +108,33 @@ def _ok(entry: Entry) -> bool:
     )
 
 
-def _by_job(entries: Sequence[Entry], kind: str | None = None) -> dict[str, list[Entry]]:
+def _by_job(
+    entries: Sequence[Entry], kind: str | None = None, *, listed: bool = False
+) -> dict[str, list[Entry]]:
+    """Entries per job id, in order; with ``listed``, a list answer also counts as an entry
+    of every job it showed (as that job, with the status it showed)."""
     out: dict[str, list[Entry]] = {}
-    for e in entries:
+    for e in _with_listed(entries) if listed else entries:
         if e.job_id is not None and (kind is None or e.kind == kind):
             out.setdefault(e.job_id, []).append(e)
+    return out
+
+
+def _with_listed(entries: Sequence[Entry]) -> list[Entry]:
+    """``entries`` with each list answer expanded into one entry per job it showed that the
+    client otherwise knows (submitted or asked about): what the client saw of that job, since
+    a reconciling client learns a job's status from the list."""
+    known = {e.job_id for e in entries if e.job_id is not None}
+    out: list[Entry] = []
+    for e in entries:
+        if e.kind == "list" and e.listed:
+            out.extend(
+                dataclasses.replace(e, job_id=job_id, job_status=status, listed=None)
+                for job_id, status in e.listed
+                if job_id in known
+            )
+        else:
+            out.append(e)
     return out
 
 
@@ -182,7 +205,7 @@ def single_retrieval(entries: Sequence[Entry], limits: Limits) -> Iterator[Viola
     """J's content is fetched successfully at most ``retrievals`` times (default once), and
     exactly that many times when ``retrievals`` is set and the client saw J succeed."""
     allowed = 1 if limits.retrievals is None else limits.retrievals
-    for job_id, job_entries in _by_job(entries).items():
+    for job_id, job_entries in _by_job(entries, listed=True).items():
         fetched = [e for e in job_entries if e.kind == "content" and _ok(e)]
         if len(fetched) > allowed:
             extra = fetched[allowed]
@@ -216,8 +239,9 @@ def single_retrieval(entries: Sequence[Entry], limits: Limits) -> Iterator[Viola
 def no_premature_retrieval(
     entries: Sequence[Entry], limits: Limits, webhooks: Sequence[Entry] = ()
 ) -> Iterator[Violation]:
-    """A content fetch of J received before any response (or webhook) had shown J succeeded."""
-    for job_id, job_entries in _by_job(entries).items():
+    """A content fetch of J received before any response (a status read, a list, the submit)
+    or webhook had shown J succeeded."""
+    for job_id, job_entries in _by_job(entries, listed=True).items():
         notified = [
             w.received_at
             for w in webhooks
@@ -250,8 +274,9 @@ def no_premature_retrieval(
 
 
 def bounded_retries(entries: Sequence[Entry], limits: Limits) -> Iterator[Violation]:
-    """More than ``max_retries`` retries after consecutive failed attempts (5xx, 429, dropped)
-    on the same job and route; submits are keyed by their request body instead of a job."""
+    """More than ``max_retries`` retries after consecutive failed attempts (5xx, 429, dropped,
+    or refused with a 4xx other than 401/403) on the same job and route; submits are keyed by
+    their request body instead of a job."""
     groups: dict[tuple[str, str], list[Entry]] = {}
     for e in entries:
         key = e.request_digest if e.kind == "submit" else e.job_id
@@ -273,8 +298,15 @@ def bounded_retries(entries: Sequence[Entry], limits: Limits) -> Iterator[Violat
                     attempt.client,
                 )
                 break
-            failures = [*failures, attempt] if attempt.failed else []
+            failures = [*failures, attempt] if _unsuccessful(attempt) else []
         del key
+
+
+def _unsuccessful(entry: Entry) -> bool:
+    """A failed attempt (5xx, 429, dropped), or a request refused with a 4xx other than
+    401/403 (those are ``no_retry_on_auth_error``'s): sending it again gets the same answer."""
+    code = entry.status_code
+    return entry.failed or (code is not None and 400 <= code < 500 and code not in (401, 403))
 
 
 def _scope(entry: Entry, limits: Limits) -> str:
@@ -321,13 +353,17 @@ def honours_retry_after(entries: Sequence[Entry], limits: Limits) -> Iterator[Vi
             break
 
 
-def honours_poll_after(entries: Sequence[Entry], limits: Limits) -> Iterator[Violation]:
+def honours_poll_after(
+    entries: Sequence[Entry], limits: Limits, webhooks: Sequence[Entry] = ()
+) -> Iterator[Violation]:
     """An ordinary poll of J sooner than the hint of the answer before it, less the tolerance.
 
     Ordinary: the previous submit or status read of J succeeded, showed J not terminal, carried
-    a hint, and had completed when the poll was received (overlaps are ``no_overlap``'s).
+    a hint, and had completed when the poll was received (overlaps are ``no_overlap``'s), and
+    no genuine webhook about J was sent in between (a read to confirm a webhook is prompted).
     """
     for job_id, job_entries in _by_job(entries).items():
+        hooks = [w.received_at for w in webhooks if w.job_id == job_id and told(w)]
         previous: Entry | None = None
         for e in job_entries:
             if e.kind not in ("submit", "status"):
@@ -342,7 +378,8 @@ def honours_poll_after(entries: Sequence[Entry], limits: Limits) -> Iterator[Vio
             ):
                 gap = e.received_at - _seen_at(previous)
                 needed = previous.poll_after * (1 - limits.poll_tolerance)
-                if gap < needed - EPSILON:
+                prompted = any(_seen_at(previous) <= t <= e.received_at for t in hooks)
+                if gap < needed - EPSILON and not prompted:
                     yield Violation(
                         "honours_poll_after",
                         job_id,
@@ -382,6 +419,7 @@ def no_resubmission(entries: Sequence[Entry], limits: Limits) -> Iterator[Violat
     request while an earlier job for it had not been seen to end (one job per logical request;
     no new submit after a failed status read)."""
     submits = [e for e in entries if e.kind == "submit"]
+    seen = _with_listed(entries)
     for index, s in enumerate(submits):
         same = [p for p in submits[:index] if p.request_digest == s.request_digest]
         if same and same[-1].failed and same[-1].idempotency_key is not None:
@@ -404,7 +442,7 @@ def no_resubmission(entries: Sequence[Entry], limits: Limits) -> Iterator[Violat
             if p.job_id is not None and p.job_id != s.job_id:
                 jobs.setdefault(p.job_id, p)
         for job_id, origin in jobs.items():
-            before = [e for e in entries if e.job_id == job_id and e.seq < s.seq]
+            before = [e for e in seen if e.job_id == job_id and e.seq < s.seq]
             if any(
                 e.job_status in TERMINAL_STATUSES and _seen_at(e) <= s.received_at for e in before
             ):

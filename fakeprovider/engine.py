@@ -832,6 +832,12 @@ class Engine:
             idempotency_key=request.idempotency_key,
             request_digest=_digest(request.body) if request.kind == "submit" else None,
             dropped=reply.action if reply.action != "respond" else None,
+            listed=tuple((view.id, view.status) for view in reply.jobs)
+            if request.kind == "list"
+            and reply.status_code == 200
+            and reply.action == "respond"
+            and not reply.scripted
+            else None,
         )
 
 

@@ -18,7 +18,13 @@ from typing import Any, Literal
 
 from ._durations import parse_duration
 from ._report import coverage, metrics, render
-from ._rules import CLIENT_RULES, Violation, no_premature_retrieval, webhook_ack
+from ._rules import (
+    CLIENT_RULES,
+    Violation,
+    honours_poll_after,
+    no_premature_retrieval,
+    webhook_ack,
+)
 from .errors import InvariantViolation
 from .journal import Entry
 from .scenario import Expect, Outcome, Scenario
@@ -221,6 +227,8 @@ def _judge(run: list[Entry], limits: Limits, number: int) -> list[Violation]:
         for name, rule in CLIENT_RULES:
             if name == "no_premature_retrieval":
                 rule = functools.partial(no_premature_retrieval, webhooks=webhooks)
+            elif name == "honours_poll_after":
+                rule = functools.partial(honours_poll_after, webhooks=webhooks)
             found.extend(rule(entries, limits))
     found.extend(webhook_ack(webhooks, limits))
     order = {name: index for index, name in enumerate(INVARIANTS)}

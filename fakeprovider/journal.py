@@ -77,6 +77,8 @@ class Entry:
     webhook_id: str | None = None
     attempt: int | None = None
     delivery: str | None = None
+    #: For list answers: ``(job_id, status)`` of every job the list showed.
+    listed: tuple[tuple[str, str], ...] | None = None
 
     @property
     def latency(self) -> float | None:
@@ -101,6 +103,8 @@ class Entry:
                 "header": ra.header,
                 "form": ra.form,
             }
+        if self.listed is not None:
+            out["listed"] = dict(self.listed)
         return out
 
     @classmethod
@@ -116,6 +120,9 @@ class Entry:
         ra = values.get("retry_after")
         if isinstance(ra, dict):
             values["retry_after"] = RetryAfterRecord(**ra)
+        listed = values.get("listed")
+        if isinstance(listed, dict):
+            values["listed"] = tuple((str(k), str(v)) for k, v in listed.items())
         return cls(**values)
 
 

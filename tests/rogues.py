@@ -475,3 +475,81 @@ def fleet(
         if open_jobs:
             return "timed_out"
         return results[0] if results else "error"
+
+
+def retries_rejected(
+    base_url: str,
+    *,
+    deadline: float,
+    client_id: str = "retries-rejected",
+    token: str | None = None,
+    attempts: int = 8,
+) -> str:
+    """bounded_retries: sends a submit the API rejects (422: a typo, ``promt``) and retries the
+    same request until it gives up after ``attempts``, as if a 4xx were transient."""
+    with _http(base_url, client_id, token) as http:
+        for _ in range(attempts):
+            response = _send(http.post, "/v1/jobs", json={"promt": PROMPT})
+            if response is not None and response.status_code == 202:
+                return "unknown"
+            time.sleep(0.01)
+    return "error"
+
+
+def reconciler(
+    base_url: str,
+    *,
+    deadline: float,
+    client_id: str = "reconciler",
+    token: str | None = None,
+) -> str:
+    """Correct, in another style: after the submit it watches its job through the list
+    (``GET /v1/jobs``, reconciliation), one list read at a time after the job's poll hint
+    (or a failed read's Retry-After), and downloads once when the list shows it succeeded."""
+    with _http(base_url, client_id, token) as http:
+        key = uuid.uuid4().hex
+        failures = 0
+        while True:
+            accepted = _send(
+                http.post, "/v1/jobs", json={"prompt": PROMPT}, headers={"Idempotency-Key": key}
+            )
+            if not _failed(accepted):
+                break
+            failures += 1
+            if failures > 3:
+                return "error"
+            time.sleep(retry_after(accepted) or 0.05)
+        assert accepted is not None
+        if accepted.status_code in (401, 403):
+            return "auth_error"
+        if accepted.status_code != 202:
+            return "error"
+        job: dict[str, Any] = accepted.json()
+        job_id = job["job_id"]
+        start = time.monotonic()
+        wait = job.get("poll_after_seconds") or DEFAULT_WAIT
+        failures = 0
+        while not job["done"]:
+            if time.monotonic() + wait > start + deadline:
+                return "timed_out"
+            time.sleep(wait)
+            listed = _send(http.get, "/v1/jobs")
+            if _failed(listed):
+                failures += 1
+                if failures > 3:
+                    return "error"
+                wait = retry_after(listed) or wait
+                continue
+            assert listed is not None
+            if listed.status_code in (401, 403):
+                return "auth_error"
+            failures = 0
+            job = next(j for j in listed.json()["jobs"] if j["job_id"] == job_id)
+            wait = job.get("poll_after_seconds") or wait
+        if job["status"] in SUCCESS:
+            for _ in range(4):
+                fetched = _send(http.get, f"/v1/jobs/{job_id}/content")
+                if not _failed(fetched):
+                    break
+                time.sleep(retry_after(fetched) or 0.05)
+        return str(job["status"])

@@ -278,6 +278,28 @@ def test_a_retry_after_a_failed_read_is_not_an_ordinary_poll() -> None:
     assert messages(entries) == []
 
 
+def test_a_read_prompted_by_a_genuine_webhook_is_not_an_ordinary_poll() -> None:
+    # the webhook (sent at 1.0) told the client something changed: reading the job at once
+    # to confirm it is not polling sooner than the hint; a forged send prompts nothing
+    webhook = hook(10, 204, 0.01, event="job.processing")
+    confirm = [
+        e(1, "submit", 0.0, status="queued", poll_after=5.0),
+        e(2, "status", 1.05, status="processing", poll_after=5.0),
+    ]
+    assert messages([*confirm, webhook]) == []
+    forged = dataclasses.replace(webhook, delivery="forged", status_code=401)
+    assert messages([*confirm, forged]) == [
+        (
+            "honours_poll_after",
+            "status read #2 for job j_1 at 1.050 s came 1.040 s after #1 answered, sooner than"
+            " its poll hint of 5.000 s (less 10% tolerance)",
+        )
+    ]
+    # one webhook excuses one read, not the next one
+    again = e(3, "status", 1.5, status="processing", poll_after=5.0)
+    assert [name for name, _ in messages([*confirm, again, webhook])] == ["honours_poll_after"]
+
+
 # -- stops_at_terminal ----------------------------------------------------------------------------
 
 

@@ -88,3 +88,22 @@ def test_unknown_fields_are_refused() -> None:
                 '{"seq": 1, "kind": "status", "method": "GET", "path": "/", "client": "c", "received_at": 0, "colour": 1}\n'
             )
         )
+
+
+def test_a_list_entry_keeps_the_jobs_it_showed_through_jsonl() -> None:
+    entry = Entry(
+        seq=3,
+        kind="list",
+        job_id=None,
+        method="GET",
+        path="/v1/jobs",
+        client="c",
+        received_at=1.0,
+        completed_at=1.1,
+        status_code=200,
+        listed=(("job_a", "succeeded"), ("job_b", "processing")),
+    )
+    assert entry.to_dict()["listed"] == {"job_a": "succeeded", "job_b": "processing"}
+    journal = Journal()
+    journal.append(entry)
+    assert read_journal(io.StringIO(journal.to_jsonl())) == [entry]

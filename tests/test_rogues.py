@@ -87,6 +87,17 @@ ROGUES = {
 }
 # The correct client within the budget the fleet breaks.
 CORRECT["correct-status-rate"] = Case(rogues.correct, "quick-preview", 0.05, limits=RATE)
+# A client that watches its job through the list (reconciliation): what the list showed it
+# counts as seen, so its download is not premature (long-render never sends the webhook).
+CORRECT["reconciler-long-render"] = Case(rogues.reconciler, "long-render", 0.005)
+CORRECT["reconciler-transient-5xx"] = Case(rogues.reconciler, "transient-5xx", 0.05)
+# More rogues for an invariant that already has one: name -> (invariant, case).
+MORE_ROGUES = {
+    "retries-rejected": (
+        "bounded_retries",
+        Case(rogues.retries_rejected, "quick-preview", 0.05),
+    ),
+}
 
 
 def _play(case: Case) -> Run:
@@ -104,7 +115,7 @@ def _play(case: Case) -> Run:
 
 @pytest.fixture(scope="module")
 def runs() -> dict[str, Run]:
-    cases = {**CORRECT, **ROGUES}
+    cases = {**CORRECT, **ROGUES, **{name: case for name, (_, case) in MORE_ROGUES.items()}}
     with ThreadPoolExecutor(max_workers=len(cases)) as pool:
         futures = {name: pool.submit(_play, case) for name, case in cases.items()}
         return {name: future.result(timeout=60) for name, future in futures.items()}
@@ -275,6 +286,30 @@ def test_each_rogue_is_caught_by_its_invariant_alone(runs: dict[str, Run], invar
     assert {v.invariant for v in report.violations} == {invariant}, report.render()
     assert [v.message for v in report.violations] == EXPECTED[invariant](run.entries)
     assert {v.client for v in report.violations} == {run.case.client.__kwdefaults__["client_id"]}
+
+
+def _rejected(entries: list[Entry]) -> list[str]:
+    submits = _of(entries, "submit")
+    assert {e.status_code for e in submits} == {422}
+    retry = submits[6]
+    return [
+        f"submit #{retry.seq} at {t(retry.received_at)} was retry 6 after 6 consecutive failed"
+        f" attempts (#{submits[0].seq} to #{submits[5].seq}); max_retries is 5"
+    ]
+
+
+MORE_EXPECTED: dict[str, Callable[[list[Entry]], list[str]]] = {
+    "retries-rejected": _rejected,
+}
+
+
+@pytest.mark.parametrize("name", sorted(MORE_ROGUES))
+def test_more_rogues_are_caught_by_their_invariant_alone(runs: dict[str, Run], name: str) -> None:
+    invariant, case = MORE_ROGUES[name]
+    report = runs[name].report
+    assert {v.invariant for v in report.violations} == {invariant}, report.render()
+    assert [v.message for v in report.violations] == MORE_EXPECTED[name](runs[name].entries)
+    assert {v.client for v in report.violations} == {case.client.__kwdefaults__["client_id"]}
 
 
 def test_every_invariant_but_webhook_ack_has_a_rogue() -> None:
