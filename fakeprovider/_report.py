@@ -6,7 +6,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ._rules import Violation, fmt_time, told, was_sent
+from ._rules import Violation, _answer, _with_listed, describe, fmt_time, told, was_sent
 from .journal import Entry
 from .scenario import TERMINAL_STATUSES
 
@@ -202,8 +202,40 @@ def coverage(runs: Sequence[Sequence[Entry]], limits: Limits) -> tuple[dict[str,
     for client in sorted(observed):
         for status in sorted(reached.get(client, set()) - observed[client]):
             warnings.append(f"the client {client!r} never observed {status!r}")
+    for run in runs:
+        warnings.extend(_gave_up(run))
     warnings.extend(f"{name} was not checked: {why}" for name, why in not_checked.items())
     return found, warnings
+
+
+def _gave_up(run: Sequence[Entry]) -> list[str]:
+    """Jobs a client stopped asking about right after a failed status read or download,
+    before it knew the job had ended (by an answer, the list, or a genuine webhook): the
+    signature of a client that takes a failed read for a failed job. A warning, not a
+    violation: a client out of retries or out of time stops the same way."""
+    notified = {e.job_id for e in run if told(e) and e.job_status in TERMINAL_STATUSES}
+    out: list[str] = []
+    for client, mine in _clients(run).items():
+        last: dict[str, Entry] = {}
+        ended: set[str] = set()
+        for e in _with_listed(mine):
+            if e.job_id is None:
+                continue
+            last[e.job_id] = e
+            if e.job_status in TERMINAL_STATUSES:
+                ended.add(e.job_id)
+        for job_id, e in last.items():
+            if job_id in ended or job_id in notified or e.kind not in ("status", "content"):
+                continue
+            if not e.failed:
+                continue
+            status = f" while the job was {e.true_status!r}" if e.true_status else ""
+            out.append(
+                f"the client {client!r} never asked about job {job_id} again after"
+                f" {describe(e)} got {_answer(e)}{status}: a failed read is not a failed job;"
+                " unless the client ran out of retries or time, it should have retried"
+            )
+    return out
 
 
 # -- rendering --------------------------------------------------------------------------------

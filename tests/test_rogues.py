@@ -100,6 +100,10 @@ MORE_ROGUES = {
 }
 
 
+# Rogues that no invariant can judge but the report warns about: name -> case.
+WARNED = {"quitter": Case(rogues.quitter, "transient-5xx", 0.05)}
+
+
 def _play(case: Case) -> Run:
     scenario = load_scenario(case.scenario, time_scale=case.scale)
     deadline = case.deadline if case.deadline is not None else scenario.expect.deadline
@@ -115,7 +119,12 @@ def _play(case: Case) -> Run:
 
 @pytest.fixture(scope="module")
 def runs() -> dict[str, Run]:
-    cases = {**CORRECT, **ROGUES, **{name: case for name, (_, case) in MORE_ROGUES.items()}}
+    cases = {
+        **CORRECT,
+        **ROGUES,
+        **{name: case for name, (_, case) in MORE_ROGUES.items()},
+        **WARNED,
+    }
     with ThreadPoolExecutor(max_workers=len(cases)) as pool:
         futures = {name: pool.submit(_play, case) for name, case in cases.items()}
         return {name: future.result(timeout=60) for name, future in futures.items()}
@@ -330,3 +339,27 @@ def test_a_rogue_and_the_correct_client_share_one_server_and_are_judged_apart() 
         ("stops_at_terminal", "keeps-polling")
     ]
     assert sorted(report.metrics["clients"]) == ["correct", "keeps-polling"]
+
+
+def _gave_up(report: Report) -> list[str]:
+    return [w for w in report.warnings if "never asked about job" in w]
+
+
+def test_a_client_that_takes_a_failed_read_for_a_failed_job_is_warned_about(
+    runs: dict[str, Run],
+) -> None:
+    run = runs["quitter"]
+    assert (run.outcome, run.report.violations) == ("failed", ())
+    (failed,) = [e for e in run.entries if e.kind == "status" and e.failed]
+    assert _gave_up(run.report) == [
+        f"the client 'quitter' never asked about job {failed.job_id} again after status read"
+        f" #{failed.seq} for job {failed.job_id} got 503 while the job was 'processing': a"
+        " failed read is not a failed job; unless the client ran out of retries or time, it"
+        " should have retried"
+    ]
+
+
+def test_the_correct_client_that_retries_a_failed_read_gets_no_such_warning(
+    runs: dict[str, Run],
+) -> None:
+    assert _gave_up(runs["correct-transient-5xx"].report) == []
