@@ -18,6 +18,7 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request as StarletteRequest
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -27,7 +28,7 @@ from .engine import Reply
 from .errors import ScenarioError
 from .httpdate import format_http_date
 from .journal import Entry
-from .scenario import parse_scenario
+from .scenario import bundled_scenarios, load_scenario, parse_scenario
 from .service import INTERNAL_ERROR_MESSAGE, FakeProvider, internal_error, logger
 
 __all__ = ["FakeProviderApp", "create_app"]
@@ -260,11 +261,25 @@ def _admin_app(provider: FakeProvider) -> Starlette:
             text = raw.decode("utf-8")
         except UnicodeDecodeError:
             return _error(400, "invalid_scenario", "The scenario must be UTF-8 YAML or JSON.")
+        name = text.strip()
         try:
-            provider.load(parse_scenario(text, filename="<request>"))
+            if name in bundled_scenarios():
+                loaded = load_scenario(name)
+            else:
+                # Parsing and validating can take a while (a big file): off the event loop, so
+                # other requests are answered meanwhile.
+                loaded = await run_in_threadpool(parse_scenario, text, filename="<request>")
+            provider.load(loaded)
         except ScenarioError as exc:
             problems = [str(p) for p in exc.problems]
-            return _error(400, "invalid_scenario", "The scenario is not valid.", problems=problems)
+            message = "The scenario is not valid."
+            if name and not any(c.isspace() or c == ":" for c in name):
+                bundled = ", ".join(bundled_scenarios())
+                message = (
+                    f"The scenario is not valid: send YAML or JSON, or the name of a bundled "
+                    f"scenario ({bundled}); got {name!r}."
+                )
+            return _error(400, "invalid_scenario", message, problems=problems)
         except ValueError as exc:
             return _error(400, "invalid_scenario", str(exc))
         _admin_entry(request, 200)

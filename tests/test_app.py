@@ -6,12 +6,15 @@ import email.utils
 import json
 import logging
 import socket
+import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
 
-from fakeprovider.scenario import parse_scenario
+from fakeprovider import app as app_module
+from fakeprovider.scenario import Scenario, parse_scenario
 from fakeprovider.server import ServerThread
 from fakeprovider.service import FakeProvider
 
@@ -464,3 +467,50 @@ def test_admin_entries_name_the_client_by_host_like_data_routes(server: ServerTh
         http.get("/v1/jobs")
         http.post("/__admin/reset")
     assert [(e.kind, e.client) for e in server.provider.journal] == [("admin", "127.0.0.1")]
+
+
+def test_admin_scenario_accepts_a_bundled_name(client: httpx.Client, server: ServerThread) -> None:
+    loaded = client.put("/__admin/scenario", content=b"quick-preview\n")
+    assert loaded.json() == {"status": "loaded", "scenario": "quick-preview"}
+    server.provider.load(parse_scenario(SCENARIO))
+
+
+def test_admin_scenario_says_a_single_word_may_be_a_bundled_name(client: httpx.Client) -> None:
+    refused = client.put("/__admin/scenario", content=b"quick-preveiw")
+    message = refused.json()["error"]["message"]
+    assert refused.status_code == 400
+    assert message.startswith(
+        "The scenario is not valid: send YAML or JSON, or the name of a bundled scenario ("
+    )
+    assert message.endswith("); got 'quick-preveiw'.")
+
+
+def test_admin_scenario_refuses_an_alias_bomb_at_once(client: httpx.Client) -> None:
+    levels = ['l0: &l0 ["x","x","x","x","x","x","x","x","x"]']
+    levels += [f"l{n}: &l{n} [" + ",".join([f"*l{n - 1}"] * 9) + "]" for n in range(1, 7)]
+    bomb = "\n".join([*levels, "jobs: *l6", ""])
+    refused = client.put("/__admin/scenario", content=bomb.encode(), timeout=5)
+    assert refused.status_code == 400
+    assert refused.json()["error"]["problems"] == [
+        "<request>:1:38: aliases repeat more than 10000 values; "
+        "write the values out or use fewer aliases"
+    ]
+
+
+def test_admin_scenario_is_validated_off_the_event_loop(
+    client: httpx.Client, server: ServerThread, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    release = threading.Event()
+
+    def slow_parse(text: str, *, filename: str) -> Scenario:
+        assert release.wait(5), "the health check was not answered while validating"
+        return parse_scenario(SCENARIO, filename=filename)
+
+    monkeypatch.setattr(app_module, "parse_scenario", slow_parse)
+    with ThreadPoolExecutor(1) as pool:
+        put = pool.submit(client.put, "/__admin/scenario", content=b"name: slow\njobs: []\n")
+        with httpx.Client(base_url=server.url) as other:
+            health = other.get("/__admin/health", timeout=5)
+        release.set()
+        assert put.result().json() == {"status": "loaded", "scenario": "app-test"}
+    assert health.status_code == 200
