@@ -231,8 +231,8 @@ def _admin_app(provider: FakeProvider) -> Starlette:
             return _error(400, "invalid_limits", f"{exc}.")
         return JSONResponse(check(provider.journal.snapshot(), limits).to_dict())
 
-    def _admin_entry(request: StarletteRequest, status: int) -> None:
-        now = provider.clock.now()
+    def _admin_entry(request: StarletteRequest, status: int, at: float | None = None) -> None:
+        now = provider.clock.now() if at is None else at
         provider.journal.append(
             Entry(
                 seq=provider.journal.next_seq(),
@@ -250,7 +250,8 @@ def _admin_app(provider: FakeProvider) -> Starlette:
 
     async def reset(request: StarletteRequest) -> Response:
         provider.reset()
-        _admin_entry(request, 200)
+        # Stamped at the run's start: the engine's fault windows count from this reading.
+        _admin_entry(request, 200, at=provider.engine.start)
         return JSONResponse({"status": "reset", "scenario": provider.scenario.name})
 
     async def scenario(request: StarletteRequest) -> Response:
@@ -270,6 +271,7 @@ def _admin_app(provider: FakeProvider) -> Starlette:
                 # other requests are answered meanwhile.
                 loaded = await run_in_threadpool(parse_scenario, text, filename="<request>")
             provider.load(loaded)
+            started = provider.engine.start
         except ScenarioError as exc:
             problems = [str(p) for p in exc.problems]
             message = "The scenario is not valid."
@@ -282,7 +284,7 @@ def _admin_app(provider: FakeProvider) -> Starlette:
             return _error(400, "invalid_scenario", message, problems=problems)
         except ValueError as exc:
             return _error(400, "invalid_scenario", str(exc))
-        _admin_entry(request, 200)
+        _admin_entry(request, 200, at=started)
         return JSONResponse({"status": "loaded", "scenario": provider.scenario.name})
 
     admin_routes = [

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import email.utils
+import io
 import json
 import logging
 import socket
@@ -14,6 +15,8 @@ import httpx
 import pytest
 
 from fakeprovider import app as app_module
+from fakeprovider.invariants import Limits, check, split_runs
+from fakeprovider.journal import read_journal
 from fakeprovider.scenario import Scenario, parse_scenario
 from fakeprovider.server import ServerThread
 from fakeprovider.service import FakeProvider
@@ -514,3 +517,26 @@ def test_admin_scenario_is_validated_off_the_event_loop(
         release.set()
         assert put.result().json() == {"status": "loaded", "scenario": "app-test"}
     assert health.status_code == 200
+
+
+def test_a_journal_file_across_resets_is_judged_run_by_run() -> None:
+    sink = io.StringIO()
+    provider = FakeProvider(parse_scenario(INSTANT), journal_sink=sink)
+    with ServerThread(provider) as running, httpx.Client(base_url=running.url) as http:
+        for _ in range(2):
+            job = http.post("/v1/jobs", json={"prompt": "x"}).json()["job_id"]
+            http.get(f"/v1/jobs/{job}/content")  # the submit showed it succeeded
+            http.post("/__admin/reset")
+        reset = provider.journal.last
+    entries = read_journal(io.StringIO(sink.getvalue()))
+    runs = split_runs(entries)
+    assert [[(e.seq, e.kind, e.job_id) for e in run] for run in runs] == [
+        [(1, "submit", job), (2, "content", job)],
+        [(4, "submit", job), (5, "content", job)],
+    ]
+    assert check(entries, Limits(retrievals=1)).violations == ()
+    # the reset entry marks the run's time 0: the engine's fault windows count from it
+    assert (reset.seq, reset.received_at) == (6, provider.engine.start)
+
+
+INSTANT = "name: instant\njobs: [{timeline: [{status: succeeded}], result: {size_bytes: 16}}]\n"

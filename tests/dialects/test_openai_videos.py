@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from fakeprovider.dialects import HttpRequest
 from fakeprovider.scenario import parse_scenario
 from fakeprovider.service import FakeProvider
 
@@ -274,3 +275,19 @@ def test_finding_sdk_reads_the_poll_hint_only_once() -> None:
         assert len(processing) > 10  # a 1 s hint over 1.4 s would allow two
         assert {e.poll_after for e in processing} == {1.0}
         assert violated(provider) == {"honours_poll_after"}
+
+
+def test_a_multipart_field_that_decodes_to_a_lone_surrogate_is_refused() -> None:
+    provider = FakeProvider("quick-preview", dialect="openai-videos")
+    body = (
+        b'--b\r\nContent-Disposition: form-data; name="prompt"\r\n'
+        b"Content-Type: text/plain; charset=unicode_escape\r\n\r\n\\ud800\r\n"
+        b'--b\r\nContent-Disposition: form-data; name="model"\r\n\r\nsora-2\r\n--b--\r\n'
+    )
+    headers = {"content-type": "multipart/form-data; boundary=b"}
+    _, response = provider.receive(HttpRequest("POST", "/v1/videos", headers=headers, body=body))
+    assert (response.status, response.body) == (
+        400,
+        b'{"error":{"message":"The body holds a lone surrogate (U+D800); send valid Unicode '
+        b'text.","type":"invalid_request_error","param":null,"code":"invalid_value"}}',
+    )
