@@ -3,6 +3,10 @@
 ``load_located(text)`` returns plain Python values plus a table from each value's path
 (a tuple of keys and indexes) to its 1-based ``(line, column)``, so that validation errors
 can point at the exact spot in the file.
+
+Aliases are expanded (as ``safe_load`` does), but only up to ``MAX_ALIAS_VALUES`` repeated
+values in all: a "billion laughs" document of nested aliases is refused at once instead of
+expanding into millions of values.
 """
 
 from __future__ import annotations
@@ -13,6 +17,10 @@ import yaml
 
 Path = tuple[str | int, ...]
 Positions = dict[Path, tuple[int, int]]
+
+#: How many values aliases may repeat, in all, in one document (each alias costs the size of
+#: the value it names). Scenarios that reuse a fault or a timeline stay far below it.
+MAX_ALIAS_VALUES = 10_000
 
 
 class YamlSyntaxError(Exception):
@@ -33,7 +41,7 @@ def load_located(text: str) -> tuple[Any, Positions]:
     try:
         node = loader.get_single_node()
         positions: Positions = {}
-        value = None if node is None else _convert(loader, node, (), positions)
+        value = None if node is None else _Converter(loader, positions).convert(node, ())
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         unclosed = (
@@ -73,28 +81,48 @@ def _explain(exc: yaml.MarkedYAMLError) -> str:
     return problem
 
 
-def _convert(loader: yaml.SafeLoader, node: yaml.Node, path: Path, positions: Positions) -> Any:
-    positions[path] = _position(node)
-    if isinstance(node, yaml.MappingNode):
-        loader.flatten_mapping(node)
-        result: dict[Any, Any] = {}
-        for key_node, value_node in node.value:
-            key = loader.construct_object(key_node, deep=True)
-            if not isinstance(key, str):
-                key = str(key)
-            if key in result:
-                line, column = _position(key_node)
+class _Converter:
+    """Turns composed nodes into values, recording positions and counting alias repeats."""
+
+    def __init__(self, loader: yaml.SafeLoader, positions: Positions) -> None:
+        self.loader = loader
+        self.positions = positions
+        self.seen: set[int] = set()
+        self.repeated = 0
+
+    def convert(self, node: yaml.Node, path: Path) -> Any:
+        # An alias is the very node its anchor named: a node met again is a repeat.
+        if id(node) in self.seen:
+            self.repeated += 1
+            if self.repeated > MAX_ALIAS_VALUES:
+                line, column = _position(node)
                 raise YamlSyntaxError(
-                    line, column, f"duplicate key {key!r}; each key may appear once"
+                    line,
+                    column,
+                    f"aliases repeat more than {MAX_ALIAS_VALUES} values; "
+                    "write the values out or use fewer aliases",
                 )
-            child = (*path, key)
-            result[key] = _convert(loader, value_node, child, positions)
-            # A key's own position is more useful than its value's for "unknown key" errors.
-            positions[(*child, "<key>")] = _position(key_node)
-        return result
-    if isinstance(node, yaml.SequenceNode):
-        return [
-            _convert(loader, item, (*path, index), positions)
-            for index, item in enumerate(node.value)
-        ]
-    return loader.construct_object(node, deep=True)
+        else:
+            self.seen.add(id(node))
+        positions, loader = self.positions, self.loader
+        positions[path] = _position(node)
+        if isinstance(node, yaml.MappingNode):
+            loader.flatten_mapping(node)
+            result: dict[Any, Any] = {}
+            for key_node, value_node in node.value:
+                key = loader.construct_object(key_node, deep=True)
+                if not isinstance(key, str):
+                    key = str(key)
+                if key in result:
+                    line, column = _position(key_node)
+                    raise YamlSyntaxError(
+                        line, column, f"duplicate key {key!r}; each key may appear once"
+                    )
+                child = (*path, key)
+                result[key] = self.convert(value_node, child)
+                # A key's own position is more useful than its value's for "unknown key" errors.
+                positions[(*child, "<key>")] = _position(key_node)
+            return result
+        if isinstance(node, yaml.SequenceNode):
+            return [self.convert(item, (*path, index)) for index, item in enumerate(node.value)]
+        return loader.construct_object(node, deep=True)

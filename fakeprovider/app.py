@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import socket
 import struct
 from collections.abc import Awaitable, Callable, MutableMapping
@@ -19,15 +18,18 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request as StarletteRequest
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from .dialects import HttpRequest, HttpResponse
+from .engine import Reply
 from .errors import ScenarioError
+from .httpdate import format_http_date
 from .journal import Entry
-from .scenario import parse_scenario
-from .service import FakeProvider
+from .scenario import bundled_scenarios, load_scenario, parse_scenario
+from .service import INTERNAL_ERROR_MESSAGE, FakeProvider, internal_error, logger
 
 __all__ = ["FakeProviderApp", "create_app"]
 
@@ -64,6 +66,16 @@ def _peer(scope: Scope) -> str:
     return f"{client[0]}:{client[1]}" if client else "unknown"
 
 
+def _client(request: StarletteRequest) -> str:
+    """Who sent an admin request, as the journal names clients on every route: ``X-Client-Id``,
+    else the peer's host (not its port)."""
+    explicit = request.headers.get("x-client-id")
+    if explicit:
+        return explicit
+    client = request.scope.get("client")
+    return str(client[0]) if client else "unknown"
+
+
 class FakeProviderApp:
     """The ASGI application serving ``provider`` (``create_app(provider)`` builds one)."""
 
@@ -72,34 +84,20 @@ class FakeProviderApp:
         self.admin = _admin_app(provider)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"].startswith(ADMIN_PREFIX):
-            await self.admin(scope, receive, send)
+        if scope["type"] != "http":
+            await self.admin(scope, receive, send)  # lifespan is off; Starlette refuses the rest
             return
+        state = _Exchange(self.provider, send)
         try:
-            await self._api(scope, receive, send)
+            if scope["path"].startswith(ADMIN_PREFIX):
+                await self.admin(scope, receive, state.send_dated)
+            else:
+                await self._api(scope, receive, state)
         except Exception:  # never a traceback to the client; the server keeps going
-            body = json.dumps(
-                {
-                    "error": {
-                        "code": "internal_error",
-                        "message": "fakeprovider failed; this is a bug, please report it.",
-                    }
-                }
-            ).encode()
-            with contextlib.suppress(Exception):
-                await send(
-                    {
-                        "type": "http.response.start",
-                        "status": 500,
-                        "headers": [
-                            (b"content-type", b"application/json"),
-                            (b"content-length", str(len(body)).encode()),
-                        ],
-                    }
-                )
-                await send({"type": "http.response.body", "body": body})
+            logger.exception("fakeprovider failed answering %s %s", scope["method"], scope["path"])
+            await state.fail()
 
-    async def _api(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def _api(self, scope: Scope, receive: Receive, state: _Exchange) -> None:
         provider = self.provider
         limit = provider.scenario.max_body_bytes
         body = bytearray()
@@ -126,21 +124,72 @@ class FakeProviderApp:
             too_large=limit if too_large else None,
         )
         reply, response = provider.receive(http)
+        state.reply = reply
         if reply.delay > 0:
             await asyncio.sleep(reply.delay)
         clock = provider.clock
         if reply.action != "respond":
             now = clock.now()
+            state.reply = None
             provider.sent(reply, started=now, completed=now, status_code=None)
             _abort(receive)
             return
         raw = _raw_headers(response, provider.date_header(reply))
         started = clock.now()
-        await send({"type": "http.response.start", "status": response.status, "headers": raw})
+        await state.send({"type": "http.response.start", "status": response.status, "headers": raw})
         # Journal before the body goes out (asyncio buffers the write at once anyway), so that a
         # client that has read the whole response always finds its entry complete.
+        state.reply = None
         provider.sent(reply, started=started, completed=clock.now(), status_code=response.status)
-        await send({"type": "http.response.body", "body": response.body})
+        await state.send({"type": "http.response.body", "body": response.body})
+
+
+class _Exchange:
+    """One request's answer in progress: whether it started, and the reply still to journal.
+
+    When the fake fails (a bug) ``fail()`` answers the JSON 500 ``internal_error`` with a
+    ``Date``, unless a response had already started, and journals the 500 it sent.
+    """
+
+    def __init__(self, provider: FakeProvider, send: Send) -> None:
+        self.provider = provider
+        self._send = send
+        self.started = False
+        #: The engine's reply while its journal entry waits for the answer to go out.
+        self.reply: Reply | None = None
+
+    async def send(self, message: Message) -> None:
+        if message["type"] == "http.response.start":
+            self.started = True
+        await self._send(message)
+
+    async def send_dated(self, message: Message) -> None:
+        """``send``, adding a ``Date`` from the scenario clock to a response without one."""
+        if message["type"] == "http.response.start":
+            headers = list(message.get("headers", []))
+            if not any(name.lower() == b"date" for name, _ in headers):
+                headers.append((b"date", self._date().encode("latin-1")))
+            message = {**message, "headers": headers}
+        await self.send(message)
+
+    def _date(self) -> str:
+        return format_http_date(self.provider.clock.epoch + self.provider.clock.now())
+
+    async def fail(self) -> None:
+        if self.started:
+            return  # the status line is out: all that is left is to end the connection
+        response = internal_error()
+        raw = _raw_headers(response, self._date())
+        now = self.provider.clock.now()
+        with contextlib.suppress(Exception):
+            await self.send({"type": "http.response.start", "status": 500, "headers": raw})
+        if self.reply is not None:
+            reply, self.reply = self.reply, None
+            self.provider.sent(
+                reply, started=now, completed=self.provider.clock.now(), status_code=500
+            )
+        with contextlib.suppress(Exception):
+            await self.send({"type": "http.response.body", "body": response.body})
 
 
 def _raw_headers(response: HttpResponse, date: str) -> list[tuple[bytes, bytes]]:
@@ -182,8 +231,8 @@ def _admin_app(provider: FakeProvider) -> Starlette:
             return _error(400, "invalid_limits", f"{exc}.")
         return JSONResponse(check(provider.journal.snapshot(), limits).to_dict())
 
-    def _admin_entry(request: StarletteRequest, status: int) -> None:
-        now = provider.clock.now()
+    def _admin_entry(request: StarletteRequest, status: int, at: float | None = None) -> None:
+        now = provider.clock.now() if at is None else at
         provider.journal.append(
             Entry(
                 seq=provider.journal.next_seq(),
@@ -191,7 +240,7 @@ def _admin_app(provider: FakeProvider) -> Starlette:
                 job_id=None,
                 method=request.method,
                 path=request.url.path,
-                client=request.headers.get("x-client-id") or _peer(request.scope),
+                client=_client(request),
                 received_at=now,
                 response_started_at=now,
                 completed_at=now,
@@ -201,7 +250,8 @@ def _admin_app(provider: FakeProvider) -> Starlette:
 
     async def reset(request: StarletteRequest) -> Response:
         provider.reset()
-        _admin_entry(request, 200)
+        # Stamped at the run's start: the engine's fault windows count from this reading.
+        _admin_entry(request, 200, at=provider.engine.start)
         return JSONResponse({"status": "reset", "scenario": provider.scenario.name})
 
     async def scenario(request: StarletteRequest) -> Response:
@@ -212,34 +262,59 @@ def _admin_app(provider: FakeProvider) -> Starlette:
             text = raw.decode("utf-8")
         except UnicodeDecodeError:
             return _error(400, "invalid_scenario", "The scenario must be UTF-8 YAML or JSON.")
+        name = text.strip()
         try:
-            provider.load(parse_scenario(text, filename="<request>"))
+            if name in bundled_scenarios():
+                loaded = load_scenario(name)
+            else:
+                # Parsing and validating can take a while (a big file): off the event loop, so
+                # other requests are answered meanwhile.
+                loaded = await run_in_threadpool(parse_scenario, text, filename="<request>")
+            provider.load(loaded)
+            started = provider.engine.start
         except ScenarioError as exc:
             problems = [str(p) for p in exc.problems]
-            return _error(400, "invalid_scenario", "The scenario is not valid.", problems=problems)
+            message = "The scenario is not valid."
+            if name and not any(c.isspace() or c == ":" for c in name):
+                bundled = ", ".join(bundled_scenarios())
+                message = (
+                    f"The scenario is not valid: send YAML or JSON, or the name of a bundled "
+                    f"scenario ({bundled}); got {name!r}."
+                )
+            return _error(400, "invalid_scenario", message, problems=problems)
         except ValueError as exc:
             return _error(400, "invalid_scenario", str(exc))
-        _admin_entry(request, 200)
+        _admin_entry(request, 200, at=started)
         return JSONResponse({"status": "loaded", "scenario": provider.scenario.name})
 
-    async def unknown(request: StarletteRequest) -> Response:
-        return _error(
-            404, "route_not_found", f"No admin route {request.method} {request.url.path}."
-        )
-
-    async def on_error(request: StarletteRequest, exc: Exception) -> Response:
-        return _error(
-            500, "internal_error", "fakeprovider failed; this is a bug, please report it."
-        )
-
-    routes = [
+    admin_routes = [
         Route("/__admin/health", health, methods=["GET"]),
         Route("/__admin/journal", journal, methods=["GET"]),
         Route("/__admin/report", report, methods=["GET"]),
         Route("/__admin/reset", reset, methods=["POST"]),
         Route("/__admin/scenario", scenario, methods=["PUT"]),
-        Route("/{rest:path}", unknown, methods=_METHODS),
     ]
+    # Starlette adds HEAD to every GET route.
+    allowed = {route.path: sorted(route.methods or ()) for route in admin_routes}
+
+    async def unknown(request: StarletteRequest) -> Response:
+        path = request.url.path
+        if path in allowed:
+            methods = allowed[path]
+            response = _error(
+                405,
+                "method_not_allowed",
+                f"{request.method} is not allowed here; use {', '.join(methods)}.",
+            )
+            response.headers["allow"] = ", ".join(methods)
+            return response
+        return _error(404, "route_not_found", f"No admin route {request.method} {path}.")
+
+    async def on_error(request: StarletteRequest, exc: Exception) -> Response:
+        # Starlette re-raises after answering: FakeProviderApp logs the traceback.
+        return _error(500, "internal_error", INTERNAL_ERROR_MESSAGE)
+
+    routes = [*admin_routes, Route("/{rest:path}", unknown, methods=_METHODS)]
     app = Starlette(routes=routes, exception_handlers={Exception: on_error})
     app.state.provider = provider
     return app

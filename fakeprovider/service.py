@@ -8,18 +8,49 @@ what they received into an ``HttpRequest``, call ``receive``, wait ``reply.delay
 from __future__ import annotations
 
 import dataclasses
+import logging
 import threading
 from collections.abc import Iterable
 from typing import IO
+from urllib.parse import quote
 
 from .clock import Clock, RealClock
 from .dialects import Dialect, HttpRequest, HttpResponse, get_dialect
+from .dialects.base import json_response
 from .engine import Engine, Reply, Request, StateChange
 from .httpdate import format_http_date
 from .journal import Entry, Journal
 from .scenario import Scenario, load_scenario
 
 __all__ = ["FakeProvider"]
+
+#: Where a failure of the fake itself is logged, with its traceback (stderr unless configured).
+logger = logging.getLogger("fakeprovider.server")
+
+INTERNAL_ERROR_MESSAGE = "fakeprovider failed; this is a bug, please report it."
+
+
+def internal_error() -> HttpResponse:
+    """The answer when the fake itself failed: 500 ``internal_error`` (the same in every
+    dialect, since the dialect may be what failed)."""
+    return json_response(
+        500, {"error": {"code": "internal_error", "message": INTERNAL_ERROR_MESSAGE}}
+    )
+
+
+def safe_header_value(value: str) -> str:
+    """``value`` with every character but visible ASCII and space percent-encoded (as UTF-8).
+
+    Header values a dialect echoes from the request (a job id from the path, say) may hold
+    anything the percent-decoded path held: a NUL, U+FFFD, a bidi override. Sent as they
+    are, they would make the answer fail after the request was journaled.
+    """
+    if value.isascii() and value.isprintable():
+        return value
+    return "".join(
+        c if c.isascii() and c.isprintable() else quote(c.encode("utf-8", "surrogatepass"))
+        for c in value
+    )
 
 
 class FakeProvider:
@@ -78,14 +109,44 @@ class FakeProvider:
             )
 
     def receive(self, http: HttpRequest) -> tuple[Reply, HttpResponse]:
-        """Decide the answer to ``http`` at the clock's current reading."""
+        """Decide the answer to ``http`` at the clock's current reading.
+
+        Never raises for a request: when the dialect fails to parse or render it (a bug), the
+        failure is logged with its traceback and the answer is a 500 ``internal_error``, which
+        ``sent`` then journals as the status the client got.
+        """
         self.base_url = http.base_url
-        request: Request = self.dialect.parse(http)
+        try:
+            request: Request = self.dialect.parse(http)
+        except Exception:
+            logger.exception("fakeprovider failed to parse %s %s", http.method, http.path)
+            request = Request(
+                kind="unknown",
+                method=http.method,
+                path=http.path,
+                client=http.client,
+                problem=INTERNAL_ERROR_MESSAGE,
+                problem_status=500,
+                problem_code="internal_error",
+            )
         with self._lock:
             reply = self.engine.handle(request, self.clock.now())
         if reply.action == "reset":
             return reply, HttpResponse(0, b"", None)  # nothing is ever sent
-        return reply, self.dialect.render(reply, http)
+        try:
+            response = self.dialect.render(reply, http)
+        except Exception:
+            logger.exception("fakeprovider failed to answer %s %s", http.method, http.path)
+            return reply, internal_error()
+        if response.status == 405 and request.problem_code == "method_not_allowed":
+            allowed = ", ".join(self.dialect.allowed_methods(http.path))
+            response = dataclasses.replace(
+                response, headers=(*response.headers, ("allow", allowed))
+            )
+        if not all(safe_header_value(v) == v for _, v in response.headers):
+            headers = tuple((name, safe_header_value(v)) for name, v in response.headers)
+            response = dataclasses.replace(response, headers=headers)
+        return reply, response
 
     def advance(self, since: int = 0) -> tuple[Engine, list[StateChange], float | None]:
         """Bring every job up to the clock's reading, so state changes happen on time.

@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 import email.utils
+import io
+import json
+import logging
+import socket
+import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
 
-from fakeprovider.scenario import parse_scenario
+from fakeprovider import app as app_module
+from fakeprovider.invariants import Limits, check, split_runs
+from fakeprovider.journal import read_journal
+from fakeprovider.scenario import Scenario, parse_scenario
 from fakeprovider.server import ServerThread
 from fakeprovider.service import FakeProvider
 
@@ -233,3 +242,301 @@ def test_auth_scenario_requires_bearer_token() -> None:
         "missing_credentials",
     )
     assert codes == [200] * 6 + [401, 401]
+
+
+# -- robustness: what a careless or hostile client sends -----------------------------------
+
+_SUBMITS = {
+    "generic": ("/v1/jobs", {"prompt": "x"}),
+    "openai-videos": ("/v1/videos", {"prompt": "x", "model": "sora-2"}),
+    "runway": (
+        "/v1/text_to_video",
+        {"promptText": "x", "model": "gen4_turbo", "ratio": "1280:720"},
+    ),
+    "replicate": ("/v1/models/o/n/predictions", {"input": {"prompt": "x"}}),
+    "fal": ("/fal-ai/veo3", {"prompt": "x"}),
+    "google-veo": (
+        "/v1beta1/publishers/google/models/veo-3:predictLongRunning",
+        {"instances": [{"prompt": "x"}]},
+    ),
+    "luma": ("/dream-machine/v1/generations", {"prompt": "x", "model": "ray-2"}),
+}
+_STATUS = {
+    "generic": "/v1/jobs/{id}",
+    "openai-videos": "/v1/videos/{id}",
+    "runway": "/v1/tasks/{id}",
+    "replicate": "/v1/predictions/{id}",
+    "fal": "/fal-ai/veo3/requests/{id}/status",
+    "luma": "/dream-machine/v1/generations/{id}",
+}
+_HOSTILE_BODIES = {
+    "lone surrogate": b'{"prompt": "\\ud800", "promptText": "\\ud800", "model": "\\udfff"}',
+    "deep nesting": b'{"prompt": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+}
+
+
+def _raw_request(
+    url: str, head: bytes, body: bytes = b""
+) -> tuple[int, list[tuple[str, str]], bytes]:
+    """Send one request as raw bytes (no client library tidies it up); the status, headers, body."""
+    host, port = url.removeprefix("http://").rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.sendall(
+            head + f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode() + body
+        )
+        received = b""
+        while chunk := sock.recv(65536):
+            received += chunk
+    status_head, _, payload = received.partition(b"\r\n\r\n")
+    status_line, *lines = status_head.decode("latin-1").split("\r\n")
+    headers = [(k.lower(), v.strip()) for k, _, v in (line.partition(":") for line in lines)]
+    return int(status_line.split()[1]), headers, payload
+
+
+@pytest.fixture(scope="module", params=sorted(_SUBMITS))
+def dialect_server(request: pytest.FixtureRequest) -> Iterator[tuple[ServerThread, bytes]]:
+    """A server per dialect, and the header lines every request to it needs."""
+    extra = b"X-Runway-Version: 2024-11-06\r\n" if request.param == "runway" else b""
+    with ServerThread(FakeProvider("quick-preview", dialect=request.param)) as running:
+        yield running, extra
+
+
+def _hostile_cases(dialect: str) -> list[tuple[str, str, str, bytes]]:
+    path, _ = _SUBMITS[dialect]
+    cases = [(name, "POST", path, body) for name, body in _HOSTILE_BODIES.items()]
+    if dialect in _STATUS:
+        for job_id in ("%00", "%ff", "%E2%80%AE", "%0d%0aSet-Cookie:%20x"):
+            cases.append((f"id {job_id}", "GET", _STATUS[dialect].format(id=job_id), b""))
+    return cases
+
+
+def test_hostile_requests_get_a_json_4xx_with_one_date_journaled_as_sent(
+    dialect_server: tuple[ServerThread, bytes],
+) -> None:
+    server, extra = dialect_server
+    provider = server.provider
+    dialect = provider.dialect.name
+    for name, method, path, body in _hostile_cases(dialect):
+        provider.reset()
+        head = f"{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        status, headers, payload = _raw_request(server.url, head.encode() + extra, body)
+        assert 400 <= status < 500, (dialect, name, status, payload)
+        assert json.loads(payload), (dialect, name)
+        assert [n for n, _ in headers].count("date") == 1, (dialect, name)
+        assert all(v.isascii() and v.isprintable() for _, v in headers), (dialect, name)
+        assert [e.status_code for e in provider.journal] == [status], (dialect, name)
+    # and the server is fine afterwards: a plain submit works
+    path, body = _SUBMITS[dialect]
+    head = f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    status, _, _ = _raw_request(server.url, head.encode() + extra, json.dumps(body).encode())
+    assert status < 300
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (
+            b'{"prompt": "\\ud800"}',
+            "The body holds a lone surrogate (U+D800); send valid Unicode text.",
+        ),
+        (
+            b'{"prompt": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+            "The body nests deeper than 64 levels.",
+        ),
+    ],
+)
+def test_a_body_that_cannot_be_journaled_is_refused_and_lists_keep_working(
+    client: httpx.Client, server: ServerThread, body: bytes, message: str
+) -> None:
+    refused = client.post("/v1/jobs", content=body, headers={"Content-Type": "application/json"})
+    listed = client.get("/v1/jobs")
+    assert (refused.status_code, refused.json()) == (
+        400,
+        {"error": {"code": "invalid_json", "message": message}},
+    )
+    assert listed.status_code == 200
+    assert [(e.kind, e.status_code) for e in server.provider.journal] == [
+        ("submit", 400),
+        ("list", 200),
+    ]
+
+
+def test_a_path_id_is_echoed_percent_encoded_in_headers() -> None:
+    provider = FakeProvider("quick-preview", dialect="fal")
+    with ServerThread(provider) as running, httpx.Client(base_url=running.url) as http:
+        answers = [
+            http.get(f"/fal-ai/veo3/requests/{i}/status") for i in ("%00", "%ff", "%E2%80%AE")
+        ]
+    assert [(a.status_code, a.headers["x-fal-request-id"]) for a in answers] == [
+        (404, "%00"),
+        (404, "%EF%BF%BD"),
+        (404, "%E2%80%AE"),
+    ]
+    assert [(e.kind, e.status_code) for e in provider.journal] == [("status", 404)] * 3
+
+
+def test_a_failure_of_the_fake_is_logged_answered_500_and_journaled_as_500(
+    client: httpx.Client,
+    server: ServerThread,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    def broken(*args: object) -> None:
+        raise RuntimeError("rendering broke")
+
+    monkeypatch.setattr(server.provider.dialect, "render_answer", broken)
+    with caplog.at_level(logging.ERROR, logger="fakeprovider.server"):
+        response = client.get("/v1/jobs")
+    assert (response.status_code, response.json()) == (
+        500,
+        {
+            "error": {
+                "code": "internal_error",
+                "message": "fakeprovider failed; this is a bug, please report it.",
+            }
+        },
+    )
+    assert len(response.headers.get_list("date")) == 1
+    assert [(e.kind, e.status_code) for e in server.provider.journal] == [("list", 500)]
+    (record,) = caplog.records
+    assert record.getMessage() == "fakeprovider failed to answer GET /v1/jobs"
+    assert record.exc_info is not None
+    assert str(record.exc_info[1]) == "rendering broke"
+
+
+def test_a_failure_after_the_answer_was_decided_is_journaled_as_the_500_sent(
+    client: httpx.Client,
+    server: ServerThread,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    def broken(reply: object) -> str:
+        raise RuntimeError("no date")
+
+    monkeypatch.setattr(server.provider, "date_header", broken)
+    with caplog.at_level(logging.ERROR, logger="fakeprovider.server"):
+        response = client.get("/v1/jobs")
+    assert (response.status_code, response.json()["error"]["code"]) == (500, "internal_error")
+    assert len(response.headers.get_list("date")) == 1
+    assert [(e.kind, e.status_code) for e in server.provider.journal] == [("list", 500)]
+    assert [r.getMessage() for r in caplog.records] == [
+        "fakeprovider failed answering GET /v1/jobs"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "allow"),
+    [
+        ("DELETE", "/__admin/journal", "GET, HEAD"),
+        ("GET", "/__admin/reset", "POST"),
+        ("POST", "/__admin/scenario", "PUT"),
+        ("DELETE", "/v1/jobs", "GET, POST"),
+    ],
+)
+def test_a_wrong_method_is_405_with_allow(
+    client: httpx.Client, method: str, path: str, allow: str
+) -> None:
+    response = client.request(method, path)
+    assert (response.status_code, response.headers["allow"]) == (405, allow)
+    assert response.json()["error"] == {
+        "code": "method_not_allowed",
+        "message": f"{method} is not allowed here; use {allow}.",
+    }
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("GET", "/__admin/health"),
+        ("GET", "/__admin/journal"),
+        ("GET", "/__admin/report?max_retries=abc"),
+        ("POST", "/__admin/reset"),
+        ("GET", "/__admin/nowhere"),
+        ("DELETE", "/__admin/journal"),
+    ],
+)
+def test_every_admin_answer_has_one_date_from_the_scenario_clock(
+    client: httpx.Client, server: ServerThread, method: str, path: str
+) -> None:
+    response = client.request(method, path)
+    (date,) = response.headers.get_list("date")
+    expected = server.provider.clock.epoch + server.provider.clock.now()
+    assert abs(email.utils.parsedate_to_datetime(date).timestamp() - expected) < 1.5
+
+
+def test_admin_entries_name_the_client_by_host_like_data_routes(server: ServerThread) -> None:
+    server.provider.reset()
+    with httpx.Client(base_url=server.url) as http:
+        http.get("/v1/jobs")
+        http.post("/__admin/reset")
+    assert [(e.kind, e.client) for e in server.provider.journal] == [("admin", "127.0.0.1")]
+
+
+def test_admin_scenario_accepts_a_bundled_name(client: httpx.Client, server: ServerThread) -> None:
+    loaded = client.put("/__admin/scenario", content=b"quick-preview\n")
+    assert loaded.json() == {"status": "loaded", "scenario": "quick-preview"}
+    server.provider.load(parse_scenario(SCENARIO))
+
+
+def test_admin_scenario_says_a_single_word_may_be_a_bundled_name(client: httpx.Client) -> None:
+    refused = client.put("/__admin/scenario", content=b"quick-preveiw")
+    message = refused.json()["error"]["message"]
+    assert refused.status_code == 400
+    assert message.startswith(
+        "The scenario is not valid: send YAML or JSON, or the name of a bundled scenario ("
+    )
+    assert message.endswith("); got 'quick-preveiw'.")
+
+
+def test_admin_scenario_refuses_an_alias_bomb_at_once(client: httpx.Client) -> None:
+    levels = ['l0: &l0 ["x","x","x","x","x","x","x","x","x"]']
+    levels += [f"l{n}: &l{n} [" + ",".join([f"*l{n - 1}"] * 9) + "]" for n in range(1, 7)]
+    bomb = "\n".join([*levels, "jobs: *l6", ""])
+    refused = client.put("/__admin/scenario", content=bomb.encode(), timeout=5)
+    assert refused.status_code == 400
+    assert refused.json()["error"]["problems"] == [
+        "<request>:1:38: aliases repeat more than 10000 values; "
+        "write the values out or use fewer aliases"
+    ]
+
+
+def test_admin_scenario_is_validated_off_the_event_loop(
+    client: httpx.Client, server: ServerThread, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    release = threading.Event()
+
+    def slow_parse(text: str, *, filename: str) -> Scenario:
+        assert release.wait(5), "the health check was not answered while validating"
+        return parse_scenario(SCENARIO, filename=filename)
+
+    monkeypatch.setattr(app_module, "parse_scenario", slow_parse)
+    with ThreadPoolExecutor(1) as pool:
+        put = pool.submit(client.put, "/__admin/scenario", content=b"name: slow\njobs: []\n")
+        with httpx.Client(base_url=server.url) as other:
+            health = other.get("/__admin/health", timeout=5)
+        release.set()
+        assert put.result().json() == {"status": "loaded", "scenario": "app-test"}
+    assert health.status_code == 200
+
+
+def test_a_journal_file_across_resets_is_judged_run_by_run() -> None:
+    sink = io.StringIO()
+    provider = FakeProvider(parse_scenario(INSTANT), journal_sink=sink)
+    with ServerThread(provider) as running, httpx.Client(base_url=running.url) as http:
+        for _ in range(2):
+            job = http.post("/v1/jobs", json={"prompt": "x"}).json()["job_id"]
+            http.get(f"/v1/jobs/{job}/content")  # the submit showed it succeeded
+            http.post("/__admin/reset")
+        reset = provider.journal.last
+    entries = read_journal(io.StringIO(sink.getvalue()))
+    runs = split_runs(entries)
+    assert [[(e.seq, e.kind, e.job_id) for e in run] for run in runs] == [
+        [(1, "submit", job), (2, "content", job)],
+        [(4, "submit", job), (5, "content", job)],
+    ]
+    assert check(entries, Limits(retrievals=1)).violations == ()
+    # the reset entry marks the run's time 0: the engine's fault windows count from it
+    assert (reset.seq, reset.received_at) == (6, provider.engine.start)
+
+
+INSTANT = "name: instant\njobs: [{timeline: [{status: succeeded}], result: {size_bytes: 16}}]\n"

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..engine import JobView, Reply
-from .base import HttpRequest, HttpResponse, Route
+from .base import HttpRequest, HttpResponse, Route, check_body
 
 #: Where provider dialects serve a job's video when the provider would hand out a CDN URL
 #: (Runway ``output``, Replicate ``output``, fal ``video.url``, Luma ``assets.video``).
@@ -56,7 +56,9 @@ def read_multipart(http: HttpRequest) -> dict[str, Any] | None:
     """The parts of a ``multipart/form-data`` body: text fields as strings, files described.
 
     A file part becomes ``{"filename", "content_type", "size_bytes"}``; None when the body
-    is not well-formed multipart.
+    is not well-formed multipart. Text that is no valid Unicode (a filename of raw bytes, a
+    field in a charset that yields lone surrogates) is refused like a JSON body's
+    (``BadRequest`` from ``check_body``).
     """
     ctype = http.headers.get("content-type", "")
     if "boundary=" not in ctype:
@@ -84,6 +86,7 @@ def read_multipart(http: HttpRequest) -> dict[str, Any] | None:
             fields[name] = data.decode(part.get_content_charset() or "utf-8")
         except (LookupError, UnicodeDecodeError):
             return None
+    check_body(fields)
     return fields
 
 

@@ -18,6 +18,10 @@ from ..webhooks import Outgoing, WebhookMessage, generic_payload, iso_timestamp,
 
 __all__ = ["BadRequest", "Dialect", "HttpRequest", "HttpResponse", "Route"]
 
+#: How deep a request body's JSON may nest (objects and arrays). Real bodies nest a few levels;
+#: a deeper one is refused before it can exhaust the stack of whatever walks it later.
+MAX_JSON_DEPTH = 64
+
 
 @dataclass(frozen=True)
 class HttpRequest:
@@ -114,7 +118,10 @@ class BadRequest(Exception):
 def json_response(
     status: int, payload: Any, headers: Sequence[tuple[str, str]] = ()
 ) -> HttpResponse:
-    body = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
+    # A lone surrogate (refused in request bodies, but a scenario or a path may still carry
+    # one) comes out as its JSON escape: rendering an answer must never fail.
+    text = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
+    body = text.encode("utf-8", "backslashreplace")
     return HttpResponse(status, body, "application/json", tuple(headers))
 
 
@@ -281,9 +288,50 @@ def read_json_object(http: HttpRequest) -> dict[str, Any]:
         data = json.loads(http.body or b"null")
     except (ValueError, UnicodeDecodeError) as exc:
         raise BadRequest(400, "invalid_json", f"The body is not valid JSON: {exc}.") from None
+    except RecursionError:
+        raise BadRequest(400, "invalid_json", _TOO_DEEP) from None
     if not isinstance(data, dict):
         raise BadRequest(400, "invalid_json", "The body must be a JSON object.")
+    check_body(data)
     return data
+
+
+_TOO_DEEP = f"The body nests deeper than {MAX_JSON_DEPTH} levels."
+
+
+def check_body(data: Any) -> None:
+    """Refuse (``BadRequest`` 400 ``invalid_json``) a parsed body that nests deeper than
+    ``MAX_JSON_DEPTH`` or holds a lone surrogate (``"\\ud800"`` is valid JSON syntax but no
+    Unicode text: it could be neither journaled nor echoed back as UTF-8). Iterative, so a
+    deep body cannot exhaust the stack here."""
+    stack: list[tuple[Any, int]] = [(data, 0)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, str):
+            _check_text(value)
+        elif isinstance(value, dict | list):
+            if depth >= MAX_JSON_DEPTH:
+                raise BadRequest(400, "invalid_json", _TOO_DEEP)
+            if isinstance(value, dict):
+                for key, item in value.items():
+                    _check_text(str(key))
+                    stack.append((item, depth + 1))
+            else:
+                stack.extend((item, depth + 1) for item in value)
+
+
+def _check_text(text: str) -> None:
+    if text.isascii():
+        return
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        bad = text[exc.start]
+        raise BadRequest(
+            400,
+            "invalid_json",
+            f"The body holds a lone surrogate (U+{ord(bad):04X}); send valid Unicode text.",
+        ) from None
 
 
 def cancel_after_end(reply: Reply) -> bool:

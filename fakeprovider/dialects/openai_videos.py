@@ -99,7 +99,10 @@ class OpenAIVideosDialect(Dialect):
         """The create's fields; every refusal is a 400 ``invalid_value``."""
         ctype = _common.media_type(http)
         if ctype == "multipart/form-data":
-            body = _common.read_multipart(http)
+            try:
+                body = _common.read_multipart(http)
+            except BadRequest as refused:
+                raise _invalid_value(refused.message) from None
             if body is None:
                 raise _invalid_value("The multipart/form-data body could not be parsed.")
         elif ctype == "application/json":

@@ -11,6 +11,7 @@ from fakeprovider.dialects.base import (
     Dialect,
     HttpRequest,
     Route,
+    json_response,
     read_json_object,
 )
 from fakeprovider.engine import Request
@@ -106,3 +107,42 @@ def test_providers_without_webhooks_send_the_generic_signed_shape(dialect: str) 
     assert verify(
         SECRET, message.headers, message.body, now=int(message.headers["webhook-timestamp"])
     )
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (
+            b'{"prompt": "\\ud800"}',
+            "The body holds a lone surrogate (U+D800); send valid Unicode text.",
+        ),
+        (b'{"\\udfff": 1}', "The body holds a lone surrogate (U+DFFF); send valid Unicode text."),
+        (
+            b'{"a": [{"b": "ok \\udc80"}]}',
+            "The body holds a lone surrogate (U+DC80); send valid Unicode text.",
+        ),
+        (
+            b'{"p": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+            "The body nests deeper than 64 levels.",
+        ),
+        (b'{"p": ' + b"[" * 64 + b"]" * 64 + b"}", "The body nests deeper than 64 levels."),
+    ],
+)
+def test_read_json_object_refuses_surrogates_and_deep_nesting(body: bytes, message: str) -> None:
+    with pytest.raises(BadRequest) as refused:
+        read_json_object(_json(body))
+    assert (refused.value.status, refused.value.code, refused.value.message) == (
+        400,
+        "invalid_json",
+        message,
+    )
+
+
+def test_read_json_object_accepts_paired_surrogates_and_63_levels() -> None:
+    nested = b'{"p": ' + b"[" * 63 + b"]" * 63 + b', "e": "\\ud83c\\udfac"}'
+    assert read_json_object(_json(nested))["e"] == "\U0001f3ac"
+
+
+def test_json_response_escapes_a_lone_surrogate_instead_of_failing() -> None:
+    response = json_response(200, {"prompt": "a\ud800b", "ok": "é"})
+    assert response.body == b'{"prompt":"a\\ud800b","ok":"\xc3\xa9"}'

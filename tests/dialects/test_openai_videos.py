@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from fakeprovider.dialects import HttpRequest
 from fakeprovider.scenario import parse_scenario
 from fakeprovider.service import FakeProvider
 from fakeprovider.webhooks import verify
@@ -369,3 +370,19 @@ def test_sdk_unwraps_every_genuine_webhook_and_refuses_forged_and_stale_ones() -
         ("job.failed", "failed", None, 1, 204),
     ]
     assert [v for v in violations(provider) if v.invariant == "webhook_ack"] == []
+
+
+def test_a_multipart_field_that_decodes_to_a_lone_surrogate_is_refused() -> None:
+    provider = FakeProvider("quick-preview", dialect="openai-videos")
+    body = (
+        b'--b\r\nContent-Disposition: form-data; name="prompt"\r\n'
+        b"Content-Type: text/plain; charset=unicode_escape\r\n\r\n\\ud800\r\n"
+        b'--b\r\nContent-Disposition: form-data; name="model"\r\n\r\nsora-2\r\n--b--\r\n'
+    )
+    headers = {"content-type": "multipart/form-data; boundary=b"}
+    _, response = provider.receive(HttpRequest("POST", "/v1/videos", headers=headers, body=body))
+    assert (response.status, response.body) == (
+        400,
+        b'{"error":{"message":"The body holds a lone surrogate (U+D800); send valid Unicode '
+        b'text.","type":"invalid_request_error","param":null,"code":"invalid_value"}}',
+    )
