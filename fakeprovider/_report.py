@@ -270,17 +270,32 @@ def _line(e: Entry, mark: str) -> str:
     return " ".join(parts)
 
 
-def _timeline(v: Violation, run: Sequence[Entry]) -> list[str]:
-    related = [
-        e
-        for e in run
-        if e.seq in v.seqs
-        or (
-            e.client == v.client
-            and e.kind not in ("webhook", "unknown")
-            and (e.job_id == v.job_id if v.job_id is not None else e.kind == "status")
-        )
-    ]
+class _RunIndex:
+    """A run's entries by (client, job) (job None: the client's status reads) and by seq, so
+    that each violation's timeline costs what it shows, not the whole run."""
+
+    def __init__(self, run: Sequence[Entry]) -> None:
+        self.groups: dict[tuple[str, str | None], list[Entry]] = {}
+        self.by_seq: dict[int, Entry] = {}
+        for e in run:
+            self.by_seq.setdefault(e.seq, e)
+            if e.kind in ("webhook", "unknown"):
+                continue
+            if e.job_id is not None:
+                self.groups.setdefault((e.client, e.job_id), []).append(e)
+            if e.kind == "status":
+                self.groups.setdefault((e.client, None), []).append(e)
+
+    def related(self, v: Violation) -> list[Entry]:
+        """The violation's own entries and its client's other entries about the job."""
+        group = self.groups.get((v.client, v.job_id), [])
+        named = [self.by_seq[seq] for seq in v.seqs if seq in self.by_seq]
+        chosen = {id(e): e for e in (*group, *named)}
+        return sorted(chosen.values(), key=lambda e: e.seq)
+
+
+def _timeline(v: Violation, index: _RunIndex) -> list[str]:
+    related = index.related(v)
     positions = [i for i, e in enumerate(related) if e.seq in v.seqs]
     if not positions:
         return []
@@ -335,11 +350,14 @@ def render(
     else:
         head = f"no invariant violations in {requests} request(s) from {clients} client(s)"
     lines = [head]
+    indexes: dict[int, _RunIndex] = {}
     for v in violations:
         where = f" (run {v.run})" if len(runs) > 1 else ""
         lines.append("")
         lines.append(f"  {v.invariant}{where}: {v.message}")
-        lines.extend(_timeline(v, runs[v.run] if v.run < len(runs) else ()))
+        if v.run not in indexes:
+            indexes[v.run] = _RunIndex(runs[v.run] if v.run < len(runs) else ())
+        lines.extend(_timeline(v, indexes[v.run]))
     lines.append("")
     delay = found_metrics["detection_delay"]
     lines.append(

@@ -1,4 +1,4 @@
-"""The client invariants of DESIGN.md section 8, one pure function each.
+"""The client invariants (docs/invariants.md), one pure function each.
 
 Every rule takes the entries of one run of one client (sorted by ``seq``, admin and webhook
 entries removed) and the limits, and yields ``Violation`` objects. ``webhook_ack`` takes the
@@ -8,6 +8,7 @@ each function's docstring is the short form.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import math
 from collections.abc import Callable, Iterator, Sequence
@@ -418,53 +419,86 @@ def no_resubmission(entries: Sequence[Entry], limits: Limits) -> Iterator[Violat
     """A retried submit without the failed one's Idempotency-Key, or a submit of the same
     request while an earlier job for it had not been seen to end (one job per logical request;
     no new submit after a failed status read)."""
-    submits = [e for e in entries if e.kind == "submit"]
-    seen = _with_listed(entries)
-    for index, s in enumerate(submits):
-        same = [p for p in submits[:index] if p.request_digest == s.request_digest]
-        if same and same[-1].failed and same[-1].idempotency_key is not None:
-            failed = same[-1]
-            if s.idempotency_key != failed.idempotency_key:
-                yield Violation(
-                    "no_resubmission",
-                    s.job_id,
-                    (failed.seq, s.seq),
-                    f"submit #{s.seq} at {fmt_time(s.received_at)} retried failed submit"
-                    f" #{failed.seq} ({_answer(failed)}) without its Idempotency-Key"
-                    f" {failed.idempotency_key!r}",
-                    s.client,
-                )
-                continue
-        jobs: dict[str, Entry] = {}
-        for p in same:
-            if _same_key(p, s):
-                continue  # a retry under the same Idempotency-Key cannot make a second job
-            if p.job_id is not None and p.job_id != s.job_id:
-                jobs.setdefault(p.job_id, p)
-        for job_id, origin in jobs.items():
-            before = [e for e in seen if e.job_id == job_id and e.seq < s.seq]
-            if any(
-                e.job_status in TERMINAL_STATUSES and _seen_at(e) <= s.received_at for e in before
-            ):
-                continue
-            reads = [e for e in before if e.kind == "status"]
-            made = f"created job {s.job_id}" if s.job_id is not None else "was sent"
-            if reads and reads[-1].failed:
-                read = reads[-1]
-                message = (
-                    f"submit #{s.seq} at {fmt_time(s.received_at)} {made} for the same request"
-                    f" as job {job_id} after status read #{read.seq} of that job failed"
-                    f" ({_answer(read)}); a failed status read does not mean the job failed"
-                )
-                seqs: tuple[int, ...] = (origin.seq, read.seq, s.seq)
-            else:
-                message = (
-                    f"submit #{s.seq} at {fmt_time(s.received_at)} {made} for the same request"
-                    f" as job {job_id} (submit #{origin.seq}), which the client had not seen end"
-                )
-                seqs = (origin.seq, s.seq)
-            yield Violation("no_resubmission", job_id, seqs, message, s.client)
-            break
+    # Per job, in seq order: when each answer showing it ended reached the client (as a running
+    # minimum, so "seen to end before submit s" is one bisect), and its status reads.
+    ended: dict[str, tuple[list[int], list[float]]] = {}
+    reads_of: dict[str, tuple[list[int], list[Entry]]] = {}
+    for e in _with_listed(entries):
+        if e.job_id is None:
+            continue
+        if e.job_status in TERMINAL_STATUSES:
+            seqs_seen, first = ended.setdefault(e.job_id, ([], []))
+            seqs_seen.append(e.seq)
+            first.append(min(_seen_at(e), first[-1]) if first else _seen_at(e))
+        if e.kind == "status":
+            read_seqs, reads = reads_of.setdefault(e.job_id, ([], []))
+            read_seqs.append(e.seq)
+            reads.append(e)
+    # Per request body: its last submit, and the jobs it made that the client has not yet been
+    # seen to learn ended (once it has, it has for every later submit too: they are dropped).
+    last: dict[str | None, Entry] = {}
+    open_jobs: dict[str | None, dict[str, list[Entry]]] = {}
+    for s in (e for e in entries if e.kind == "submit"):
+        candidates = open_jobs.setdefault(s.request_digest, {})
+        yield from _resubmitted(s, last.get(s.request_digest), candidates, ended, reads_of)
+        last[s.request_digest] = s
+        if s.job_id is not None:
+            candidates.setdefault(s.job_id, []).append(s)
+
+
+def _resubmitted(
+    s: Entry,
+    previous: Entry | None,
+    candidates: dict[str, list[Entry]],
+    ended: dict[str, tuple[list[int], list[float]]],
+    reads_of: dict[str, tuple[list[int], list[Entry]]],
+) -> Iterator[Violation]:
+    """``no_resubmission`` for submit ``s``: ``previous`` is the last submit of the same request,
+    ``candidates`` the jobs earlier submits of it made (each with the submits that made it)."""
+    if previous is not None and previous.failed and previous.idempotency_key is not None:
+        failed = previous
+        if s.idempotency_key != failed.idempotency_key:
+            yield Violation(
+                "no_resubmission",
+                s.job_id,
+                (failed.seq, s.seq),
+                f"submit #{s.seq} at {fmt_time(s.received_at)} retried failed submit"
+                f" #{failed.seq} ({_answer(failed)}) without its Idempotency-Key"
+                f" {failed.idempotency_key!r}",
+                s.client,
+            )
+            return
+    for job_id in list(candidates):
+        seqs_seen, first = ended.get(job_id, ([], []))
+        shown = bisect.bisect_left(seqs_seen, s.seq)  # answers received before s
+        if shown and first[shown - 1] <= s.received_at:
+            del candidates[job_id]  # the client had seen the job end
+            continue
+        if job_id == s.job_id:
+            continue
+        # a retry under the same Idempotency-Key cannot make a second job
+        origin = next((p for p in candidates[job_id] if not _same_key(p, s)), None)
+        if origin is None:
+            continue
+        read_seqs, reads = reads_of.get(job_id, ([], []))
+        before = bisect.bisect_left(read_seqs, s.seq)  # status reads received before s
+        made = f"created job {s.job_id}" if s.job_id is not None else "was sent"
+        if before and reads[before - 1].failed:
+            read = reads[before - 1]
+            message = (
+                f"submit #{s.seq} at {fmt_time(s.received_at)} {made} for the same request"
+                f" as job {job_id} after status read #{read.seq} of that job failed"
+                f" ({_answer(read)}); a failed status read does not mean the job failed"
+            )
+            seqs: tuple[int, ...] = (origin.seq, read.seq, s.seq)
+        else:
+            message = (
+                f"submit #{s.seq} at {fmt_time(s.received_at)} {made} for the same request"
+                f" as job {job_id} (submit #{origin.seq}), which the client had not seen end"
+            )
+            seqs = (origin.seq, s.seq)
+        yield Violation("no_resubmission", job_id, seqs, message, s.client)
+        break
 
 
 def _same_key(earlier: Entry, later: Entry) -> bool:
@@ -591,7 +625,7 @@ def webhook_ack(deliveries: Sequence[Entry], limits: Limits) -> Iterator[Violati
 
 Rule = Callable[[Sequence[Entry], "Limits"], Iterator[Violation]]
 
-#: The per-client rules, in the order of DESIGN.md section 8.
+#: The per-client rules, in the order of docs/invariants.md.
 CLIENT_RULES: tuple[tuple[str, Rule], ...] = (
     ("no_overlap", no_overlap),
     ("single_retrieval", single_retrieval),

@@ -673,19 +673,18 @@ class Engine:
         spec = job.spec
         step = spec.timeline[job.step]
         status = job.status
-        progress = None
+        # progress and a step's poll hint hold from their step on, until a later step changes them
+        progress = hint = None
         for index in range(job.step, -1, -1):
-            if spec.timeline[index].progress is not None:
-                progress = spec.timeline[index].progress
-                break
+            earlier = spec.timeline[index]
+            if progress is None and earlier.progress is not None:
+                progress = earlier.progress
+            if hint is None and earlier.poll_after is not None:
+                hint = earlier.poll_after
         if status == "succeeded":
             progress = 100
         terminal = status in TERMINAL_STATUSES
-        poll_after = (
-            None
-            if terminal
-            else (step.poll_after if step.poll_after is not None else spec.poll_after)
-        )
+        poll_after = None if terminal else (hint if hint is not None else spec.poll_after)
         estimate = spec.estimated_duration if spec.estimated_duration is not None else spec.end_time
         return JobView(
             id=job.id,

@@ -68,9 +68,9 @@ def _job(index: int, scenario: Scenario) -> list[str]:
         if not unmatched and index == len(scenario.jobs) - 1:
             label += " and every submit that matches no job"
     elif len(scenario.jobs) > 1:
-        number = unmatched.index(index) + 1
-        which = "submit that matches no job" if some_match else "submit"
-        label += f", for {which} #{number}"
+        number = _ordinal(unmatched.index(index) + 1)
+        which = " that matches no job's match" if some_match else ""
+        label += f", for the {number} submit{which}"
         if index == unmatched[-1]:
             label += " and every later one"
     lines = [label + ":"]
@@ -96,6 +96,12 @@ def _job(index: int, scenario: Scenario) -> list[str]:
     elif final in ("succeeded", "completed_with_errors"):
         lines.append(f"  produces a {job.result.size_bytes}-byte video")
     return lines
+
+
+def _ordinal(n: int) -> str:
+    """1st, 2nd, 3rd, 4th, 11th, 12th, 13th, 21st..."""
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
 
 
 def _webhooks(w: Webhooks) -> list[str]:
@@ -129,7 +135,7 @@ def _fault(fault: Fault) -> str:
     if fault.nth is not None:
         which = "requests #" + ", #".join(str(n) for n in sorted(fault.nth_set))
     elif fault.every is not None:
-        which = f"every {fault.every}th request"
+        which = f"every {_ordinal(fault.every)} request"
     else:
         which = "every request"
     where = "" if fault.route == "any" else f" to {fault.route}"

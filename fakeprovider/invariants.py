@@ -40,7 +40,7 @@ __all__ = [
     "split_runs",
 ]
 
-#: Every invariant name of DESIGN.md section 8, in its order.
+#: Every invariant name, in the order of docs/invariants.md.
 INVARIANTS: tuple[str, ...] = (*(name for name, _ in CLIENT_RULES), "webhook_ack")
 _RUN_STARTS = frozenset({"/__admin/reset", "/__admin/scenario"})
 RetryAfterScope = Literal["auto", "account", "job"]

@@ -89,7 +89,8 @@ class Step:
     )
     progress: Progress | None = doc("Progress percentage shown from this step on.", None)
     poll_after: Duration | None = doc(
-        "Poll hint shown while in this step (overrides the job's).", None
+        "Poll hint from this step on, until a later step sets another (overrides the job's).",
+        None,
     )
     message: str | None = doc("The human message shown in status answers during this step.", None)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
@@ -144,3 +145,42 @@ def test_serve_prints_the_url_journals_as_it_goes_and_exits_cleanly(
         _, err = process.communicate(timeout=10)
     assert process.returncode == 0
     assert "serving 'quick-preview' in the generic dialect, time scale 0.1" in err
+
+
+def test_check_piped_into_a_reader_that_quits_ends_without_a_traceback(tmp_path: Path) -> None:
+    lines = []
+    for n in range(1, 1501):  # a job shown done at submit and read again: one violation each
+        job = f"job_{n}"
+        for seq, kind, path in (
+            (2 * n - 1, "submit", "/v1/jobs"),
+            (2 * n, "status", f"/v1/jobs/{job}"),
+        ):
+            lines.append(
+                json.dumps(
+                    {
+                        "seq": seq,
+                        "kind": kind,
+                        "job_id": job,
+                        "method": "POST" if kind == "submit" else "GET",
+                        "path": path,
+                        "client": "c",
+                        "received_at": float(seq),
+                        "response_started_at": float(seq),
+                        "completed_at": float(seq),
+                        "status_code": 202 if kind == "submit" else 200,
+                        "job_status": "succeeded",
+                    }
+                )
+            )
+    journal = tmp_path / "run.jsonl"
+    journal.write_text("\n".join(lines) + "\n")
+    with subprocess.Popen(
+        [sys.executable, "-m", "fakeprovider", "check", str(journal)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    ) as reader:
+        assert reader.stdout is not None and reader.stderr is not None
+        assert reader.stdout.readline().startswith(b"1500 invariant violation(s)")
+        reader.stdout.close()  # like `| head -1`: the report is far larger than a pipe holds
+        assert reader.wait(timeout=60) == 1
+        assert reader.stderr.read() == b""

@@ -51,6 +51,18 @@ def test_explain_says_which_submits_each_job_serves() -> None:
     labels = [line for line in explain(scenario).splitlines() if line.startswith("Job ")]
     assert labels == [
         "Job 0 (hd), for submits matching {'resolution': '1080p'}:",
-        "Job 1 (first), for submit that matches no job #1:",
-        "Job 2 (rest), for submit that matches no job #2 and every later one:",
+        "Job 1 (first), for the 1st submit that matches no job's match:",
+        "Job 2 (rest), for the 2nd submit that matches no job's match and every later one:",
     ]
+
+
+def test_explain_counts_in_ordinals() -> None:
+    scenario = parse_scenario(
+        "jobs:\n  - timeline: [{status: succeeded}]\n  - timeline: [{status: failed}]\n"
+        "faults:\n  - {name: a, route: list, every: 2, status: 500}\n"
+        "  - {name: b, route: status, every: 12, status: 503}\n"
+    )
+    lines = explain(scenario).splitlines()
+    assert "Job 1, for the 2nd submit and every later one:" in lines
+    assert "  - a: every 2nd request to list: answer 500" in lines
+    assert "  - b: every 12th request to status: answer 503" in lines

@@ -1,4 +1,4 @@
-"""The ``generic`` dialect: the wire API of DESIGN.md section 3 (the seeds' shape)."""
+"""The ``generic`` dialect: the wire API of the README's "generic wire API" section."""
 
 from __future__ import annotations
 
