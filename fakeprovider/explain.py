@@ -98,6 +98,15 @@ def _job(index: int, scenario: Scenario) -> list[str]:
     return lines
 
 
+def _window(start: float, end: float | None) -> str:
+    """``between 1m and 2m``; both ends in one unit when either is not a whole minute."""
+    if end is None:
+        return f"between {d(start)} and the end"
+    if start % 60 == 0 and end % 60 == 0:
+        return f"between {d(start)} and {d(end)}"
+    return f"between {start:g}s and {end:g}s"
+
+
 def _ordinal(n: int) -> str:
     """1st, 2nd, 3rd, 4th, 11th, 12th, 13th, 21st..."""
     suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
@@ -143,9 +152,7 @@ def _fault(fault: Fault) -> str:
         where += f" of jobs[{fault.job}]"
     extra = []
     if fault.start is not None or fault.end is not None:
-        extra.append(
-            f"between {d(fault.start or 0.0)} and {d(fault.end) if fault.end else 'the end'}"
-        )
+        extra.append(_window(fault.start or 0.0, fault.end))
     if fault.probability is not None:
         extra.append(f"with probability {fault.probability:g}")
     if fault.times is not None:

@@ -66,3 +66,14 @@ def test_explain_counts_in_ordinals() -> None:
     assert "Job 1, for the 2nd submit and every later one:" in lines
     assert "  - a: every 2nd request to list: answer 500" in lines
     assert "  - b: every 12th request to status: answer 503" in lines
+
+
+def test_explain_writes_a_fault_window_in_one_unit() -> None:
+    scenario = parse_scenario(
+        "jobs:\n  - timeline: [{status: succeeded}]\n"
+        "faults:\n  - {name: a, start: 1m, end: 90s, status: 500}\n"
+        "  - {name: b, start: 1m, end: 2m, status: 500}\n"
+    )
+    lines = explain(scenario).splitlines()
+    assert "  - a: every request (between 60s and 90s): answer 500" in lines
+    assert "  - b: every request (between 1m and 2m): answer 500" in lines
