@@ -179,7 +179,8 @@ def test_check_piped_into_a_reader_that_quits_ends_without_a_traceback(tmp_path:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     ) as reader:
-        assert reader.stdout is not None and reader.stderr is not None
+        assert reader.stdout is not None
+        assert reader.stderr is not None
         assert reader.stdout.readline().startswith(b"1500 invariant violation(s)")
         reader.stdout.close()  # like `| head -1`: the report is far larger than a pipe holds
         assert reader.wait(timeout=60) == 1
