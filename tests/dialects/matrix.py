@@ -25,6 +25,7 @@ How each SDK is driven:
 from __future__ import annotations
 
 import re
+import threading
 import time
 import warnings
 from collections.abc import Callable, Iterator
@@ -71,7 +72,9 @@ TOKEN = "sk-test-fakeprovider"
 #: How often the poll loops the test writes (google-genai, lumaai) and the SDKs whose interval
 #: is a setting (replicate, fal, runway) read the status, in real seconds.
 INTERVAL = 0.1
-#: A wait with no deadline of its own gives up after this many real seconds.
+#: A wait with no deadline of its own gives up after this many real seconds; a cell's server
+#: is stopped after this long too, so that the SDKs with no deadline (openai ``poll``,
+#: replicate ``wait``) fail on a closed connection instead of polling a job that never ends.
 WAIT_CAP = 60.0
 
 #: Invariants whose verdict depends on timing in a cell: shown with ``?`` whether or not this
@@ -442,7 +445,12 @@ def run_cell(sdk: str, name: str) -> Cell:
                 callback = receiver.url
         provider = FakeProvider(scenario, dialect=SDKS[sdk], time_scale=SCALE)
         server = stack.enter_context(ServerThread(provider))
-        outcomes = drive(sdk, server.url, provider.scenario, callback)
+        watchdog = threading.Timer(WAIT_CAP, server.stop)
+        watchdog.start()
+        try:
+            outcomes = drive(sdk, server.url, provider.scenario, callback)
+        finally:
+            watchdog.cancel()
         if receiver is not None:
             time.sleep(0.5)  # the last sends (duplicates, retries) are due within 0.5 s
             assert server.dispatcher.wait_idle(5.0)

@@ -98,3 +98,31 @@ def test_matrix_table_renders_and_parses_back() -> None:
     assert back[("openai", "slow-success")] == "succeeded ≠; -"
     assert back[("lumaai", "cancelled")] == "succeeded; -"
     assert len(back) == len(SDKS) * len(SCENARIOS)
+
+
+NEVER_ENDS = """
+name: never-ends
+description: A job that never ends, for an SDK whose wait takes no deadline.
+jobs:
+  - timeline:
+      - status: queued
+      - {at: 100ms, status: processing}
+"""
+
+
+def test_a_wait_with_no_deadline_is_cut_off_by_the_watchdog(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """replicate's ``Prediction.wait()`` would poll forever: the cell's server stops at WAIT_CAP."""
+    if not _installed("replicate"):
+        pytest.skip("replicate is not installed")
+    from fakeprovider.scenario import parse_scenario
+
+    from . import matrix
+
+    monkeypatch.setattr(matrix, "WAIT_CAP", 1.0)
+    monkeypatch.setattr(matrix, "load_scenario", lambda name: parse_scenario(NEVER_ENDS))
+    cell = matrix.run_cell("replicate", "never-ends")
+    # the poll after the stop fails to connect (or, when cut mid-answer, to read)
+    assert cell.outcome in ("raised ConnectError", "raised ReadError", "raised RemoteProtocolError")
+    assert cell.expected == "timed_out"
