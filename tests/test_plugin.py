@@ -416,3 +416,19 @@ def test_the_status_rate_budget_is_judged_at_the_markers_time_scale(child: pytes
         """
     )
     child.runpytest("-v").assert_outcomes(passed=4)
+
+
+@pytest.mark.parametrize("inprocess", [False, True])
+def test_session_examples_carry_their_time_scale_to_the_limits(inprocess: bool) -> None:
+    """What contract_suite uses: ``example(name, time_scale=...)`` judges status_rate scaled."""
+    from fakeprovider_pytest import FakeproviderSession
+
+    session = FakeproviderSession()
+    try:
+        with session.example("rate-limit-budget", inprocess=inprocess, time_scale=0.02) as fp:
+            assert fp.time_scale == 0.02
+            assert fp.limits().status_rate == pytest.approx(25.0)
+        with session.example("rate-limit-budget", inprocess=inprocess) as fp:
+            assert fp.limits().status_rate == 0.5
+    finally:
+        session.close()
