@@ -371,3 +371,64 @@ def test_xdist_workers_each_get_their_own_server(child: pytest.Pytester) -> None
     urls = {p.name.split("-")[1]: p.read_text() for p in child.path.glob("url-*")}
     assert sorted(urls) == ["gw0", "gw1"]
     assert urls["gw0"] != urls["gw1"]
+
+
+def test_the_status_rate_budget_is_judged_at_the_markers_time_scale(child: pytest.Pytester) -> None:
+    """expect.status_rate is per scenario second: at time_scale 0.02, 0.5/s becomes 25/s over
+    a 0.2 s window. Before, the handle judged the scaled run against the unscaled budget."""
+    child.makepyfile(
+        """
+        import time
+        import httpx
+        import pytest
+
+        def poll(url, reads, gap):
+            with httpx.Client(base_url=url) as client:
+                job = client.post("/v1/jobs", json={"prompt": "clip"}).json()["job_id"]
+                for _ in range(reads):
+                    time.sleep(gap)
+                    client.get(f"/v1/jobs/{job}")
+
+        @pytest.mark.fakeprovider("rate-limit-budget", time_scale=0.02)
+        def test_polite_at_the_scaled_budget(fakeprovider):
+            limits = fakeprovider.limits()
+            assert limits.status_rate == pytest.approx(25.0)
+            assert limits.status_rate_window == pytest.approx(0.2)
+            poll(fakeprovider.url, reads=8, gap=0.11)  # ~9/s, hint 0.1 s
+            rules = {v.invariant for v in fakeprovider.check(retrievals=None).violations}
+            assert "status_rate" not in rules
+
+        @pytest.mark.fakeprovider("rate-limit-budget", time_scale=0.02)
+        def test_too_fast_for_the_scaled_budget(fakeprovider):
+            poll(fakeprovider.url, reads=30, gap=0.0)
+            rules = {v.invariant for v in fakeprovider.check(retrievals=None).violations}
+            assert "status_rate" in rules
+
+        def test_load_sets_the_scale_and_unscaled_is_unchanged(fakeprovider):
+            fakeprovider.load("rate-limit-budget", time_scale=0.1)
+            assert fakeprovider.limits().status_rate == pytest.approx(5.0)
+            fakeprovider.load("rate-limit-budget")
+            assert fakeprovider.limits().status_rate == 0.5
+
+        @pytest.mark.fakeprovider("rate-limit-budget", time_scale=0.02)
+        def test_inprocess_too(fakeprovider_inprocess):
+            assert fakeprovider_inprocess.limits().status_rate == pytest.approx(25.0)
+        """
+    )
+    child.runpytest("-v").assert_outcomes(passed=4)
+
+
+@pytest.mark.parametrize("inprocess", [False, True])
+def test_session_examples_carry_their_time_scale_to_the_limits(inprocess: bool) -> None:
+    """What contract_suite uses: ``example(name, time_scale=...)`` judges status_rate scaled."""
+    from fakeprovider_pytest import FakeproviderSession
+
+    session = FakeproviderSession()
+    try:
+        with session.example("rate-limit-budget", inprocess=inprocess, time_scale=0.02) as fp:
+            assert fp.time_scale == 0.02
+            assert fp.limits().status_rate == pytest.approx(25.0)
+        with session.example("rate-limit-budget", inprocess=inprocess) as fp:
+            assert fp.limits().status_rate == 0.5
+    finally:
+        session.close()

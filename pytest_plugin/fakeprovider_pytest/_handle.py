@@ -79,11 +79,16 @@ class ProviderHandle:
     (``fakeprovider_inprocess``).
     """
 
-    def __init__(self, provider: FakeProvider, url: str, *, mode: str) -> None:
+    def __init__(
+        self, provider: FakeProvider, url: str, *, mode: str, time_scale: float = 1.0
+    ) -> None:
         self.provider = provider
         self.url = url
         #: ``"server"`` or ``"inprocess"``.
         self.mode = mode
+        #: The ``time_scale`` the scenario was prepared with: ``limits()`` divides the
+        #: ``expect.status_rate`` budget by it (durations in ``expect`` are already scaled).
+        self.time_scale = time_scale
         self._start = provider.engine.start
 
     # -- what is playing -----------------------------------------------------------------
@@ -104,6 +109,7 @@ class ProviderHandle:
     def load(self, scenario: Scenario | str | Path, **overrides: Any) -> None:
         """Play ``scenario`` from now on, from scratch (journal emptied); keywords as the marker."""
         self.provider.load(prepare_scenario(scenario, **overrides))
+        self.time_scale = float(overrides.get("time_scale", 1.0))
         self._start = self.provider.engine.start
 
     # -- checks --------------------------------------------------------------------------
@@ -114,7 +120,7 @@ class ProviderHandle:
 
         texts = {name: value for name, value in limits.items() if isinstance(value, str)}
         others = {name: value for name, value in limits.items() if not isinstance(value, str)}
-        base = Limits.from_expect(self.scenario.expect)
+        base = Limits.from_expect(self.scenario.expect, time_scale=self.time_scale)
         if others:
             known = {f.name for f in dataclasses.fields(Limits)}
             for name in others:

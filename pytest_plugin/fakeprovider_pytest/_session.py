@@ -68,7 +68,8 @@ class FakeproviderSession:
         assert self._provider is not None
         self._provider.take_errors()
         self._provider.load(prepare_scenario(scenario, **overrides))
-        handle = ProviderHandle(self._provider, server.url, mode="server")
+        scale = float(overrides.get("time_scale", 1.0))
+        handle = ProviderHandle(self._provider, server.url, mode="server", time_scale=scale)
         self.last_handle = handle
         return handle
 
@@ -109,7 +110,10 @@ class FakeproviderSession:
         from fakeprovider.inprocess import VirtualProvider
 
         with VirtualProvider(prepare_scenario(scenario, **overrides)) as virtual:
-            handle = ProviderHandle(virtual.provider, virtual.url, mode="inprocess")
+            scale = float(overrides.get("time_scale", 1.0))
+            handle = ProviderHandle(
+                virtual.provider, virtual.url, mode="inprocess", time_scale=scale
+            )
             self.last_handle = handle
             yield handle
 

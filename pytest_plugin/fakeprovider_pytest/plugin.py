@@ -72,6 +72,12 @@ def _marker_scenario(request: pytest.FixtureRequest) -> Scenario:
     pytest.fail(f"The fakeprovider marker of {request.node.nodeid}: {problem}", pytrace=False)
 
 
+def _marker_time_scale(request: pytest.FixtureRequest) -> float:
+    """The marker's ``time_scale`` (checked by ``_marker_scenario``), for the handle's limits."""
+    marker = request.node.get_closest_marker("fakeprovider")
+    return float(marker.kwargs.get("time_scale", 1.0)) if marker is not None else 1.0
+
+
 @pytest.fixture(scope="session")
 def fakeprovider_session() -> Iterator[FakeproviderSession]:
     """The session's fake: a real server started on first use; ``.example()`` per Hypothesis example."""
@@ -86,6 +92,7 @@ def fakeprovider(
 ) -> Iterator[ProviderHandle]:
     """The session's real server, reset and playing the marker's scenario for this test."""
     handle = fakeprovider_session.server_handle(_marker_scenario(request))
+    handle.time_scale = _marker_time_scale(request)
     yield handle
     fakeprovider_session.raise_errors()
 
@@ -97,6 +104,7 @@ def fakeprovider_inprocess(
     """The marker's scenario in-process for httpx clients, with the test's time made virtual."""
     scenario = _marker_scenario(request)
     with fakeprovider_session.example(scenario, inprocess=True) as handle:
+        handle.time_scale = _marker_time_scale(request)
         yield handle
 
 

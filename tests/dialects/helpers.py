@@ -61,8 +61,13 @@ def last_status(entries: list[Entry]) -> str | None:
 
 
 def violations(provider: FakeProvider, **overrides: Any) -> list[Violation]:
-    """What the checker finds in the journal, under the scenario's expect: limits."""
-    limits = Limits.from_expect(provider.scenario.expect, **overrides)
+    """What the checker finds in the journal, under the scenario's expect: limits.
+
+    ``time_scale`` goes to ``from_expect`` too: the scenario's durations are already scaled,
+    but its ``status_rate`` budget is per scenario second and must be divided by the scale.
+    """
+    scale = getattr(provider, "_time_scale", 1.0)
+    limits = Limits.from_expect(provider.scenario.expect, time_scale=scale, **overrides)
     return list(check(settled(provider), limits).violations)
 
 

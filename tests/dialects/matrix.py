@@ -1,0 +1,514 @@
+"""The SDK matrix: every official SDK's standard wait helper against every bundled scenario.
+
+``run_cell(sdk, scenario)`` serves ``scenario`` (time-scaled by ``SCALE``) in the SDK's dialect,
+drives the SDK as a user would (create, the SDK's own wait helper or documented poll loop, one
+download of a success), and returns a ``Cell``: what the SDK returned or raised (normalised to
+an outcome), what ``expected_outcome`` says, and which invariants the checker reports.
+
+How each SDK is driven:
+- every job the scenario scripts is created first (in order, each with its own prompt), then
+  each is waited for; after a create raises, the rest are not sent (a careful user stops);
+- the client's deadline is the scenario's ``expect.deadline``, passed wherever the SDK takes one
+  (runway ``timeout``, fal ``client_timeout``, the poll loops of google-genai and lumaai, which
+  have no waiter); openai ``poll`` and replicate ``wait`` take none and wait for the end;
+- the token is ``sk-test-fakeprovider`` (the one ``auth-revoked`` accepts);
+- in webhook scenarios a receiver on 127.0.0.1 verifies each delivery with the SDK's own
+  verifier where the provider has webhooks and the SDK can ask for them: openai (the endpoint is
+  account configuration, so the scenario's ``webhooks.url``; ``webhooks.unwrap``), replicate
+  (``webhook=``; ``Webhooks.validate`` with a 300 s tolerance), lumaai (``callback_url=``;
+  unsigned, parsed as a ``Generation``). runway and google-veo have none; fal-client's
+  ``subscribe`` takes no webhook URL. The SDK still waits by polling.
+
+``render_table`` and ``parse_table`` keep the table in ``docs/dialects/README.md`` in step.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+import warnings
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from fakeprovider.invariants import expected_outcome
+from fakeprovider.scenario import Scenario, load_scenario
+from fakeprovider.server import ServerThread
+from fakeprovider.service import FakeProvider
+
+from .helpers import CLIENT_HEADERS, SCALE, HookReceiver, Judge, hook_receiver, violations
+
+#: The SDKs, by the short name the table uses, with their dialect.
+SDKS: dict[str, str] = {
+    "openai": "openai-videos",
+    "runwayml": "runway",
+    "replicate": "replicate",
+    "fal-client": "fal",
+    "google-genai": "google-veo",
+    "lumaai": "luma",
+}
+SCENARIOS = (
+    "slow-success",
+    "quick-preview",
+    "long-render",
+    "terminal-failure",
+    "cancelled",
+    "completed-with-errors",
+    "deadline-expiry",
+    "transient-5xx",
+    "retry-after-seconds",
+    "rate-limited",
+    "rate-limit-budget",
+    "slow-status",
+    "ambiguous-submit",
+    "auth-revoked",
+    "duplicate-webhook",
+    "forged-webhook",
+)
+TOKEN = "sk-test-fakeprovider"
+#: How often the poll loops the test writes (google-genai, lumaai) and the SDKs whose interval
+#: is a setting (replicate, fal, runway) read the status, in real seconds.
+INTERVAL = 0.1
+#: A wait with no deadline of its own gives up after this many real seconds; a cell's server
+#: is stopped after this long too, so that the SDKs with no deadline (openai ``poll``,
+#: replicate ``wait``) fail on a closed connection instead of polling a job that never ends.
+WAIT_CAP = 60.0
+
+#: Invariants whose verdict depends on timing in a cell: shown with ``?`` whether or not this
+#: run broke them. An SDK that ignores an HTTP-date ``Retry-After`` is caught or not depending
+#: on where its backoff falls against the date's one-second resolution and slack, which at this
+#: time scale are five times the scaled throttle (the findings are pinned at full speed in
+#: ``test_replicate.py`` and ``test_fal.py``).
+TIMING: dict[tuple[str, str], frozenset[str]] = {
+    ("replicate", "rate-limited"): frozenset({"honours_retry_after"}),
+    ("fal-client", "rate-limited"): frozenset({"honours_retry_after"}),
+}
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "dialects" / "README.md"
+BEGIN = "<!-- matrix:begin (tests/dialects/test_matrix.py writes this table) -->"
+END = "<!-- matrix:end -->"
+
+
+@dataclass(frozen=True)
+class Cell:
+    sdk: str
+    scenario: str
+    #: succeeded, failed, cancelled, completed_with_errors, timed_out, or ``raised <Error> <code>``.
+    outcome: str
+    expected: str
+    violations: tuple[str, ...]
+
+    @property
+    def text(self) -> str:
+        mark = "" if self.outcome == self.expected else " ≠"
+        maybe = TIMING.get((self.sdk, self.scenario), frozenset())
+        shown = sorted([*(set(self.violations) - maybe), *(f"{name}?" for name in maybe)])
+        return f"{self.outcome}{mark}; {', '.join(shown) if shown else '-'}"
+
+
+class TimedOut(Exception):
+    """The client's deadline (or ``WAIT_CAP``) ran out while the job was still running."""
+
+
+def raised(exc: BaseException) -> str:
+    code = next(
+        (
+            v
+            for a in ("status_code", "code", "status")
+            if isinstance(v := getattr(exc, a, None), int)
+        ),
+        None,
+    )
+    name = type(exc).__name__
+    return f"raised {name} {code}" if isinstance(code, int) else f"raised {name}"
+
+
+def fetch(url: str, attempts: int = 4) -> bytes:
+    """Download a result once, as a careful user would: retry 429/5xx after their hint."""
+    import httpx
+
+    with httpx.Client(headers=CLIENT_HEADERS) as client:
+        for _ in range(attempts):
+            response = client.get(url)
+            if response.status_code < 500 and response.status_code != 429:
+                break
+            ms = response.headers.get("retry-after-ms")
+            seconds = response.headers.get("retry-after", "1")
+            time.sleep(float(ms) / 1000 if ms else float(seconds) if seconds.isdigit() else 1.0)
+        response.raise_for_status()
+        return response.content
+
+
+# -- one driver per SDK: create(client) -> handle; wait(client, handle, deadline) -> outcome ---
+
+
+@dataclass
+class Driver:
+    client: Callable[[str], Any]
+    create: Callable[[Any, str], Any]
+    wait: Callable[[Any, Any, float | None], str]
+    close: Callable[[Any], None]
+
+
+def _openai(callback: str | None) -> Driver:
+    import openai
+
+    def client(url: str) -> Any:
+        return openai.OpenAI(api_key=TOKEN, base_url=f"{url}/v1", default_headers=CLIENT_HEADERS)
+
+    def create(c: Any, prompt: str) -> Any:
+        return c.videos.create(prompt=prompt, model="sora-2", seconds="4", size="1280x720")
+
+    def wait(c: Any, made: Any, deadline: float | None) -> str:
+        video = c.videos.poll(made.id)  # create_and_poll = create + poll; poll takes no deadline
+        if video.status == "completed":
+            c.videos.download_content(video.id).read()
+            return "succeeded"
+        return str(video.status)
+
+    def close(c: Any) -> None:
+        c.close()
+
+    return Driver(client, create, wait, close)
+
+
+def _runway(callback: str | None) -> Driver:
+    import runwayml
+    import runwayml.lib.polling as polling
+
+    saved = (polling.POLL_TIME, polling.POLL_JITTER)
+    polling.POLL_TIME, polling.POLL_JITTER = INTERVAL, 0  # 6 s +/- 1.5 s, read per call
+
+    def client(url: str) -> Any:
+        return runwayml.RunwayML(api_key=TOKEN, base_url=url, default_headers=CLIENT_HEADERS)
+
+    def create(c: Any, prompt: str) -> Any:
+        return c.text_to_video.create(
+            model="gen4.5", prompt_text=prompt, ratio="1280:720", duration=5
+        )
+
+    def wait(c: Any, made: Any, deadline: float | None) -> str:
+        try:
+            done = made.wait_for_task_output(timeout=deadline or WAIT_CAP)
+        except runwayml.TaskFailedError as exc:
+            return str(exc.task_details.status).lower()
+        except runwayml.TaskTimeoutError:
+            return "timed_out"
+        fetch(done.output[0])
+        return "succeeded"
+
+    def close(c: Any) -> None:
+        polling.POLL_TIME, polling.POLL_JITTER = saved
+        c.close()
+
+    return Driver(client, create, wait, close)
+
+
+def _replicate(callback: str | None) -> Driver:
+    import replicate
+
+    def client(url: str) -> Any:
+        made = replicate.Client(api_token=TOKEN, base_url=url, headers=dict(CLIENT_HEADERS))
+        made.poll_interval = INTERVAL
+        return made
+
+    def create(c: Any, prompt: str) -> Any:
+        hook = {"webhook": callback} if callback else {}
+        return c.models.predictions.create(model="google/veo-3", input={"prompt": prompt}, **hook)
+
+    def wait(c: Any, made: Any, deadline: float | None) -> str:
+        made.wait()  # no deadline parameter
+        if made.status == "succeeded":
+            fetch(made.output)
+        return "cancelled" if made.status == "canceled" else str(made.status)
+
+    def close(c: Any) -> None:
+        c._client.close()
+
+    return Driver(client, create, wait, close)
+
+
+def _fal(url: str) -> Driver:
+    import fal_client
+    import fal_client.client as fal_module
+
+    saved = fal_module.QUEUE_URL_FORMAT
+
+    def client(base: str) -> Any:
+        made = fal_client.SyncClient(key=TOKEN)
+        made._client.headers.update(CLIENT_HEADERS)
+        return made
+
+    def create(c: Any, prompt: str) -> Any:
+        return prompt  # subscribe() submits and waits in one call
+
+    def wait(c: Any, prompt: Any, deadline: float | None) -> str:
+        fal_module.QUEUE_URL_FORMAT = f"{url}/"  # no base-URL option (see test_fal.py)
+        try:
+            c.subscribe(
+                "fal-ai/veo3",
+                arguments={"prompt": prompt},
+                with_logs=True,
+                interval=INTERVAL,
+                client_timeout=deadline or WAIT_CAP,
+            )
+        except fal_client.FalClientTimeoutError:
+            return "timed_out"
+        return "succeeded"  # the result (response_url) is the retrieval
+
+    def close(c: Any) -> None:
+        fal_module.QUEUE_URL_FORMAT = saved
+        c._client.close()
+
+    return Driver(client, create, wait, close)
+
+
+def _google(callback: str | None) -> Driver:
+    from google import genai
+    from google.genai import types
+
+    def client(url: str) -> Any:
+        return genai.Client(
+            vertexai=True,
+            api_key=TOKEN,
+            http_options=types.HttpOptions(base_url=f"{url}/", headers=CLIENT_HEADERS),
+        )
+
+    def create(c: Any, prompt: str) -> Any:
+        return c.models.generate_videos(
+            model="veo-3.0-generate-001", source=types.GenerateVideosSource(prompt=prompt)
+        )
+
+    def wait(c: Any, made: Any, deadline: float | None) -> str:
+        # no waiter: poll operations.get as its docstring shows
+        end = time.monotonic() + (deadline or WAIT_CAP)
+        while not made.done:
+            if time.monotonic() > end:
+                return "timed_out"
+            time.sleep(INTERVAL)
+            made = c.operations.get(made)
+        if made.error:
+            return "cancelled" if made.error.get("code") == 1 else "failed"
+        return "succeeded"  # the video comes inline: no download
+
+    def close(c: Any) -> None:
+        c.close()
+
+    return Driver(client, create, wait, close)
+
+
+def _luma(callback: str | None) -> Driver:
+    import lumaai
+
+    def client(url: str) -> Any:
+        return lumaai.LumaAI(
+            auth_token=TOKEN, base_url=f"{url}/dream-machine/v1", default_headers=CLIENT_HEADERS
+        )
+
+    def create(c: Any, prompt: str) -> Any:
+        hook = {"callback_url": callback} if callback else {}
+        return c.generations.create(
+            model="ray-2", prompt=prompt, aspect_ratio="16:9", duration="5s", **hook
+        )
+
+    def wait(c: Any, made: Any, deadline: float | None) -> str:
+        end = time.monotonic() + (deadline or WAIT_CAP)
+        while made.state not in ("completed", "failed"):
+            if time.monotonic() > end:
+                return "timed_out"
+            time.sleep(INTERVAL)
+            made = c.generations.get(made.id)
+        if made.state == "completed":
+            fetch(made.assets.video)
+            return "succeeded"
+        return "failed"
+
+    def close(c: Any) -> None:
+        c.close()
+
+    return Driver(client, create, wait, close)
+
+
+def driver(sdk: str, url: str, callback: str | None = None) -> Driver:
+    if sdk == "fal-client":
+        return _fal(url)
+    return {
+        "openai": _openai,
+        "runwayml": _runway,
+        "replicate": _replicate,
+        "google-genai": _google,
+        "lumaai": _luma,
+    }[sdk](callback)
+
+
+@contextmanager
+def _quiet() -> Iterator[None]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # openai videos.* is @deprecated
+        yield
+
+
+def drive(sdk: str, url: str, scenario: Scenario, callback: str | None = None) -> list[str]:
+    """Each job's outcome, as the SDK reported it (or what it raised)."""
+    run = driver(sdk, url, callback)
+    deadline = scenario.expect.deadline
+    client = run.client(url)
+    outcomes: list[str] = []
+    try:
+        with _quiet():
+            made: list[Any] = []
+            for number in range(1, len(scenario.jobs) + 1):
+                # one logical request per job: the same body twice would be a resubmission
+                prompt = "a cat" if number == 1 else f"a cat, clip {number}"
+                try:
+                    made.append(run.create(client, prompt))
+                except Exception as exc:
+                    made.append(exc)
+                    break  # a user whose create failed does not send the next one at once
+            for handle in made:
+                if isinstance(handle, Exception):
+                    outcomes.append(raised(handle))
+                    continue
+                try:
+                    outcomes.append(run.wait(client, handle, deadline))
+                except Exception as exc:
+                    outcomes.append(raised(exc))
+    finally:
+        run.close(client)
+    return outcomes
+
+
+def _openai_judge(secret: str) -> Judge:
+    import openai
+
+    hooks = openai.OpenAI(api_key=TOKEN, webhook_secret=secret).webhooks
+
+    def judge(body: bytes, headers: dict[str, str]) -> str | None:
+        try:
+            hooks.unwrap(body, headers)
+        except openai.InvalidWebhookSignatureError as exc:
+            return str(exc)
+        return None
+
+    return judge
+
+
+def _replicate_judge(secret: str) -> Judge:
+    from replicate.webhook import Webhooks, WebhookSigningSecret, WebhookValidationError
+
+    key = WebhookSigningSecret(key=secret)
+
+    def judge(body: bytes, headers: dict[str, str]) -> str | None:
+        try:
+            Webhooks.validate(headers=headers, body=body.decode(), secret=key, tolerance=300)
+        except WebhookValidationError as exc:
+            return str(exc)
+        return None
+
+    return judge
+
+
+def _luma_judge(secret: str) -> Judge:
+    import json
+
+    import lumaai
+
+    def judge(body: bytes, headers: dict[str, str]) -> str | None:
+        lumaai.types.Generation(**json.loads(body))  # unsigned: parse it, as a receiver would
+        return None
+
+    return judge
+
+
+#: The SDKs that verify (or parse) webhooks, by the receiver's judge.
+JUDGES: dict[str, Callable[[str], Judge]] = {
+    "openai": _openai_judge,
+    "replicate": _replicate_judge,
+    "lumaai": _luma_judge,
+}
+
+
+def run_cell(sdk: str, name: str) -> Cell:
+    with ExitStack() as stack:
+        scenario = load_scenario(name)
+        receiver: HookReceiver | None = None
+        callback: str | None = None
+        if scenario.webhooks is not None and sdk in JUDGES:
+            receiver = stack.enter_context(hook_receiver(JUDGES[sdk](scenario.webhooks.secret)))
+            if sdk == "openai":  # the endpoint is account configuration, not a create field
+                hooks = replace(scenario.webhooks, url=receiver.url)
+                scenario = replace(scenario, webhooks=hooks)
+            else:
+                callback = receiver.url
+        provider = FakeProvider(scenario, dialect=SDKS[sdk], time_scale=SCALE)
+        server = stack.enter_context(ServerThread(provider))
+        watchdog = threading.Timer(WAIT_CAP, server.stop)
+        watchdog.start()
+        try:
+            outcomes = drive(sdk, server.url, provider.scenario, callback)
+        finally:
+            watchdog.cancel()
+        if receiver is not None:
+            time.sleep(0.5)  # the last sends (duplicates, retries) are due within 0.5 s
+            assert server.dispatcher.wait_idle(5.0)
+        # google-genai: the video is inline in the last status read, nothing to download
+        overrides: dict[str, Any] = {"retrievals": None} if sdk == "google-genai" else {}
+        found = tuple(sorted({v.invariant for v in violations(provider, **overrides)}))
+        expected = expected_outcome(provider.scenario)
+    distinct = sorted(set(outcomes))
+    outcome = (
+        distinct[0]
+        if len(distinct) == 1
+        else " + ".join(f"{outcomes.count(o)}x {o}" for o in distinct)
+    )
+    return Cell(sdk, name, outcome, expected, found)
+
+
+# -- the table in docs/dialects/README.md ----------------------------------------------------
+
+
+def render_table(cells: dict[tuple[str, str], Cell]) -> str:
+    head = "| scenario | " + " | ".join(SDKS) + " |"
+    rule = "|---" * (len(SDKS) + 1) + "|"
+    rows = [head, rule]
+    for name in SCENARIOS:
+        expected = next(c.expected for (s, n), c in cells.items() if n == name)
+        texts = [cells[(sdk, name)].text for sdk in SDKS]
+        rows.append(f"| `{name}` ({expected}) | " + " | ".join(texts) + " |")
+    return "\n".join(rows)
+
+
+def parse_table(text: str) -> dict[tuple[str, str], str]:
+    """The cells of the table between the markers in ``text``: (sdk, scenario) -> cell text."""
+    start, end = text.index(BEGIN), text.index(END)
+    lines = [line for line in text[start:end].splitlines() if line.startswith("| `")]
+    out: dict[tuple[str, str], str] = {}
+    for line in lines:
+        parts = [p.strip() for p in line.strip("|").split("|")]
+        found = re.match(r"`([\w-]+)`", parts[0])
+        assert found is not None, line
+        for sdk, cell in zip(SDKS, parts[1:], strict=True):
+            out[(sdk, found.group(1))] = cell
+    return out
+
+
+def write_table(cells: dict[tuple[str, str], Cell]) -> None:
+    text = DOC.read_text()
+    start, end = text.index(BEGIN) + len(BEGIN), text.index(END)
+    DOC.write_text(text[:start] + "\n" + render_table(cells) + "\n" + text[end:])
+
+
+def run_all(sdks: Iterator[str] | None = None) -> dict[tuple[str, str], Cell]:
+    return {(sdk, name): run_cell(sdk, name) for sdk in (sdks or SDKS) for name in SCENARIOS}
+
+
+if __name__ == "__main__":  # python -m tests.dialects.matrix [--write]
+    import sys
+
+    cells = run_all()
+    if "--write" in sys.argv:
+        write_table(cells)
+    print(render_table(cells))
