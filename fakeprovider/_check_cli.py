@@ -49,7 +49,7 @@ _OPTIONS = {
     "--retry-after-scope": (
         "retry_after_scope",
         "SCOPE",
-        "auto (429: account, else job), account or job",
+        "auto (429: account, a too_many_active_jobs 429: new submits; else job), account or job",
     ),
     "--date-slack": ("date_slack", "DURATION", "slack for HTTP-date Retry-After (default 1s)"),
 }

@@ -310,9 +310,17 @@ def _unsuccessful(entry: Entry) -> bool:
     return entry.failed or (code is not None and 400 <= code < 500 and code not in (401, 403))
 
 
+#: The engine's error code for a submit refused by the cap on active jobs (``concurrency:``).
+_TOO_MANY_JOBS = "too_many_active_jobs"
+
+
 def _scope(entry: Entry, limits: Limits) -> str:
     if limits.retry_after_scope != "auto":
         return limits.retry_after_scope
+    if entry.status_code == 429 and entry.kind == "submit" and entry.error_code == _TOO_MANY_JOBS:
+        # "too many jobs running": wait before the next new job, and keep watching the running
+        # ones (only that tells the client when one has ended)
+        return "submits"
     return "account" if entry.status_code == 429 else "job"
 
 
@@ -321,6 +329,8 @@ def _in_scope(later: Entry, source: Entry, scope: str) -> bool:
         return False
     if scope == "account":
         return True
+    if scope == "submits":
+        return later.kind == "submit"
     if source.job_id is not None:
         return later.job_id == source.job_id and (source.kind != "submit" or later.kind == "submit")
     return later.kind == source.kind and later.request_digest == source.request_digest

@@ -218,6 +218,28 @@ def test_delay_seconds_get_no_slack_and_429_binds_the_whole_account() -> None:
     assert messages([entries[0], e(2, "status", 6.0, job="j_2")]) == []
 
 
+def test_a_429_for_too_many_active_jobs_binds_new_submits_only() -> None:
+    refused = e(
+        3,
+        "submit",
+        1.0,
+        code=429,
+        job=None,
+        retry_after=ra("15", 16.0),
+        error_code="too_many_active_jobs",
+    )
+    polling = [refused, e(4, "status", 5.0, job="j_1", status="processing")]
+    assert messages(polling) == []  # watching the running jobs is how to learn one ended
+    resubmitting = [*polling, e(5, "submit", 10.0, job="j_4", code=202, status="queued")]
+    assert messages(resubmitting) == [
+        (
+            "honours_retry_after",
+            "submit #5 at 10.000 s came 6.000 s before the Retry-After '15' of #3"
+            " (429, submits scope) allowed it at 16.000 s",
+        )
+    ]
+
+
 def test_503_binds_only_its_job_unless_configured() -> None:
     entries = [
         e(1, "status", 1.0, code=503, retry_after=ra("5", 6.0)),
