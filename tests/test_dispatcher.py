@@ -318,21 +318,28 @@ def test_a_slow_receiver_does_not_delay_status_responses(receiver, serve):
         )
     )
     job_id = submit(server)
-    latencies = []
+    # Up to three one-second windows while the receiver holds every delivery (5 s): a fake that
+    # waits on its receiver is slow in every window; a machine that hiccups once is not.
+    worst: list[float] = []
     with httpx.Client(base_url=server.url) as client:
         client.get(f"/v1/jobs/{job_id}")  # warm the connection
-        deadline = time.monotonic() + 1.0
-        while time.monotonic() < deadline:
-            before = time.perf_counter()
-            answer = client.get(f"/v1/jobs/{job_id}")
-            latencies.append(time.perf_counter() - before)
-            assert answer.status_code == 200
-            time.sleep(0.02)
-    in_flight = [
-        e for e in server.provider.journal if e.kind == "webhook" and e.completed_at is None
-    ]
-    assert len(in_flight) >= 8  # the receiver is holding every delivery
+        for _ in range(3):
+            latencies = []
+            deadline = time.monotonic() + 1.0
+            while time.monotonic() < deadline:
+                before = time.perf_counter()
+                answer = client.get(f"/v1/jobs/{job_id}")
+                latencies.append(time.perf_counter() - before)
+                assert answer.status_code == 200
+                time.sleep(0.02)
+            in_flight = [
+                e for e in server.provider.journal if e.kind == "webhook" and e.completed_at is None
+            ]
+            assert len(in_flight) >= 8  # the receiver is holding every delivery
+            worst.append(max(latencies))
+            if worst[-1] < 0.05:
+                break
     print(
-        f"status latency with a 5 s receiver: max {max(latencies) * 1000:.1f} ms over {len(latencies)}"
+        f"status latency with a 5 s receiver: worst per 1 s window {[round(w * 1000, 1) for w in worst]} ms"
     )
-    assert max(latencies) < 0.05
+    assert worst[-1] < 0.05, worst
