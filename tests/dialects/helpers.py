@@ -220,6 +220,39 @@ class Hook:
 Judge = Callable[[bytes, dict[str, str]], "str | None"]
 
 
+def openai_judge(secret: str) -> Judge:
+    """A judge that verifies each delivery with the openai SDK's ``webhooks.unwrap``."""
+    import openai
+
+    hooks = openai.OpenAI(api_key="sk-test", webhook_secret=secret).webhooks
+
+    def judge(body: bytes, headers: dict[str, str]) -> str | None:
+        try:
+            hooks.unwrap(body, headers)
+        except openai.InvalidWebhookSignatureError as exc:
+            return str(exc)
+        return None
+
+    return judge
+
+
+def replicate_judge(secret: str) -> Judge:
+    """A judge that verifies each delivery with the replicate SDK's ``Webhooks.validate``
+    (with a 300 s tolerance: without one it does not check the timestamp)."""
+    from replicate.webhook import Webhooks, WebhookSigningSecret, WebhookValidationError
+
+    key = WebhookSigningSecret(key=secret)
+
+    def judge(body: bytes, headers: dict[str, str]) -> str | None:
+        try:
+            Webhooks.validate(headers=headers, body=body.decode(), secret=key, tolerance=300)
+        except WebhookValidationError as exc:
+            return str(exc)
+        return None
+
+    return judge
+
+
 @dataclass
 class HookReceiver:
     """A webhook receiver on 127.0.0.1 that asks ``judge`` about every delivery."""

@@ -39,7 +39,16 @@ from fakeprovider.scenario import Scenario, load_scenario
 from fakeprovider.server import ServerThread
 from fakeprovider.service import FakeProvider
 
-from .helpers import CLIENT_HEADERS, SCALE, HookReceiver, Judge, hook_receiver, violations
+from .helpers import (
+    CLIENT_HEADERS,
+    SCALE,
+    HookReceiver,
+    Judge,
+    hook_receiver,
+    openai_judge,
+    replicate_judge,
+    violations,
+)
 
 #: The SDKs, by the short name the table uses, with their dialect.
 SDKS: dict[str, str] = {
@@ -381,36 +390,6 @@ def drive(sdk: str, url: str, scenario: Scenario, callback: str | None = None) -
     return outcomes
 
 
-def _openai_judge(secret: str) -> Judge:
-    import openai
-
-    hooks = openai.OpenAI(api_key=TOKEN, webhook_secret=secret).webhooks
-
-    def judge(body: bytes, headers: dict[str, str]) -> str | None:
-        try:
-            hooks.unwrap(body, headers)
-        except openai.InvalidWebhookSignatureError as exc:
-            return str(exc)
-        return None
-
-    return judge
-
-
-def _replicate_judge(secret: str) -> Judge:
-    from replicate.webhook import Webhooks, WebhookSigningSecret, WebhookValidationError
-
-    key = WebhookSigningSecret(key=secret)
-
-    def judge(body: bytes, headers: dict[str, str]) -> str | None:
-        try:
-            Webhooks.validate(headers=headers, body=body.decode(), secret=key, tolerance=300)
-        except WebhookValidationError as exc:
-            return str(exc)
-        return None
-
-    return judge
-
-
 def _luma_judge(secret: str) -> Judge:
     import json
 
@@ -425,8 +404,8 @@ def _luma_judge(secret: str) -> Judge:
 
 #: The SDKs that verify (or parse) webhooks, by the receiver's judge.
 JUDGES: dict[str, Callable[[str], Judge]] = {
-    "openai": _openai_judge,
-    "replicate": _replicate_judge,
+    "openai": openai_judge,
+    "replicate": replicate_judge,
     "lumaai": _luma_judge,
 }
 

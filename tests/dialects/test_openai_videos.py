@@ -21,6 +21,7 @@ from .helpers import (
     hook_rows,
     hook_scenario,
     last_status,
+    openai_judge,
     planned_messages,
     retried_through_transient_5xx,
     sent_hooks,
@@ -330,14 +331,7 @@ def test_finding_sdk_reads_the_poll_hint_only_once() -> None:
 
 def test_sdk_unwraps_every_genuine_webhook_and_refuses_forged_and_stale_ones() -> None:
     hooks = openai.OpenAI(api_key="sk-test", webhook_secret=SECRET).webhooks
-
-    def judge(body: bytes, headers: dict[str, str]) -> str | None:
-        try:
-            hooks.unwrap(body, headers)
-        except openai.InvalidWebhookSignatureError as exc:
-            return str(exc)
-        return None
-
+    judge = openai_judge(SECRET)
     block = EVERY_EVENT + (
         "  forged: [job.succeeded]\n  stale: [job.succeeded]\n  duplicate_gap: 100ms\n"
     )

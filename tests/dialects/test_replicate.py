@@ -21,6 +21,7 @@ from .helpers import (
     hook_scenario,
     last_status,
     planned_messages,
+    replicate_judge,
     retried_through_transient_5xx,
     sent_hooks,
     serve,
@@ -385,17 +386,10 @@ def test_finding_sdk_ignores_http_date_retry_after() -> None:
 
 def test_sdk_validates_every_genuine_webhook_and_refuses_forged_and_stale_ones() -> None:
     from replicate.prediction import Prediction
-    from replicate.webhook import Webhooks, WebhookSigningSecret, WebhookValidationError
+    from replicate.webhook import Webhooks, WebhookSigningSecret
 
     secret = WebhookSigningSecret(key=SECRET)
-
-    def judge(body: bytes, headers: dict[str, str]) -> str | None:
-        try:
-            Webhooks.validate(headers=headers, body=body.decode(), secret=secret, tolerance=300)
-        except WebhookValidationError as exc:
-            return str(exc)
-        return None
-
+    judge = replicate_judge(SECRET)
     block = EVERY_EVENT + (
         "  forged: [job.succeeded]\n  stale: [job.succeeded]\n  duplicate_gap: 100ms\n"
     )
