@@ -219,21 +219,35 @@ def split_runs(entries: Iterable[Entry]) -> list[list[Entry]]:
 def _judge(run: list[Entry], limits: Limits, number: int) -> list[Violation]:
     found: list[Violation] = []
     webhooks = [e for e in run if e.kind == "webhook"]
+    hooks_of: dict[str, list[Entry]] = {}
+    for w in webhooks:
+        if w.job_id is not None:
+            hooks_of.setdefault(w.job_id, []).append(w)
     clients: dict[str, list[Entry]] = {}
     for e in run:
         if e.kind not in ("webhook", "unknown"):
             clients.setdefault(e.client, []).append(e)
     for entries in clients.values():
+        # only the webhooks about this client's jobs: each client costs what it touched
+        jobs = {job for e in entries for job in _jobs_of(e)}
+        mine = [w for job in jobs for w in hooks_of.get(job, ())]
         for name, rule in CLIENT_RULES:
             if name == "no_premature_retrieval":
-                rule = functools.partial(no_premature_retrieval, webhooks=webhooks)
+                rule = functools.partial(no_premature_retrieval, webhooks=mine)
             elif name == "honours_poll_after":
-                rule = functools.partial(honours_poll_after, webhooks=webhooks)
+                rule = functools.partial(honours_poll_after, webhooks=mine)
             found.extend(rule(entries, limits))
     found.extend(webhook_ack(webhooks, limits))
     order = {name: index for index, name in enumerate(INVARIANTS)}
     found.sort(key=lambda v: (v.seqs[-1], order[v.invariant]))
-    return [dataclasses.replace(v, run=number) for v in found]
+    return [dataclasses.replace(v, run=number) for v in found] if number else found
+
+
+def _jobs_of(e: Entry) -> Iterable[str]:
+    if e.job_id is not None:
+        yield e.job_id
+    if e.listed:
+        yield from (job for job, _ in e.listed)
 
 
 def check(journal: Iterable[Entry], limits: Limits | None = None, **overrides: Any) -> Report:
