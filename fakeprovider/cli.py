@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -24,6 +25,26 @@ def _positive_float(text: str) -> float:
         raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
     if not value > 0:
         raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {value}")
+    return value
+
+
+def _timeout(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not 0 < value <= 3600:
+        raise argparse.ArgumentTypeError(f"expected seconds between 0 and 3600, got {text!r}")
     return value
 
 
@@ -59,13 +80,28 @@ def cmd_serve(args: argparse.Namespace) -> int:
             seed=args.seed,
             time_scale=args.time_scale,
             journal_sink=sink,
+            journal_memory=args.journal_memory,
             allow_webhook_hosts=args.allow_webhook_host,
         )
     except ScenarioError as exc:
         print(exc, file=sys.stderr)
         return 2
     except OSError as exc:
-        print(f"fakeprovider serve: cannot write the journal: {exc}", file=sys.stderr)
+        print(
+            f"fakeprovider serve: cannot write the journal {args.journal}: {exc.strerror or exc}",
+            file=sys.stderr,
+        )
+        return 2
+    if provider.journal.sink_error is not None:  # what was written at start could not be
+        if sink is not None:
+            with contextlib.suppress(OSError):
+                sink.close()
+        error = provider.journal.sink_error
+        print(
+            f"fakeprovider serve: cannot write the journal {args.journal}:"
+            f" {error.strerror or error}",
+            file=sys.stderr,
+        )
         return 2
 
     def ready(url: str) -> None:
@@ -81,7 +117,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     try:
         serve_forever(
-            provider, host=args.host, port=args.port, log_level=args.log_level, on_ready=ready
+            provider,
+            host=args.host,
+            port=args.port,
+            log_level=args.log_level,
+            on_ready=ready,
+            idle_timeout=args.idle_timeout,
         )
     except OSError as exc:
         print(
@@ -91,7 +132,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return 2
     finally:
         if sink is not None:
-            sink.close()
+            with contextlib.suppress(OSError):  # already reported when writing failed
+                sink.close()
     return 0
 
 
@@ -223,6 +265,21 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         metavar="PATH",
         help="append every request to this JSONL file as it completes",
+    )
+    serve.add_argument(
+        "--journal-memory",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="keep only the last N entries in memory (the --journal file still gets every"
+        " one, and the admin report and journal read it); default: keep all",
+    )
+    serve.add_argument(
+        "--idle-timeout",
+        type=_timeout,
+        default=5.0,
+        metavar="SECONDS",
+        help="close a connection that has no request in progress for this long (default: 5)",
     )
     serve.add_argument(
         "--seed", type=int, default=None, metavar="N", help="override the scenario's seed"
