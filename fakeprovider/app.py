@@ -23,6 +23,7 @@ from starlette.requests import Request as StarletteRequest
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from ._suggest import did_you_mean
 from .dialects import HttpRequest, HttpResponse
 from .engine import Reply
 from .errors import ScenarioError
@@ -277,9 +278,10 @@ def _admin_app(provider: FakeProvider) -> Starlette:
             message = "The scenario is not valid."
             if name and not any(c.isspace() or c == ":" for c in name):
                 bundled = ", ".join(bundled_scenarios())
+                hint = did_you_mean(name, bundled_scenarios())
                 message = (
                     f"The scenario is not valid: send YAML or JSON, or the name of a bundled "
-                    f"scenario ({bundled}); got {name!r}."
+                    f"scenario ({bundled}); got {name!r}{hint}."
                 )
             return _error(400, "invalid_scenario", message, problems=problems)
         except ValueError as exc:

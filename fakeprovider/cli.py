@@ -7,9 +7,10 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from . import __version__
+from ._suggest import did_you_mean
 from .errors import ScenarioError
 
 __all__ = ["main"]
@@ -38,16 +39,12 @@ def _port(text: str) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from .dialects import DIALECTS
+    from .dialects import DIALECTS, unknown_dialect
     from .server import serve_forever
     from .service import FakeProvider
 
     if args.dialect is not None and args.dialect not in DIALECTS:
-        known = ", ".join(sorted(DIALECTS))
-        print(
-            f"fakeprovider serve: unknown dialect {args.dialect!r}; known dialects: {known}",
-            file=sys.stderr,
-        )
+        print(f"fakeprovider serve: {unknown_dialect(args.dialect)}", file=sys.stderr)
         return 2
     sink: TextIO | None = None
     try:
@@ -148,6 +145,18 @@ def cmd_schema(args: argparse.Namespace) -> int:
     return 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, saying which command or choice was meant when one is mistyped."""
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        if action.choices is not None and value not in action.choices:
+            choices = ", ".join(repr(choice) for choice in action.choices)
+            hint = did_you_mean(value, action.choices)
+            raise argparse.ArgumentError(
+                action, f"invalid choice: {value!r}{hint}; choose from {choices}"
+            )
+
+
 class _Formatter(argparse.RawDescriptionHelpFormatter):
     def __init__(self, prog: str) -> None:
         super().__init__(prog, max_help_position=28)
@@ -173,7 +182,8 @@ def examples(*lines: str) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    # sub-commands' parsers are _Parsers too (argparse makes them of the parent's class)
+    parser: argparse.ArgumentParser = _Parser(
         prog="fakeprovider",
         description="A scriptable fake of slow, asynchronous (202 Accepted, then poll) HTTP APIs.",
         formatter_class=formatter,

@@ -17,7 +17,7 @@ import pytest
 from fakeprovider import app as app_module
 from fakeprovider.invariants import Limits, check, split_runs
 from fakeprovider.journal import read_journal
-from fakeprovider.scenario import Scenario, parse_scenario
+from fakeprovider.scenario import Scenario, bundled_scenarios, parse_scenario
 from fakeprovider.server import ServerThread
 from fakeprovider.service import FakeProvider
 
@@ -482,10 +482,11 @@ def test_admin_scenario_says_a_single_word_may_be_a_bundled_name(client: httpx.C
     refused = client.put("/__admin/scenario", content=b"quick-preveiw")
     message = refused.json()["error"]["message"]
     assert refused.status_code == 400
-    assert message.startswith(
-        "The scenario is not valid: send YAML or JSON, or the name of a bundled scenario ("
+    assert message == (
+        "The scenario is not valid: send YAML or JSON, or the name of a bundled scenario"
+        f" ({', '.join(bundled_scenarios())}); got 'quick-preveiw' (did you mean"
+        " 'quick-preview'?)."
     )
-    assert message.endswith("); got 'quick-preveiw'.")
 
 
 def test_admin_scenario_refuses_an_alias_bomb_at_once(client: httpx.Client) -> None:

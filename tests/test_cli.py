@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import signal
 import subprocess
@@ -12,7 +13,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from fakeprovider.cli import main
+from fakeprovider.cli import build_parser, main
+from fakeprovider.dialects import DIALECTS
 from fakeprovider.journal import read_journal
 from fakeprovider.scenario import bundled_scenarios
 
@@ -101,9 +103,49 @@ def test_explain_of_a_missing_scenario_exits_2(capsys: pytest.CaptureFixture[str
 
 def test_serve_rejects_an_unknown_dialect(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["serve", "--dialect", "klingon", "--port", "0"]) == 2
-    assert capsys.readouterr().err.startswith(
-        "fakeprovider serve: unknown dialect 'klingon'; known dialects: "
+    assert capsys.readouterr().err == (
+        f"fakeprovider serve: unknown dialect 'klingon'; known dialects: {', '.join(sorted(DIALECTS))}\n"
     )
+
+
+def test_serve_suggests_the_dialect_meant(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["serve", "--dialect", "google", "--port", "0"]) == 2
+    assert capsys.readouterr().err == (
+        "fakeprovider serve: unknown dialect 'google' (did you mean 'google-veo'?); known dialects:"
+        f" {', '.join(sorted(DIALECTS))}\n"
+    )
+
+
+def test_serve_suggests_the_bundled_scenario_meant(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["serve", "slow-succes", "--port", "0"]) == 2
+    assert capsys.readouterr().err == (
+        "slow-succes: no such file and no bundled scenario named 'slow-succes' (did you mean"
+        f" 'slow-success'?); bundled: {', '.join(bundled_scenarios())}\n"
+    )
+
+
+def test_a_mistyped_command_or_choice_gets_a_suggestion(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["serv"])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "fakeprovider: error: argument COMMAND: invalid choice: 'serv' (did you mean 'serve'?);"
+        " choose from " + ", ".join(repr(name) for name in _commands())
+    )
+    with pytest.raises(SystemExit):
+        main(["serve", "--log-level", "warn"])
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "fakeprovider serve: error: argument --log-level: invalid choice: 'warn' (did you mean"
+        " 'warning'?); choose from 'critical', 'error', 'warning', 'info', 'debug'"
+    )
+
+
+def _commands() -> list[str]:
+    parser = build_parser()
+    [sub] = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return list(sub.choices)
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
