@@ -262,6 +262,10 @@ _SUBMITS = {
         {"instances": [{"prompt": "x"}]},
     ),
     "luma": ("/dream-machine/v1/generations", {"prompt": "x", "model": "ray-2"}),
+    "ark": (
+        "/api/v3/contents/generations/tasks",
+        {"model": "seedance", "content": [{"type": "text", "text": "x"}]},
+    ),
 }
 _STATUS = {
     "generic": "/v1/jobs/{id}",
@@ -270,6 +274,7 @@ _STATUS = {
     "replicate": "/v1/predictions/{id}",
     "fal": "/fal-ai/veo3/requests/{id}/status",
     "luma": "/dream-machine/v1/generations/{id}",
+    "ark": "/api/v3/contents/generations/tasks/{id}",
 }
 _HOSTILE_BODIES = {
     "lone surrogate": b'{"prompt": "\\ud800", "promptText": "\\ud800", "model": "\\udfff"}',

@@ -177,7 +177,7 @@ def test_a_test_that_fails_before_its_fake_exists_shows_no_other_journal(
     result.stdout.fnmatch_lines(
         [
             "The fakeprovider marker of test_a_test_that_fails_before_its_fake_exists_shows_no_other_journal.py"
-            "::test_second: unknown dialect 'openai'; known dialects: fal, generic, google-veo,"
+            "::test_second: unknown dialect 'openai'; known dialects: ark, fal, generic, google-veo,"
             " luma, openai-videos, replicate, runway",
         ]
     )
