@@ -232,7 +232,12 @@ def _admin_app(provider: FakeProvider) -> Starlette:
             return _error(400, "invalid_limits", f"{exc}.")
         return JSONResponse(check(provider.journal.snapshot(), limits).to_dict())
 
-    def _admin_entry(request: StarletteRequest, status: int, at: float | None = None) -> None:
+    def _admin_entry(
+        request: StarletteRequest,
+        status: int,
+        at: float | None = None,
+        run: dict[str, Any] | None = None,
+    ) -> None:
         now = provider.clock.now() if at is None else at
         provider.journal.append(
             Entry(
@@ -246,13 +251,15 @@ def _admin_app(provider: FakeProvider) -> Starlette:
                 response_started_at=now,
                 completed_at=now,
                 status_code=status,
+                run=run,
             )
         )
 
     async def reset(request: StarletteRequest) -> Response:
-        provider.reset()
-        # Stamped at the run's start: the engine's fault windows count from this reading.
-        _admin_entry(request, 200, at=provider.engine.start)
+        provider.reset(header=False)
+        # Stamped at the run's start (the engine's fault windows count from this reading), and
+        # the new run's header.
+        _admin_entry(request, 200, at=provider.engine.start, run=provider.run_header())
         return JSONResponse({"status": "reset", "scenario": provider.scenario.name})
 
     async def scenario(request: StarletteRequest) -> Response:
@@ -271,8 +278,9 @@ def _admin_app(provider: FakeProvider) -> Starlette:
                 # Parsing and validating can take a while (a big file): off the event loop, so
                 # other requests are answered meanwhile.
                 loaded = await run_in_threadpool(parse_scenario, text, filename="<request>")
-            provider.load(loaded)
+            provider.load(loaded, header=False)
             started = provider.engine.start
+            header = provider.run_header()
         except ScenarioError as exc:
             problems = [str(p) for p in exc.problems]
             message = "The scenario is not valid."
@@ -286,7 +294,7 @@ def _admin_app(provider: FakeProvider) -> Starlette:
             return _error(400, "invalid_scenario", message, problems=problems)
         except ValueError as exc:
             return _error(400, "invalid_scenario", str(exc))
-        _admin_entry(request, 200, at=started)
+        _admin_entry(request, 200, at=started, run=header)
         return JSONResponse({"status": "loaded", "scenario": provider.scenario.name})
 
     admin_routes = [

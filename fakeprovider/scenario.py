@@ -467,7 +467,7 @@ class Expect:
 
 #: The wire dialects, one ``fakeprovider.dialects`` class each.
 DialectName = Literal[
-    "generic", "openai-videos", "runway", "replicate", "fal", "google-veo", "luma"
+    "generic", "openai-videos", "runway", "replicate", "fal", "google-veo", "luma", "ark"
 ]
 DIALECT_NAMES: tuple[str, ...] = get_args(DialectName)
 

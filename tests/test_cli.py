@@ -178,9 +178,23 @@ def test_serve_prints_the_url_journals_as_it_goes_and_exits_cleanly(
         with httpx.Client(base_url=url) as http:
             job = http.post("/v1/jobs", json={"prompt": "x"}).json()
         deadline = time.monotonic() + 5
-        while journal.stat().st_size == 0 and time.monotonic() < deadline:
+        while len(journal.read_text().splitlines()) < 2 and time.monotonic() < deadline:
             time.sleep(0.01)
-        assert [e.kind for e in read_journal(journal)] == ["submit"]
+        header, submit = read_journal(journal)
+        assert (submit.seq, submit.kind) == (1, "submit")
+        assert (header.seq, header.kind, header.method, header.path) == (
+            0,
+            "admin",
+            "RUN",
+            "/__admin/start",
+        )
+        assert header.run is not None
+        assert {k: header.run[k] for k in ("scenario", "dialect", "time_scale", "seed")} == {
+            "scenario": "quick-preview",
+            "dialect": "generic",
+            "time_scale": 0.1,
+            "seed": 0,
+        }
         assert job["poll_after_seconds"] == 0.2
     finally:
         process.send_signal(sig)

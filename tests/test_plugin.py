@@ -178,7 +178,7 @@ def test_a_test_that_fails_before_its_fake_exists_shows_no_other_journal(
         [
             "The fakeprovider marker of test_a_test_that_fails_before_its_fake_exists_shows_no_other_journal.py"
             "::test_second: unknown dialect 'openai' (did you mean 'openai-videos'?); known"
-            " dialects: fal, generic, google-veo,"
+            " dialects: ark, fal, generic, google-veo,"
             " luma, openai-videos, replicate, runway",
         ]
     )
@@ -340,8 +340,10 @@ def test_failing_tests_journals_are_written_to_the_journal_dir(child: pytest.Pyt
     ]
     lines = (child.path / "journals" / written[0]).read_text().splitlines()
     assert [(json.loads(line)["kind"], json.loads(line)["status_code"]) for line in lines] == [
-        ("submit", 202)
+        ("admin", None),  # the run header: `fakeprovider check` takes the scenario's limits from it
+        ("submit", 202),
     ]
+    assert json.loads(lines[0])["run"]["scenario"] == "slow-success"
     result.stdout.fnmatch_lines(
         [
             "*- fakeprovider journal (server, scenario 'slow-success') -*",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from .ark import ArkDialect
 from .base import Dialect, HttpRequest, HttpResponse, Route
 from .fal import FalDialect
 from .generic import GenericDialect
@@ -24,6 +25,7 @@ DIALECTS: dict[str, Callable[[], Dialect]] = {
     "fal": FalDialect,
     "google-veo": GoogleVeoDialect,
     "luma": LumaDialect,
+    "ark": ArkDialect,
 }
 
 
