@@ -25,6 +25,7 @@ from starlette.requests import Request as StarletteRequest
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from ._suggest import did_you_mean
 from .dialects import HttpRequest, HttpResponse
 from .engine import ApiError, Reply
 from .errors import ScenarioError
@@ -305,7 +306,12 @@ def _admin_app(provider: FakeProvider) -> Starlette:
         # The checker runs in a worker thread: health and the API are answered meanwhile.
         return Response(await run_in_threadpool(judge), media_type="application/json")
 
-    def _admin_entry(request: StarletteRequest, status: int, at: float | None = None) -> None:
+    def _admin_entry(
+        request: StarletteRequest,
+        status: int,
+        at: float | None = None,
+        run: dict[str, Any] | None = None,
+    ) -> None:
         now = provider.clock.now() if at is None else at
         provider.journal.append(
             Entry(
@@ -319,13 +325,15 @@ def _admin_app(provider: FakeProvider) -> Starlette:
                 response_started_at=now,
                 completed_at=now,
                 status_code=status,
+                run=run,
             )
         )
 
     async def reset(request: StarletteRequest) -> Response:
-        provider.reset()
-        # Stamped at the run's start: the engine's fault windows count from this reading.
-        _admin_entry(request, 200, at=provider.engine.start)
+        provider.reset(header=False)
+        # Stamped at the run's start (the engine's fault windows count from this reading), and
+        # the new run's header.
+        _admin_entry(request, 200, at=provider.engine.start, run=provider.run_header())
         return JSONResponse({"status": "reset", "scenario": provider.scenario.name})
 
     async def scenario(request: StarletteRequest) -> Response:
@@ -344,21 +352,23 @@ def _admin_app(provider: FakeProvider) -> Starlette:
                 # Parsing and validating can take a while (a big file): off the event loop, so
                 # other requests are answered meanwhile.
                 loaded = await run_in_threadpool(parse_scenario, text, filename="<request>")
-            provider.load(loaded)
+            provider.load(loaded, header=False)
             started = provider.engine.start
+            header = provider.run_header()
         except ScenarioError as exc:
             problems = [str(p) for p in exc.problems]
             message = "The scenario is not valid."
             if name and not any(c.isspace() or c == ":" for c in name):
                 bundled = ", ".join(bundled_scenarios())
+                hint = did_you_mean(name, bundled_scenarios())
                 message = (
                     f"The scenario is not valid: send YAML or JSON, or the name of a bundled "
-                    f"scenario ({bundled}); got {name!r}."
+                    f"scenario ({bundled}); got {name!r}{hint}."
                 )
             return _error(400, "invalid_scenario", message, problems=problems)
         except ValueError as exc:
             return _error(400, "invalid_scenario", str(exc))
-        _admin_entry(request, 200, at=started)
+        _admin_entry(request, 200, at=started, run=header)
         return JSONResponse({"status": "loaded", "scenario": provider.scenario.name})
 
     admin_routes = [

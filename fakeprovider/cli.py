@@ -8,9 +8,10 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from . import __version__
+from ._suggest import did_you_mean
 from .errors import ScenarioError
 
 __all__ = ["main"]
@@ -59,47 +60,35 @@ def _port(text: str) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from .dialects import DIALECTS
+    from .dialects import DIALECTS, unknown_dialect
     from .server import serve_forever
     from .service import FakeProvider
 
     if args.dialect is not None and args.dialect not in DIALECTS:
-        known = ", ".join(sorted(DIALECTS))
-        print(
-            f"fakeprovider serve: unknown dialect {args.dialect!r}; known dialects: {known}",
-            file=sys.stderr,
-        )
+        print(f"fakeprovider serve: {unknown_dialect(args.dialect)}", file=sys.stderr)
         return 2
     sink: TextIO | None = None
     try:
-        if args.journal is not None:
-            sink = open(args.journal, "a", encoding="utf-8")  # noqa: SIM115 - closed below
         provider = FakeProvider(
             args.scenario,
             dialect=args.dialect,
             seed=args.seed,
             time_scale=args.time_scale,
-            journal_sink=sink,
             journal_memory=args.journal_memory,
             allow_webhook_hosts=args.allow_webhook_host,
         )
+        if args.journal is not None:
+            sink = open(args.journal, "a", encoding="utf-8")  # noqa: SIM115 - closed below
+            provider.journal.attach(sink)  # the run header first: refused if it cannot go in
     except ScenarioError as exc:
         print(exc, file=sys.stderr)
         return 2
     except OSError as exc:
-        print(
-            f"fakeprovider serve: cannot write the journal {args.journal}: {exc.strerror or exc}",
-            file=sys.stderr,
-        )
-        return 2
-    if provider.journal.sink_error is not None:  # what was written at start could not be
         if sink is not None:
             with contextlib.suppress(OSError):
                 sink.close()
-        error = provider.journal.sink_error
         print(
-            f"fakeprovider serve: cannot write the journal {args.journal}:"
-            f" {error.strerror or error}",
+            f"fakeprovider serve: cannot write the journal {args.journal}: {exc.strerror or exc}",
             file=sys.stderr,
         )
         return 2
@@ -190,6 +179,18 @@ def cmd_schema(args: argparse.Namespace) -> int:
     return 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, saying which command or choice was meant when one is mistyped."""
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        if action.choices is not None and value not in action.choices:
+            choices = ", ".join(repr(choice) for choice in action.choices)
+            hint = did_you_mean(value, action.choices)
+            raise argparse.ArgumentError(
+                action, f"invalid choice: {value!r}{hint}; choose from {choices}"
+            )
+
+
 class _Formatter(argparse.RawDescriptionHelpFormatter):
     def __init__(self, prog: str) -> None:
         super().__init__(prog, max_help_position=28)
@@ -215,7 +216,8 @@ def examples(*lines: str) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    # sub-commands' parsers are _Parsers too (argparse makes them of the parent's class)
+    parser: argparse.ArgumentParser = _Parser(
         prog="fakeprovider",
         description="A scriptable fake of slow, asynchronous (202 Accepted, then poll) HTTP APIs.",
         formatter_class=formatter,

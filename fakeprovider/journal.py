@@ -8,16 +8,17 @@ completed entry as one JSON line to an optional sink, flushed as it goes.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import logging
 import threading
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Literal, overload
 
-__all__ = ["Entry", "Journal", "RetryAfterRecord", "read_journal"]
+__all__ = ["Entry", "Journal", "RetryAfterRecord", "order_entries", "read_journal"]
 
 #: Shared with the server: a journal that cannot be written is reported there, once.
 logger = logging.getLogger("fakeprovider.server")
@@ -84,6 +85,14 @@ class Entry:
     delivery: str | None = None
     #: For list answers: ``(job_id, status)`` of every job the list showed.
     listed: tuple[tuple[str, str], ...] | None = None
+    #: For a run header (an ``admin`` entry that starts a run): what was played and how
+    #: (scenario, digest, dialect, time_scale, seed, version, started, limits).
+    run: dict[str, Any] | None = None
+
+    @property
+    def is_header(self) -> bool:
+        """Whether this entry is a run header (it starts a run; see ``order_entries``)."""
+        return self.run is not None
 
     @property
     def latency(self) -> float | None:
@@ -162,6 +171,9 @@ class Journal(Sequence[Entry]):
         self.forgotten = 0
         #: Why the sink stopped being written, if it did.
         self.sink_error: OSError | None = None
+        #: The run header written to the sink when the current run started without an admin
+        #: request (a server start, ``FakeProvider.reset()``); not one of the entries.
+        self.header: Entry | None = None
 
     def next_seq(self) -> int:
         with self._lock:
@@ -204,6 +216,26 @@ class Journal(Sequence[Entry]):
             self._entries.clear()
             self.forgotten = 0
             self._run_start = self._next_seq
+            self.header = None
+
+    def attach(self, sink: IO[str]) -> None:
+        """Write to ``sink`` from now on, starting with the current run's header (if any).
+
+        Raises ``OSError`` when ``sink`` cannot take the header: a journal that cannot be
+        written is refused before anything is served.
+        """
+        with self._lock:
+            if self.header is not None:
+                sink.write(json.dumps(self.header.to_dict(), separators=(",", ":")) + "\n")
+                sink.flush()
+            self.sink = sink
+            self.sink_error = None
+
+    def start_run(self, header: Entry) -> None:
+        """Write ``header`` (a run header) to the sink; ``to_jsonl`` starts with it."""
+        with self._lock:
+            self.header = header
+            self._write(header)
 
     def run_entries(self) -> list[Entry]:
         """Every entry of the current run, sorted by ``seq``: from memory, or, when ``memory``
@@ -297,7 +329,11 @@ class Journal(Sequence[Entry]):
         ]
 
     def to_jsonl(self) -> str:
-        return "".join(json.dumps(e.to_dict(), separators=(",", ":")) + "\n" for e in self)
+        """The entries as JSONL, after the run header when there is one (as the sink has them)."""
+        with self._lock:
+            header = self.header
+        entries = [header, *self] if header is not None else list(self)
+        return "".join(json.dumps(e.to_dict(), separators=(",", ":")) + "\n" for e in entries)
 
     def __repr__(self) -> str:
         return f"<Journal {len(self)} entries>"
@@ -305,8 +341,27 @@ class Journal(Sequence[Entry]):
     __hash__ = None  # type: ignore[assignment]
 
 
+def order_entries(entries: Iterable[Entry]) -> list[Entry]:
+    """``entries`` sorted by ``seq``, process by process.
+
+    Every server process starts its journal with a run header numbered 0, and ``seq`` counts
+    from 1 again in each process: when several processes appended to one file, each one's
+    entries (from its header on, in file order) are sorted apart and the processes stay in
+    file order. With at most one such header, this is a plain sort by ``seq``.
+    """
+    given = list(entries)
+    starts = [i for i, e in enumerate(given) if e.seq == 0 and e.is_header]
+    if len(starts) <= 1:
+        return sorted(given, key=lambda e: e.seq)
+    bounds = [0, *(i for i in starts if i > 0), len(given)]
+    out: list[Entry] = []
+    for low, high in itertools.pairwise(bounds):
+        out.extend(sorted(given[low:high], key=lambda e: e.seq))
+    return out
+
+
 def read_journal(source: str | Path | IO[str]) -> list[Entry]:
-    """Entries from a JSONL file (or open text stream), sorted by ``seq``.
+    """Entries from a JSONL file (or open text stream), sorted by ``seq`` (``order_entries``).
 
     Raises ``ValueError`` naming the line of the first bad entry.
     """
@@ -325,4 +380,4 @@ def read_journal(source: str | Path | IO[str]) -> list[Entry]:
             entries.append(Entry.from_dict(data))
         except (ValueError, TypeError) as exc:
             raise ValueError(f"{name}:{number}: not a journal entry: {exc}") from None
-    return sorted(entries, key=lambda e: e.seq)
+    return order_entries(entries)

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import datetime
+import hashlib
+import json
 import logging
 import re
 import threading
 from collections.abc import Iterable
-from typing import IO
+from typing import IO, Any
 from urllib.parse import quote
 
 from .clock import Clock, RealClock
@@ -134,6 +137,13 @@ def _with_error(reply: Reply, code: str) -> Reply:
     return dataclasses.replace(reply, status_code=500, error=ApiError(code, message))
 
 
+def scenario_digest(scenario: Scenario) -> str:
+    """``sha256:`` and 16 hex digits of the scenario's canonical JSON: the same scenario (as
+    loaded, before ``--time-scale`` and ``--seed``) gives the same digest."""
+    text = json.dumps(scenario.to_dict(), sort_keys=True, separators=(",", ":"), default=str)
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
 class FakeProvider:
     """Plays one scenario at a time; ``reset()`` starts it over with an empty journal."""
 
@@ -161,11 +171,18 @@ class FakeProvider:
         #: The fake's own address as its clients use it (the last request's), for the links
         #: a dialect puts in webhook bodies (Replicate ``urls``, Luma ``assets.video``...).
         self.base_url = "http://127.0.0.1"
+        self._started = False
+        self._digest = ""
         self.load(scenario)
 
-    def load(self, scenario: Scenario | str) -> None:
-        """Play ``scenario`` (a Scenario, bundled name, path or YAML) from now on, from scratch."""
+    def load(self, scenario: Scenario | str, *, header: bool = True) -> None:
+        """Play ``scenario`` (a Scenario, bundled name, path or YAML) from now on, from scratch.
+
+        ``header=False``: write no run header to the journal (the caller journals an entry
+        carrying ``run_header()`` instead, as the admin API does).
+        """
         loaded = load_scenario(scenario) if isinstance(scenario, str) else scenario
+        self._digest = scenario_digest(loaded)
         if self._time_scale != 1.0:
             loaded = loaded.scaled(self._time_scale)
         if self._seed_override is not None:
@@ -176,10 +193,14 @@ class FakeProvider:
         with self._lock:
             self.scenario = loaded
             self.dialect: Dialect = dialect
-            self.reset()
+            self.reset(header=header)
 
-    def reset(self) -> None:
-        """Forget every job and journal entry; the scenario starts again at the current time."""
+    def reset(self, *, header: bool = True) -> None:
+        """Forget every job and journal entry; the scenario starts again at the current time.
+
+        Writes a run header to the journal's sink first (numbered 0 the first time, so that
+        runs appended to one file by several processes stay apart), unless ``header=False``.
+        """
         with self._lock:
             self.journal.clear()
             self.engine = Engine(
@@ -190,6 +211,47 @@ class FakeProvider:
                 new_id=self.dialect.new_job_id,
                 poll_hints=self.dialect.poll_hints,
             )
+            if header:
+                first = not self._started
+                seq = 0 if first else self.journal.next_seq()
+                start = self.engine.start
+                self.journal.start_run(
+                    Entry(
+                        seq=seq,
+                        kind="admin",
+                        job_id=None,
+                        method="RUN",
+                        path="/__admin/start" if first else "/__admin/reset",
+                        client="fakeprovider",
+                        received_at=start,
+                        response_started_at=start,
+                        completed_at=start,
+                        run=self.run_header(),
+                    )
+                )
+            self._started = True
+
+    def run_header(self) -> dict[str, Any]:
+        """What the current run plays and how, for the journal's run header: scenario name and
+        digest, dialect, time scale, seed, version, start time (UTC) and the ``expect:`` limits
+        at this time scale (what ``check`` judges the run by unless told otherwise)."""
+        from . import __version__
+        from .invariants import Limits
+
+        start = self.engine.start
+        started = datetime.datetime.fromtimestamp(self.clock.epoch + start, datetime.UTC)
+        limits = Limits.from_expect(self.scenario.expect, time_scale=self._time_scale)
+        return {
+            "scenario": self.scenario.name,
+            "digest": self._digest,
+            "dialect": self.dialect.name,
+            "time_scale": self._time_scale,
+            "seed": self.scenario.seed,
+            "version": __version__,
+            "started": started.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+            "clock": start,
+            "limits": limits.to_dict(),
+        }
 
     def receive(self, http: HttpRequest) -> tuple[Reply, HttpResponse]:
         """Decide the answer to ``http`` at the clock's current reading.

@@ -16,12 +16,14 @@ from pathlib import Path
 import httpx
 import pytest
 
+import fakeprovider
 from fakeprovider import app as app_module
+from fakeprovider.clock import VirtualClock
 from fakeprovider.invariants import Limits, check, split_runs
 from fakeprovider.journal import Entry, read_journal
-from fakeprovider.scenario import Scenario, parse_scenario
+from fakeprovider.scenario import Scenario, bundled_scenarios, parse_scenario
 from fakeprovider.server import ServerThread
-from fakeprovider.service import FakeProvider
+from fakeprovider.service import FakeProvider, scenario_digest
 
 SCENARIO = """
 name: app-test
@@ -262,6 +264,10 @@ _SUBMITS = {
         {"instances": [{"prompt": "x"}]},
     ),
     "luma": ("/dream-machine/v1/generations", {"prompt": "x", "model": "ray-2"}),
+    "ark": (
+        "/api/v3/contents/generations/tasks",
+        {"model": "seedance", "content": [{"type": "text", "text": "x"}]},
+    ),
 }
 _STATUS = {
     "generic": "/v1/jobs/{id}",
@@ -270,6 +276,7 @@ _STATUS = {
     "replicate": "/v1/predictions/{id}",
     "fal": "/fal-ai/veo3/requests/{id}/status",
     "luma": "/dream-machine/v1/generations/{id}",
+    "ark": "/api/v3/contents/generations/tasks/{id}",
 }
 _HOSTILE_BODIES = {
     "lone surrogate": b'{"prompt": "\\ud800", "promptText": "\\ud800", "model": "\\udfff"}',
@@ -489,10 +496,11 @@ def test_admin_scenario_says_a_single_word_may_be_a_bundled_name(client: httpx.C
     refused = client.put("/__admin/scenario", content=b"quick-preveiw")
     message = refused.json()["error"]["message"]
     assert refused.status_code == 400
-    assert message.startswith(
-        "The scenario is not valid: send YAML or JSON, or the name of a bundled scenario ("
+    assert message == (
+        "The scenario is not valid: send YAML or JSON, or the name of a bundled scenario"
+        f" ({', '.join(bundled_scenarios())}); got 'quick-preveiw' (did you mean"
+        " 'quick-preview'?)."
     )
-    assert message.endswith("); got 'quick-preveiw'.")
 
 
 def test_admin_scenario_refuses_an_alias_bomb_at_once(client: httpx.Client) -> None:
@@ -625,7 +633,7 @@ def test_a_scripted_answer_http_cannot_carry_is_a_journaled_json_500_saying_why(
             },
         )
     ]
-    written = read_journal(io.StringIO(sink.getvalue()))
+    written = [e for e in read_journal(io.StringIO(sink.getvalue())) if not e.is_header]
     assert [(e.kind, e.status_code, e.error_code, e.fault) for e in written] == 2 * [
         ("status", 500, "unsendable_answer", "odd")
     ]
@@ -667,7 +675,7 @@ def test_a_failure_of_the_engine_is_answered_500_and_journaled_as_sent(
     assert [(r.status_code, r.json()["error"]["code"]) for r in answers] == 3 * [
         (500, "internal_error")
     ]
-    written = read_journal(io.StringIO(sink.getvalue()))
+    written = [e for e in read_journal(io.StringIO(sink.getvalue())) if not e.is_header]
     assert [(e.kind, e.status_code, e.error_code, e.idempotency_key) for e in written] == 3 * [
         ("submit", 500, "internal_error", "k")
     ]
@@ -725,6 +733,7 @@ def test_a_request_in_flight_across_a_reset_or_load_is_journaled_in_its_own_run(
         assert read.result().status_code == 200
     written = read_journal(io.StringIO(sink.getvalue()))
     assert [(e.seq, e.kind, e.status_code) for e in written] == [
+        (0, "admin", None),
         (1, "submit", 202),
         (2, "status", 200),
         (3, "admin", 200),
@@ -819,3 +828,53 @@ def test_a_request_in_progress_outlives_the_idle_timeout() -> None:
     ):
         job = http.post("/v1/jobs", json={"prompt": "x"}).json()["job_id"]
         assert http.get(f"/v1/jobs/{job}").status_code == 200
+
+
+def test_every_run_starts_with_a_header_in_the_journal_file() -> None:
+    sink = io.StringIO()
+    provider = FakeProvider(
+        parse_scenario(INSTANT), journal_sink=sink, clock=VirtualClock(), time_scale=0.5, seed=7
+    )
+    with ServerThread(provider) as running, httpx.Client(base_url=running.url) as http:
+        http.post("/v1/jobs", json={"prompt": "x"})
+        http.post("/__admin/reset")
+        http.put("/__admin/scenario", content="quick-preview")
+        provider.reset()  # from Python: no admin request, a header all the same
+        http.post("/v1/jobs", json={"prompt": "x"})
+    entries = read_journal(io.StringIO(sink.getvalue()))
+    assert [(e.seq, e.kind, e.method, e.path) for e in entries] == [
+        (0, "admin", "RUN", "/__admin/start"),
+        (1, "submit", "POST", "/v1/jobs"),
+        (2, "admin", "POST", "/__admin/reset"),
+        (3, "admin", "PUT", "/__admin/scenario"),
+        (4, "admin", "RUN", "/__admin/reset"),
+        (5, "submit", "POST", "/v1/jobs"),
+    ]
+    headers = [e.run for e in entries if e.is_header]
+    assert [(h["scenario"], h["time_scale"], h["seed"], h["dialect"]) for h in headers] == [
+        ("instant", 0.5, 7, "generic"),
+        ("instant", 0.5, 7, "generic"),
+        ("quick-preview", 0.5, 7, "generic"),
+        ("quick-preview", 0.5, 7, "generic"),
+    ]
+    first = headers[0]
+    assert first["version"] == fakeprovider.__version__
+    assert first["started"] == "2026-01-01T00:00:00.000Z"
+    assert first["digest"] == scenario_digest(parse_scenario(INSTANT))
+    assert first["digest"] != headers[2]["digest"]
+    assert (
+        first["limits"]
+        == Limits.from_expect(parse_scenario(INSTANT).expect, time_scale=0.5).to_dict()
+    )
+    # the in-memory journal holds the requests only; its JSONL starts with the run's header
+    assert [e.kind for e in provider.journal] == ["submit"]
+    assert provider.journal.to_jsonl().splitlines()[0] == sink.getvalue().splitlines()[4]
+
+
+def test_the_scenario_digest_ignores_time_scale_and_seed_but_not_the_content() -> None:
+    digests = {
+        FakeProvider("slow-success", time_scale=s, seed=n).run_header()["digest"]
+        for s, n in ((1.0, None), (0.1, 3))
+    }
+    assert len(digests) == 1
+    assert FakeProvider("quick-preview").run_header()["digest"] not in digests

@@ -445,3 +445,27 @@ def test_held_submit_adds_a_scripted_delay_to_the_hold() -> None:
     engine = engine_for(TIMED + "faults:\n  - {name: slow, route: submit, delay: 2s}\n")
     reply = held_submit(engine, 0.0, hold=10.0)
     assert (reply.delay, reply.respond_at, reply.job.status) == (12.0, 12.0, "processing")
+
+
+def test_a_list_shows_the_filtered_page_and_counts_every_match() -> None:
+    engine = engine_for(
+        "jobs:\n  - match: {prompt: slow}\n    timeline: [{status: queued}]\n"
+        "  - timeline: [{status: queued}, {at: 1s, status: succeeded}]\n"
+    )
+    ids = [
+        engine.handle(Request("submit", "POST", "/", body={"prompt": p}), 0.0).job.id  # type: ignore[union-attr]
+        for p in ("fast", "slow", "fast", "fast")
+    ]
+
+    def listed(**options: object) -> tuple[int, list[str]]:
+        reply = engine.handle(Request("list", "GET", "/", **options), 2.0)  # type: ignore[arg-type]
+        return reply.total, [job.id for job in reply.jobs]
+
+    def done(job: object) -> bool:
+        return getattr(job, "status", None) == "succeeded"
+
+    assert listed() == (4, ids)
+    assert listed(select=done) == (3, [ids[0], ids[2], ids[3]])
+    assert listed(select=done, page=(1, 1)) == (3, [ids[2]])
+    assert listed(select=done, page=(0, 2), newest_first=True) == (3, [ids[3], ids[2]])
+    assert engine.journal.snapshot()[-1].listed == ((ids[3], "succeeded"), (ids[2], "succeeded"))

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from fakeprovider.journal import Entry, Journal, RetryAfterRecord, read_journal
+from fakeprovider.journal import Entry, Journal, RetryAfterRecord, order_entries, read_journal
 
 
 def entry(seq: int, **kwargs: object) -> Entry:
@@ -176,3 +176,23 @@ def test_a_list_entry_keeps_the_jobs_it_showed_through_jsonl() -> None:
     journal = Journal()
     journal.append(entry)
     assert read_journal(io.StringIO(journal.to_jsonl())) == [entry]
+
+
+def test_order_entries_sorts_by_seq_process_by_process() -> None:
+    def entry(seq: int, header: bool = False) -> Entry:
+        return Entry(
+            seq=seq,
+            kind="admin" if header else "status",
+            job_id=None,
+            method="GET",
+            path="/",
+            client="c",
+            received_at=0.0,
+            run={"scenario": "s"} if header else None,
+        )
+
+    one = [entry(2), entry(0, header=True), entry(1)]
+    assert [e.seq for e in order_entries(one)] == [0, 1, 2]
+    two = [entry(0, True), entry(2), entry(1), entry(0, True), entry(1), entry(3), entry(2)]
+    assert [e.seq for e in order_entries(two)] == [0, 1, 2, 0, 1, 2, 3]
+    assert [e.seq for e in order_entries(order_entries(two))] == [0, 1, 2, 0, 1, 2, 3]
