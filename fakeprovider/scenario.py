@@ -32,6 +32,7 @@ from ._model import (
     json_schema,
     to_plain,
 )
+from ._suggest import did_you_mean
 from ._yaml import YamlSyntaxError, load_located
 from .errors import Problem, ScenarioError
 
@@ -605,6 +606,7 @@ def load_scenario(source: str | Path, *, time_scale: float = 1.0) -> Scenario:
         text, label = _read(Path(source)), source
     else:
         names = ", ".join(bundled_scenarios())
+        hint = did_you_mean(source, bundled_scenarios())
         raise ScenarioError(
             [
                 Problem(
@@ -612,7 +614,8 @@ def load_scenario(source: str | Path, *, time_scale: float = 1.0) -> Scenario:
                     0,
                     0,
                     "",
-                    f"no such file and no bundled scenario named {source!r}; bundled: {names}",
+                    f"no such file and no bundled scenario named {source!r}{hint};"
+                    f" bundled: {names}",
                 )
             ]
         )
