@@ -135,8 +135,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "stops_at_terminal-ambiguous-window",
         RULES,
-        "if e.kind == \"status\" and e.seq > first.seq and e.received_at >= _seen_at(first):",
-        "if e.kind == \"status\" and e.seq > first.seq:",
+        'if e.kind == "status" and e.seq > first.seq and e.received_at >= _seen_at(first):',
+        'if e.kind == "status" and e.seq > first.seq:',
         "a read sent before the terminal answer arrived is flagged",
     ),
     Mutation(

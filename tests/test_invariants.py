@@ -197,6 +197,21 @@ def test_retries_beyond_max_retries_after_consecutive_failures() -> None:
     assert messages(entries, max_retries=3) == []
 
 
+def test_a_request_rejected_with_a_4xx_other_than_401_403_counts_as_a_failed_attempt() -> None:
+    # a typo in the request (422) sent again and again gets the same answer every time
+    rejected = [
+        e(n, "submit", n * 1.0, code=422, job=None, request_digest="d") for n in range(1, 5)
+    ]
+    assert messages(rejected, max_retries=2) == [
+        (
+            "bounded_retries",
+            "submit #4 at 4.000 s was retry 3 after 3 consecutive failed attempts (#1 to #3);"
+            " max_retries is 2",
+        )
+    ]
+    assert messages(rejected, max_retries=3) == []
+
+
 # -- honours_retry_after --------------------------------------------------------------------------
 
 
@@ -425,11 +440,13 @@ def test_no_retry_with_the_same_credential_after_401() -> None:
     ]
 
 
-def test_a_request_already_in_flight_when_the_401_arrived_is_not_a_retry() -> None:
+def test_a_request_in_flight_when_the_401_arrived_or_with_new_credentials_is_not_a_retry() -> None:
     # #2 was sent before #1's 401 reached the client (at 1.500 s); #3 was sent after it
     refused = e(1, "status", 1.0, took=0.5, code=401, credential="cred_1")
     in_flight = e(2, "status", 1.2, job="j_2", code=401, credential="cred_1")
     assert messages([refused, in_flight]) == []
+    new_key = e(3, "status", 2.0, status="processing", credential="cred_2")
+    assert messages([refused, in_flight, new_key]) == []  # new credentials: not a retry
     retry = e(3, "status", 2.0, code=401, credential="cred_1")
     assert messages([refused, in_flight, retry]) == [
         (
