@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -28,6 +29,26 @@ def _positive_float(text: str) -> float:
     return value
 
 
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {value}")
+    return value
+
+
+def _timeout(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not 0 < value <= 3600:
+        raise argparse.ArgumentTypeError(f"expected seconds between 0 and 3600, got {text!r}")
+    return value
+
+
 def _port(text: str) -> int:
     try:
         value = int(text)
@@ -48,21 +69,28 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return 2
     sink: TextIO | None = None
     try:
-        if args.journal is not None:
-            sink = open(args.journal, "a", encoding="utf-8")  # noqa: SIM115 - closed below
         provider = FakeProvider(
             args.scenario,
             dialect=args.dialect,
             seed=args.seed,
             time_scale=args.time_scale,
-            journal_sink=sink,
+            journal_memory=args.journal_memory,
             allow_webhook_hosts=args.allow_webhook_host,
         )
+        if args.journal is not None:
+            sink = open(args.journal, "a", encoding="utf-8")  # noqa: SIM115 - closed below
+            provider.journal.attach(sink)  # the run header first: refused if it cannot go in
     except ScenarioError as exc:
         print(exc, file=sys.stderr)
         return 2
     except OSError as exc:
-        print(f"fakeprovider serve: cannot write the journal: {exc}", file=sys.stderr)
+        if sink is not None:
+            with contextlib.suppress(OSError):
+                sink.close()
+        print(
+            f"fakeprovider serve: cannot write the journal {args.journal}: {exc.strerror or exc}",
+            file=sys.stderr,
+        )
         return 2
 
     def ready(url: str) -> None:
@@ -78,7 +106,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     try:
         serve_forever(
-            provider, host=args.host, port=args.port, log_level=args.log_level, on_ready=ready
+            provider,
+            host=args.host,
+            port=args.port,
+            log_level=args.log_level,
+            on_ready=ready,
+            idle_timeout=args.idle_timeout,
         )
     except OSError as exc:
         print(
@@ -88,7 +121,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return 2
     finally:
         if sink is not None:
-            sink.close()
+            with contextlib.suppress(OSError):  # already reported when writing failed
+                sink.close()
     return 0
 
 
@@ -284,6 +318,21 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         metavar="PATH",
         help="append every request to this JSONL file as it completes",
+    )
+    serve.add_argument(
+        "--journal-memory",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="keep only the last N entries in memory (the --journal file still gets every"
+        " one, and the admin report and journal read it); default: keep all",
+    )
+    serve.add_argument(
+        "--idle-timeout",
+        type=_timeout,
+        default=5.0,
+        metavar="SECONDS",
+        help="close a connection that has no request in progress for this long (default: 5)",
     )
     serve.add_argument(
         "--seed", type=int, default=None, metavar="N", help="override the scenario's seed"

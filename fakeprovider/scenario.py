@@ -467,7 +467,15 @@ class Expect:
 
 #: The wire dialects, one ``fakeprovider.dialects`` class each.
 DialectName = Literal[
-    "generic", "openai-videos", "runway", "replicate", "fal", "google-veo", "luma", "ark"
+    "generic",
+    "openai-videos",
+    "runway",
+    "replicate",
+    "fal",
+    "google-veo",
+    "luma",
+    "ark",
+    "dashscope",
 ]
 DIALECT_NAMES: tuple[str, ...] = get_args(DialectName)
 

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
@@ -309,3 +310,91 @@ def test_schema_writes_the_schema_to_a_file(
         f"fakeprovider schema: cannot write {tmp_path / 'missing' / 's.json'}: No such file or"
         " directory\n"
     )
+
+
+def _serve(tmp_path: Path, scenario: str, *options: str) -> subprocess.Popen[str]:
+    path = tmp_path / "scenario.yaml"
+    path.write_text(scenario)
+    return subprocess.Popen(
+        [sys.executable, "-m", "fakeprovider", "serve", str(path), "--port", "0", *options],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+DELAYED_READS = """
+name: delayed-reads
+jobs: [{timeline: [{status: queued}, {at: 1h, status: succeeded}]}]
+faults:
+  - {name: slow, route: status, delay: 10m}
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_serve_answers_and_journals_the_requests_in_flight_when_stopped(
+    tmp_path: Path, sig: signal.Signals
+) -> None:
+    journal = tmp_path / "journal.jsonl"
+    process = _serve(tmp_path, DELAYED_READS, "--journal", str(journal))
+    try:
+        assert process.stdout is not None
+        url = process.stdout.readline().strip()
+        with httpx.Client(base_url=url, timeout=30) as http, ThreadPoolExecutor(5) as pool:
+            job = http.post("/v1/jobs", json={"prompt": "x"}).json()["job_id"]
+            reads = [pool.submit(http.get, f"/v1/jobs/{job}") for _ in range(5)]
+            deadline = time.monotonic() + 10  # a bound on waiting, not on how fast it is
+            while time.monotonic() < deadline:  # until all five are received, in flight
+                if http.get("/__admin/health").json()["journal_entries"] == 6:
+                    break
+                time.sleep(0.02)
+            process.send_signal(sig)
+            answers = [read.result() for read in reads]
+    finally:
+        if process.poll() is None:
+            process.send_signal(sig)
+        _, err = process.communicate(timeout=20)
+    assert process.returncode == 0, err
+    assert [r.status_code for r in answers] == 5 * [200]
+    entries = [e for e in read_journal(journal) if not e.is_header]
+    assert [(e.kind, e.status_code, e.fault) for e in entries] == [("submit", 202, None)] + 5 * [
+        ("status", 200, "slow")
+    ]
+    assert "Traceback" not in err
+
+
+def test_serve_refuses_a_journal_it_cannot_open(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["serve", "--port", "0", "--journal", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == (
+        f"fakeprovider serve: cannot write the journal {tmp_path}: Is a directory\n"
+    )
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+def test_serve_refuses_a_journal_that_cannot_take_the_run_header(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["serve", "--port", "0", "--journal", "/dev/full"]) == 2
+    assert capsys.readouterr().err == (
+        "fakeprovider serve: cannot write the journal /dev/full: No space left on device\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("--journal-memory", "0", "expected a whole number of at least 1, got 0"),
+        ("--journal-memory", "x", "expected a whole number, got 'x'"),
+        ("--idle-timeout", "0", "expected seconds between 0 and 3600, got '0'"),
+        ("--idle-timeout", "inf", "expected seconds between 0 and 3600, got 'inf'"),
+    ],
+)
+def test_serve_refuses_bad_limits(
+    option: str, value: str, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["serve", option, value])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.endswith(f"argument {option}: {message}\n")

@@ -281,7 +281,7 @@ webhooks:
                     ("job.processing", "forged"),
                 ],
             )
-            for name in ("generic", "runway", "google-veo")
+            for name in ("generic", "runway", "google-veo", "dashscope")
         ],
         # OpenAI: only the end, signed
         (

@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 from .ark import ArkDialect
 from .base import Dialect, HttpRequest, HttpResponse, Route
+from .dashscope import DashScopeDialect
 from .fal import FalDialect
 from .generic import GenericDialect
 from .google_veo import GoogleVeoDialect
@@ -26,6 +27,7 @@ DIALECTS: dict[str, Callable[[], Dialect]] = {
     "google-veo": GoogleVeoDialect,
     "luma": LumaDialect,
     "ark": ArkDialect,
+    "dashscope": DashScopeDialect,
 }
 
 

@@ -227,19 +227,35 @@ def test_list_filters_and_pages_and_the_journal_shows_only_the_page() -> None:
     )
 
 
-def test_delete_cancels_an_unfinished_task_and_deletes_a_finished_one() -> None:
+def test_delete_cancels_a_queued_task_refuses_a_running_one_and_deletes_a_finished_one() -> None:
     provider, clock = virtual("ark")
     job_id = call(provider, "POST", P, json_body=CREATE)[2]["id"]
     assert call(provider, "DELETE", f"{P}/{job_id}")[:3:2] == (200, {})
     assert call(provider, "GET", f"{P}/{job_id}")[2]["status"] == "cancelled"
-    done = call(provider, "POST", P, json_body=CREATE)[2]["id"]
+    running = call(provider, "POST", P, json_body=CREATE)[2]["id"]
+    clock.advance(10)
+    status, _, payload = call(provider, "DELETE", f"{P}/{running}")
+    assert (status, payload) == (
+        400,
+        {
+            "error": {
+                "code": "InvalidParameter",
+                "message": f"The task {running} is running; only a queued task can be cancelled.",
+                "param": "",
+                "type": "BadRequest",
+            }
+        },
+    )
     clock.advance(100)
-    assert call(provider, "DELETE", f"{P}/{done}")[:3:2] == (200, {})
+    assert call(provider, "DELETE", f"{P}/{running}")[:3:2] == (200, {})
     assert [
-        (e.kind, e.status_code, e.job_status) for e in provider.entries if e.kind == "cancel"
+        (e.kind, e.status_code, e.job_status, e.error_code)
+        for e in provider.entries
+        if e.kind == "cancel"
     ] == [
-        ("cancel", 200, "cancelled"),
-        ("cancel", 200, "succeeded"),
+        ("cancel", 200, "cancelled", None),
+        ("cancel", 400, "processing", "job_not_cancellable"),
+        ("cancel", 200, "succeeded", "job_already_terminal"),
     ]
 
 
