@@ -666,6 +666,10 @@ def test_limits_come_from_expect_and_text() -> None:
         Limits.from_strings({"deadline": "soon"})
     with pytest.raises(ValueError, match=r"^unknown limit 'speed'; known: max_retries, "):
         Limits.from_strings({"speed": "1"})
+    known = ", ".join(f.name for f in dataclasses.fields(Limits))
+    misspelt = f"unknown limit 'max_retry' (did you mean 'max_retries'?); known: {known}"
+    with pytest.raises(ValueError, match=f"^{re.escape(misspelt)}$"):
+        Limits.from_strings({"max_retry": "1"})
     with pytest.raises(ValueError, match=r"^limit max_retries must not be negative, got -1$"):
         Limits(max_retries=-1)
 
