@@ -42,6 +42,7 @@ except ModuleNotFoundError as _missing:
 
 from ._durations import format_duration, parse_duration
 from ._model import INVALID, Duration, convert, format_path
+from ._suggest import did_you_mean
 from .scenario import Fault, JobSpec, RetryAfter, Scenario, Step, Webhooks
 
 __all__ = [
@@ -143,8 +144,9 @@ def _check_choices(name: str, value: object, known: Sequence[object]) -> tuple[A
     for choice in choices:
         if choice not in known:
             expected = ", ".join(repr(k) for k in known)
+            hint = did_you_mean(choice, known)
             raise InvalidArgument(
-                f"{name} contains the unknown choice {choice!r}; choose from {expected}."
+                f"{name} contains the unknown choice {choice!r}{hint}; choose from {expected}."
             )
     if not choices:
         raise InvalidArgument(f"{name}={value!r} must name at least one choice.")

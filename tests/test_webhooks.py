@@ -281,7 +281,7 @@ webhooks:
                     ("job.processing", "forged"),
                 ],
             )
-            for name in ("generic", "runway", "google-veo")
+            for name in ("generic", "runway", "google-veo", "dashscope")
         ],
         # OpenAI: only the end, signed
         (
@@ -293,16 +293,19 @@ webhooks:
                 ("job.succeeded", "stale"),
             ],
         ),
-        # Luma: every change, unsigned (nothing to forge)
-        (
-            "luma",
-            [
-                ("job.succeeded", None),
-                ("job.succeeded", "duplicate"),
-                ("job.processing", "reordered"),
-                ("job.processing", "duplicate"),
-            ],
-        ),
+        # Luma and Ark: every change, unsigned (nothing to forge)
+        *[
+            (
+                name,
+                [
+                    ("job.succeeded", None),
+                    ("job.succeeded", "duplicate"),
+                    ("job.processing", "reordered"),
+                    ("job.processing", "duplicate"),
+                ],
+            )
+            for name in ("luma", "ark")
+        ],
         # fal: only the end, unsigned
         ("fal", [("job.succeeded", None), ("job.succeeded", "duplicate")]),
     ],
