@@ -175,7 +175,58 @@ def cmd_explain(args: argparse.Namespace) -> int:
 def cmd_schema(args: argparse.Namespace) -> int:
     from .scenario import dump_schema
 
-    sys.stdout.write(dump_schema())
+    if args.output is None:
+        sys.stdout.write(dump_schema())
+        return 0
+    try:
+        args.output.write_text(dump_schema(), encoding="utf-8")
+    except OSError as exc:
+        print(
+            f"fakeprovider schema: cannot write {args.output}: {exc.strerror or exc}",
+            file=sys.stderr,
+        )
+        return 2
+    print(f"wrote the scenario schema to {args.output}", file=sys.stderr)
+    return 0
+
+
+def cmd_new(args: argparse.Namespace) -> int:
+    from ._starter import NAME_PATTERN, copy_of, starter
+
+    if not NAME_PATTERN.match(args.name):
+        print(
+            "fakeprovider new: NAME names the scenario and its file: use letters, digits, '.',"
+            f" '_' and '-', got {args.name!r}",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        text = starter(args.name) if args.source is None else copy_of(args.source, args.name)
+    except ScenarioError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    if args.output == "-":
+        sys.stdout.write(text)
+        return 0
+    target = Path(args.output if args.output is not None else f"{args.name}.yaml")
+    if target.exists() and not args.force:
+        print(
+            f"fakeprovider new: {target} already exists; choose another -o PATH, or --force to"
+            " overwrite it",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        print(f"fakeprovider new: cannot write {target}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    what = "a starter scenario" if args.source is None else f"a copy of {args.source}"
+    print(
+        f"wrote {what} to {target}; next: fakeprovider explain {target}",
+        file=sys.stderr,
+    )
     return 0
 
 
@@ -360,9 +411,51 @@ def build_parser() -> argparse.ArgumentParser:
         help="print the scenario format's JSON Schema",
         description="Print the JSON Schema of the scenario format (for editors).",
         formatter_class=formatter,
-        epilog=examples("fakeprovider schema > scenario.schema.json"),
+        epilog=examples(
+            "fakeprovider schema -o fakeprovider.schema.json   # then point your editor at it",
+            "fakeprovider schema > scenario.schema.json",
+        ),
+    )
+    schema.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="write the schema to FILE (overwritten) instead of standard output",
     )
     schema.set_defaults(func=cmd_schema)
+
+    new = sub.add_parser(
+        "new",
+        help="write a new scenario file to start from",
+        description="Write a commented starter scenario called NAME (or, with --from, a copy of a"
+        " bundled scenario or a file, renamed NAME) to NAME.yaml or -o PATH. The file validates"
+        " as written; an existing file is kept unless --force.",
+        formatter_class=formatter,
+        epilog=examples(
+            "fakeprovider new my-render                  # writes my-render.yaml",
+            "fakeprovider new flaky --from transient-5xx -o tests/scenarios/flaky.yaml",
+            "fakeprovider new my-render -o -             # print it instead",
+        ),
+    )
+    new.add_argument("name", metavar="NAME", help="the scenario's name (and file name)")
+    new.add_argument(
+        "--from",
+        dest="source",
+        default=None,
+        metavar="SCENARIO",
+        help="copy this bundled scenario or file (comments kept) instead of the starter",
+    )
+    new.add_argument(
+        "-o",
+        "--output",
+        default=None,
+        metavar="PATH",
+        help="where to write it (default: NAME.yaml; '-' for standard output)",
+    )
+    new.add_argument("--force", action="store_true", help="overwrite PATH if it exists")
+    new.set_defaults(func=cmd_new)
 
     from ._check_cli import add_check_parser
 

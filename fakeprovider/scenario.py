@@ -670,13 +670,14 @@ def _locate(
     return positions.get(probe, (1, 1))
 
 
+#: The schema's ``$id``: a name, not a location (nothing is ever fetched from it; editors read
+#: the file they are pointed at). The number changes only when the format changes incompatibly.
+SCHEMA_ID = "urn:fakeprovider:scenario:1"
+
+
 def scenario_schema() -> dict[str, Any]:
     """The JSON Schema of the scenario format (also shipped as ``scenario.schema.json``)."""
-    return json_schema(
-        Scenario,
-        title="fakeprovider scenario",
-        schema_id="https://fakeprovider.invalid/schema/scenario.schema.json",
-    )
+    return json_schema(Scenario, title="fakeprovider scenario", schema_id=SCHEMA_ID)
 
 
 def dump_schema() -> str:
