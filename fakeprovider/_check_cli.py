@@ -7,11 +7,13 @@ JSONL line, a bad limit or an unknown scenario).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
+from typing import Any
 
 from .errors import ScenarioError
-from .invariants import Limits, check
+from .invariants import Limits, check, runs_with_headers
 from .journal import read_journal
 
 __all__ = ["add_check_parser", "cmd_check"]
@@ -82,9 +84,10 @@ def add_check_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     parser.add_argument(
         "--time-scale",
         type=float,
-        default=1.0,
+        default=None,
         metavar="F",
-        help="the time scale the journal was recorded at (with --scenario)",
+        help="the time scale the journal was recorded at, for --scenario (default: the run"
+        " header's, else 1)",
     )
     for option, (dest, metavar, text) in _OPTIONS.items():
         parser.add_argument(option, dest=f"limit_{dest}", metavar=metavar, default=None, help=text)
@@ -105,18 +108,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(f"fakeprovider check: {exc}", file=sys.stderr)
         return 2
     try:
-        base = Limits()
-        if args.scenario is not None:
-            from .scenario import load_scenario
-
-            scenario = load_scenario(args.scenario, time_scale=args.time_scale)
-            base = Limits.from_expect(scenario.expect, time_scale=args.time_scale)
-        given = {
-            dest: getattr(args, f"limit_{dest}")
-            for dest, _, _ in _OPTIONS.values()
-            if getattr(args, f"limit_{dest}") is not None
-        }
-        limits = Limits.from_strings(given, base)
+        run_limits = _run_limits(args, [header for header, _ in runs_with_headers(entries)])
     except ScenarioError as exc:
         print(exc, file=sys.stderr)
         return 2
@@ -130,9 +122,53 @@ def cmd_check(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    report = check(entries, limits)
+    report = check(entries, run_limits[0] if run_limits else None, run_limits=run_limits)
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
     else:
         print(report.render())
     return 0 if report.ok else 1
+
+
+def _run_limits(args: argparse.Namespace, headers: list[dict[str, Any] | None]) -> list[Limits]:
+    """Each run's limits: ``--scenario``'s ``expect:`` (at ``--time-scale``, else the run
+    header's time scale), else the limits in the run header, else the defaults; the limit
+    options on top. Raises ``ScenarioError`` or ``ValueError`` (bad option or header)."""
+    given = {
+        dest: getattr(args, f"limit_{dest}")
+        for dest, _, _ in _OPTIONS.values()
+        if getattr(args, f"limit_{dest}") is not None
+    }
+    if args.scenario is not None and args.time_scale is None and None in headers:
+        print(
+            f"fakeprovider check: warning: {args.journal} has no run header (it was written by"
+            f" an older fakeprovider), so {args.scenario!r} is taken at time scale 1; pass"
+            " --time-scale F if it was served at another",
+            file=sys.stderr,
+        )
+    scenarios: dict[float, Limits] = {}
+    known = {f.name for f in dataclasses.fields(Limits)}
+    out: list[Limits] = []
+    for header in headers or [None]:
+        if args.scenario is not None:
+            scale = args.time_scale
+            if scale is None:
+                scale = float(header.get("time_scale", 1.0)) if header is not None else 1.0
+            if scale not in scenarios:
+                from .scenario import load_scenario
+
+                scenario = load_scenario(args.scenario, time_scale=scale)
+                scenarios[scale] = Limits.from_expect(scenario.expect, time_scale=scale)
+            base = scenarios[scale]
+        elif header is not None and isinstance(header.get("limits"), dict):
+            values = {k: v for k, v in header["limits"].items() if k in known}
+            try:
+                base = Limits(**values)
+            except (TypeError, ValueError) as exc:
+                raise ValueError(
+                    f"the run header of {args.journal} holds bad limits: {exc}"
+                ) from None
+        else:
+            base = Limits()
+        out.append(Limits.from_strings(given, base))
+    return out

@@ -65,6 +65,16 @@ class Request:
     problem: str | None = None
     problem_status: int = 400
     problem_code: str = "invalid_request"
+    #: For a list: which jobs the client asked for (a provider's filters; all when None),
+    #: and which page of them (offset, count), oldest first unless ``newest_first``. The
+    #: reply, and so the journal, holds exactly the jobs shown; ``Reply.total`` counts every
+    #: job the filter kept.
+    select: Callable[[JobView], bool] | None = field(default=None, compare=False)
+    page: tuple[int, int] | None = None
+    newest_first: bool = False
+    #: For a cancel: the statuses a provider cancels from (any unfinished one when None).
+    #: Cancelling a job in another unfinished status is refused: 409 ``job_not_cancellable``.
+    cancel_from: frozenset[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -123,6 +133,8 @@ class Reply:
     headers: tuple[tuple[str, str], ...] = ()
     fault: Fault | None = None
     created: bool = False
+    #: For a list: how many jobs matched the request's filter (``jobs`` is one page of them).
+    total: int = 0
 
     @property
     def scripted(self) -> bool:
@@ -436,9 +448,22 @@ class Engine:
         if kind == "submit":
             return self._submit(seq, request, now, respond_at)
         if kind == "list":
-            views = tuple(self._view(self._advanced(self._jobs[i], now), now) for i in self._order)
+            views = [self._view(self._advanced(self._jobs[i], now), now) for i in self._order]
+            if request.select is not None:
+                views = [view for view in views if request.select(view)]
+            if request.newest_first:
+                views.reverse()
+            shown = views
+            if request.page is not None:
+                offset, count = request.page
+                shown = views[offset : offset + count]
             return Reply(
-                seq=seq, request=request, status_code=200, respond_at=respond_at, jobs=views
+                seq=seq,
+                request=request,
+                status_code=200,
+                respond_at=respond_at,
+                jobs=tuple(shown),
+                total=len(views),
             )
         if job is None:
             return self._error(
@@ -494,6 +519,17 @@ class Engine:
                     409,
                     "job_already_terminal",
                     f"Job {job.id} already ended {job.status!r}.",
+                )
+                return _replace(reply, job=self._view(job, now))
+            if request.cancel_from is not None and job.status not in request.cancel_from:
+                allowed = " or ".join(repr(s) for s in sorted(request.cancel_from))
+                reply = self._error(
+                    seq,
+                    request,
+                    respond_at,
+                    409,
+                    "job_not_cancellable",
+                    f"Job {job.id} is {job.status!r}; only a job that is {allowed} can be cancelled.",
                 )
                 return _replace(reply, job=self._view(job, now))
             job.cancelled = True

@@ -5,7 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["FakeProviderError", "InvariantViolation", "Problem", "ScenarioError"]
+__all__ = [
+    "FakeProviderError",
+    "InvariantViolation",
+    "NotInterceptedError",
+    "Problem",
+    "ScenarioError",
+]
 
 
 class FakeProviderError(Exception):
@@ -38,3 +44,7 @@ class ScenarioError(FakeProviderError):
 
 class InvariantViolation(FakeProviderError, AssertionError):
     """A client broke one or more invariants; the message is the readable report."""
+
+
+class NotInterceptedError(FakeProviderError):
+    """A client that in-process mode does not intercept tried to reach an in-process fake."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -26,7 +26,7 @@ from ._rules import (
     webhook_ack,
 )
 from .errors import InvariantViolation
-from .journal import Entry
+from .journal import Entry, order_entries
 from .scenario import Expect, Outcome, Scenario
 
 __all__ = [
@@ -37,6 +37,7 @@ __all__ = [
     "assert_invariants",
     "check",
     "expected_outcome",
+    "runs_with_headers",
     "split_runs",
 ]
 
@@ -128,7 +129,10 @@ class Limits:
         changes: dict[str, Any] = {}
         for name, text in values.items():
             if name not in known:
-                raise ValueError(f"unknown limit {name!r}; known: {', '.join(known)}")
+                from ._suggest import did_you_mean
+
+                hint = did_you_mean(name, known)
+                raise ValueError(f"unknown limit {name!r}{hint}; known: {', '.join(known)}")
             changes[name] = _convert(name, text)
         return dataclasses.replace(base or cls(), **changes)
 
@@ -202,18 +206,30 @@ class Report:
 
 
 def split_runs(entries: Iterable[Entry]) -> list[list[Entry]]:
-    """The journal's runs, in order: a reset or scenario load (admin) entry starts a new one.
+    """The journal's runs, in order: a run header, reset or scenario load (admin) entry starts
+    a new one (entries ordered by ``order_entries``, so processes appending to one file stay
+    apart).
 
     Admin entries themselves belong to no run; empty runs are dropped.
     """
-    runs: list[list[Entry]] = [[]]
-    for e in sorted(entries, key=lambda e: e.seq):
+    return [run for _, run in runs_with_headers(entries)]
+
+
+def runs_with_headers(entries: Iterable[Entry]) -> list[tuple[dict[str, Any] | None, list[Entry]]]:
+    """``split_runs`` with each run's header (the ``run`` of the last run header before its
+    first entry; None for a journal written before run headers existed)."""
+    runs: list[tuple[dict[str, Any] | None, list[Entry]]] = [(None, [])]
+    for e in order_entries(entries):
         if e.kind == "admin":
-            if e.path in _RUN_STARTS and runs[-1]:
-                runs.append([])
+            if e.is_header or e.path in _RUN_STARTS:
+                header = e.run if e.is_header else None
+                if runs[-1][1]:
+                    runs.append((header, []))
+                elif header is not None:
+                    runs[-1] = (header, [])
             continue
-        runs[-1].append(e)
-    return [run for run in runs if run]
+        runs[-1][1].append(e)
+    return [(header, run) for header, run in runs if run]
 
 
 def _judge(run: list[Entry], limits: Limits, number: int) -> list[Violation]:
@@ -250,13 +266,28 @@ def _jobs_of(e: Entry) -> Iterable[str]:
         yield from (job for job, _ in e.listed)
 
 
-def check(journal: Iterable[Entry], limits: Limits | None = None, **overrides: Any) -> Report:
-    """Judge every run and client of ``journal`` against ``limits`` (+ keyword overrides)."""
+def check(
+    journal: Iterable[Entry],
+    limits: Limits | None = None,
+    *,
+    run_limits: Sequence[Limits] | None = None,
+    **overrides: Any,
+) -> Report:
+    """Judge every run and client of ``journal`` against ``limits`` (+ keyword overrides).
+
+    ``run_limits``: the limits of each run (as ``split_runs`` numbers them), when runs were
+    played with different scenarios or time scales; runs past its end get ``limits``.
+    """
     base = limits if limits is not None else Limits()
     applied = dataclasses.replace(base, **overrides) if overrides else base
-    entries = sorted(journal, key=lambda e: e.seq)
+    entries = order_entries(journal)
     runs = split_runs(entries)
-    violations = [v for number, run in enumerate(runs) for v in _judge(run, applied, number)]
+    per_run = list(run_limits or ())
+    violations = [
+        v
+        for number, run in enumerate(runs)
+        for v in _judge(run, per_run[number] if number < len(per_run) else applied, number)
+    ]
     found_metrics = metrics(runs)
     found_coverage, warnings = coverage(runs, applied)
     return Report(

@@ -177,7 +177,8 @@ def test_a_test_that_fails_before_its_fake_exists_shows_no_other_journal(
     result.stdout.fnmatch_lines(
         [
             "The fakeprovider marker of test_a_test_that_fails_before_its_fake_exists_shows_no_other_journal.py"
-            "::test_second: unknown dialect 'openai'; known dialects: fal, generic, google-veo,"
+            "::test_second: unknown dialect 'openai' (did you mean 'openai-videos'?); known"
+            " dialects: ark, dashscope, fal, generic, google-veo,"
             " luma, openai-videos, replicate, runway",
         ]
     )
@@ -339,8 +340,10 @@ def test_failing_tests_journals_are_written_to_the_journal_dir(child: pytest.Pyt
     ]
     lines = (child.path / "journals" / written[0]).read_text().splitlines()
     assert [(json.loads(line)["kind"], json.loads(line)["status_code"]) for line in lines] == [
-        ("submit", 202)
+        ("admin", None),  # the run header: `fakeprovider check` takes the scenario's limits from it
+        ("submit", 202),
     ]
+    assert json.loads(lines[0])["run"]["scenario"] == "slow-success"
     result.stdout.fnmatch_lines(
         [
             "*- fakeprovider journal (server, scenario 'slow-success') -*",
@@ -432,3 +435,15 @@ def test_session_examples_carry_their_time_scale_to_the_limits(inprocess: bool) 
             assert fp.limits().status_rate == 0.5
     finally:
         session.close()
+
+
+def test_a_misspelt_marker_option_gets_a_suggestion() -> None:
+    from fakeprovider_pytest._handle import prepare_scenario
+
+    with pytest.raises(TypeError) as caught:
+        prepare_scenario("quick-preview", deadlin="1m")
+    assert str(caught.value) == (
+        "Unknown fakeprovider option 'deadlin' (did you mean 'deadline'?); use time_scale, seed,"
+        " dialect or an expect: key (outcome, deadline, max_retries, retrievals, poll_tolerance,"
+        " status_rate, ack_limit)."
+    )
