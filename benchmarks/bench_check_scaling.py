@@ -100,7 +100,14 @@ def many_jobs(n: int) -> list[Entry]:
         out.append(_entry(seq, kind, job, at, **extra))
 
     for k in range(jobs):  # every job submitted first, then each phase for every job
-        add("submit", f"j_{k}", k * 0.01, status_code=202, job_status="queued", request_digest=str(k))
+        add(
+            "submit",
+            f"j_{k}",
+            k * 0.01,
+            status_code=202,
+            job_status="queued",
+            request_digest=str(k),
+        )
     for k in range(jobs):
         ra = RetryAfterRecord(raw="30", not_before=100.0 + k * 0.01 + 30)
         add("status", f"j_{k}", 100.0 + k * 0.01, status_code=503, retry_after=ra)
@@ -204,7 +211,9 @@ def main() -> None:
     args = parser.parse_args()
     stop = time.monotonic() + args.max_seconds
     n = args.entries
-    print(f"{'shape':<14} {'N':>8} {'us/entry':>9} {'10N':>8} {'us/entry':>9} {'ratio':>6}  cli 10N")
+    print(
+        f"{'shape':<14} {'N':>8} {'us/entry':>9} {'10N':>8} {'us/entry':>9} {'ratio':>6}  cli 10N"
+    )
     worst = 0.0
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.shape or SHAPES:

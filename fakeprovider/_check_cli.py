@@ -97,7 +97,8 @@ def add_check_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
 def cmd_check(args: argparse.Namespace) -> int:
     try:
-        entries = read_journal(sys.stdin) if args.journal == "-" else read_journal(args.journal)
+        source = getattr(sys.stdin, "buffer", sys.stdin) if args.journal == "-" else args.journal
+        entries = read_journal(source)
     except OSError as exc:
         print(
             f"fakeprovider check: cannot read {args.journal}: {exc.strerror or exc}",

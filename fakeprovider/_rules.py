@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import itertools
 import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -429,8 +430,10 @@ def honours_retry_after(entries: Sequence[Entry], limits: Limits) -> Iterator[Vi
                 continue
             later = entries[members[at]]
             slack = limits.date_slack if record.form in _DATE_FORMS else EPSILON
-            if later.received_at < record.not_before - slack:
-                early = record.not_before - later.received_at
+            not_before = record.not_before
+            assert not_before is not None  # sources have one
+            if later.received_at < not_before - slack:
+                early = not_before - later.received_at
                 violation = Violation(
                     "honours_retry_after",
                     later.job_id if scope == "job" else source.job_id,
@@ -438,7 +441,7 @@ def honours_retry_after(entries: Sequence[Entry], limits: Limits) -> Iterator[Vi
                     f"{describe(later)} at {fmt_time(later.received_at)} came {fmt_time(early)}"
                     f" before the Retry-After {record.raw!r} of #{source.seq}"
                     f" ({_answer(source)}, {scope} scope) allowed it at"
-                    f" {fmt_time(record.not_before)}",
+                    f" {fmt_time(not_before)}",
                     later.client,
                 )
                 found.append((index, violation))
@@ -711,7 +714,7 @@ def status_rate(entries: Sequence[Entry], limits: Limits) -> Iterator[Violation]
     # start: a pointer when times grow with seq (the usual case), else a Fenwick tree over the
     # ranks of the times.
     times = [r.received_at for r in reads]
-    ordered = all(a <= b for a, b in zip(times, times[1:], strict=False))
+    ordered = all(a <= b for a, b in itertools.pairwise(times))
     ranks = [] if ordered else sorted(set(times))
     tree = [0] * (len(ranks) + 1)
     older = 0

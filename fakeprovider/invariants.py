@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -75,6 +76,14 @@ class Limits:
     date_slack: float = 1.0
 
     def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if f.name == "retry_after_scope" or value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise ValueError(f"limit {f.name} must be a number, got {value!r}")
+            if not math.isfinite(value):
+                raise ValueError(f"limit {f.name} must be a finite number, got {value!r}")
         for name in ("max_retries", "deadline_slack", "poll_tolerance", "ack_limit", "date_slack"):
             if getattr(self, name) < 0:
                 raise ValueError(f"limit {name} must not be negative, got {getattr(self, name)!r}")
