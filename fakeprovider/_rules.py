@@ -643,9 +643,10 @@ def no_retry_on_auth_error(entries: Sequence[Entry], limits: Limits) -> Iterator
     members: dict[str | None, list[int]] = {}
     refusals: dict[str | None, list[int]] = {}
     for index, e in enumerate(entries):
-        members.setdefault(e.credential, []).append(index)
+        group = members.setdefault(e.credential, [])
+        group.append(index)
         if e.status_code in (401, 403):
-            refusals.setdefault(e.credential, []).append(len(members[e.credential]) - 1)
+            refusals.setdefault(e.credential, []).append(len(group) - 1)
     retried: dict[int, Entry] = {}  # refusal index -> the retry
     for credential, positions in refusals.items():
         group = members[credential]
