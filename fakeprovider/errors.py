@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .invariants import Report
 
 __all__ = ["FakeProviderError", "InvariantViolation", "Problem", "ScenarioError"]
 
@@ -38,3 +42,6 @@ class ScenarioError(FakeProviderError):
 
 class InvariantViolation(FakeProviderError, AssertionError):
     """A client broke one or more invariants; the message is the readable report."""
+
+    #: The ``fakeprovider.invariants.Report`` behind the message (None when raised by hand).
+    report: Report | None = None

@@ -137,11 +137,11 @@ class ProviderHandle:
 
     def assert_invariants(self, **limits: Any) -> Report:
         """Raise ``InvariantViolation`` (an AssertionError) with each violation and its timeline."""
-        from fakeprovider.errors import InvariantViolation
+        from fakeprovider.invariants import invariant_violation
 
         report = self.check(**limits)
         if not report.ok:
-            raise InvariantViolation(report.render())
+            raise invariant_violation(report)
         return report
 
     def expected_outcome(self, deadline: float | str | None = None) -> str:
