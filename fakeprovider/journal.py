@@ -11,7 +11,7 @@ import dataclasses
 import itertools
 import json
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Literal, overload
@@ -149,6 +149,8 @@ class Journal(Sequence[Entry]):
     #: The run header written to the sink when the current run started without an admin
     #: request (a server start, ``FakeProvider.reset()``); not one of the entries.
     header: Entry | None = None
+    #: Called with every entry as it is written (``serve --log-requests``); must not raise.
+    listener: Callable[[Entry], None] | None = None
 
     def next_seq(self) -> int:
         with self._lock:
@@ -196,6 +198,8 @@ class Journal(Sequence[Entry]):
         if self.sink is not None:
             self.sink.write(json.dumps(entry.to_dict(), separators=(",", ":")) + "\n")
             self.sink.flush()
+        if self.listener is not None:
+            self.listener(entry)
 
     # -- list-like ------------------------------------------------------------------------
 
