@@ -199,11 +199,11 @@ def _svg_run(geo: _Run, violations: Sequence[tuple[int, Violation]], poll_tolera
         '<pattern id="hatch" width="6" height="6" patternUnits="userSpaceOnUse"'
         ' patternTransform="rotate(45)"><rect width="3" height="6"'
         f' fill="{COLOURS["retry_after"]}"/></pattern>'
-        '<marker id="arrow-ok" viewBox="0 0 10 10" refX="5" refY="9" markerWidth="7"'
-        f' markerHeight="7" orient="auto"><path d="M0,0L10,0L5,10Z" fill="{COLOURS["webhook_ok"]}"/>'
+        '<marker id="arrow-ok" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7"'
+        f' markerHeight="7" orient="auto"><path d="M0,0L10,5L0,10Z" fill="{COLOURS["webhook_ok"]}"/>'
         "</marker>"
-        '<marker id="arrow-failed" viewBox="0 0 10 10" refX="5" refY="9" markerWidth="7"'
-        ' markerHeight="7" orient="auto"><path d="M0,0L10,0L5,10Z"'
+        '<marker id="arrow-failed" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7"'
+        ' markerHeight="7" orient="auto"><path d="M0,0L10,5L0,10Z"'
         f' fill="{COLOURS["webhook_failed"]}"/></marker>'
         "</defs>",
     ]
@@ -350,6 +350,8 @@ th { color: #64748b; font-weight: 500; }
 .metric b { display: block; font-size: 18px; }
 .metric span { color: #64748b; font-size: 12px; }
 .timeline-wrap { overflow-x: auto; }
+.runinfo { margin: 0 0 6px; display: flex; flex-wrap: wrap; gap: 4px 22px; font-size: 13px; }
+.runinfo em { font-style: normal; color: #64748b; margin-right: 4px; }
 svg.timeline { display: block; font: 12px system-ui, -apple-system, "Segoe UI", Roboto, Arial,
   sans-serif; }
 .grid { stroke: #e2e8f0; stroke-width: 1; }
@@ -486,18 +488,17 @@ def _metrics(m: dict[str, Any]) -> str:
 
 def _header_table(header: dict[str, Any] | None) -> str:
     if header is None:
-        return '<p class="sub">No run header (a journal from an older fakeprovider).</p>'
+        return '<p class="runinfo">No run header (a journal from an older fakeprovider).</p>'
     rows = [
         ("scenario", f"{header.get('scenario')} ({header.get('digest')})"),
         ("dialect", header.get("dialect")),
         ("time scale", header.get("time_scale")),
         ("seed", header.get("seed")),
-        ("started", f"{header.get('started')} (fakeprovider {header.get('version')})"),
+        ("started", header.get("started")),
+        ("fakeprovider", header.get("version")),
     ]
-    body = "".join(
-        f"<tr><th>{html.escape(k)}</th><td>{html.escape(str(v))}</td></tr>" for k, v in rows
-    )
-    return f"<table>{body}</table>"
+    body = "".join(f"<span><em>{html.escape(k)}</em> {html.escape(str(v))}</span>" for k, v in rows)
+    return f'<p class="runinfo">{body}</p>'
 
 
 def html_report(report: Report, *, title: str = "fakeprovider report") -> str:
@@ -536,9 +537,9 @@ def html_report(report: Report, *, title: str = "fakeprovider report") -> str:
         name = header.get("scenario") if header else None
         heading = f"Run {number}" + (f": {name}" if name else "")
         parts.append(f"<h2>{html.escape(heading)}</h2>")
-        parts.append(f'<div class="card">{_header_table(header)}</div>')
         parts.append(
-            f'<div class="card timeline-wrap">{_svg_run(geo, mine, report.limits.poll_tolerance)}'
+            f'<div class="card timeline-wrap">{_header_table(header)}'
+            f"{_svg_run(geo, mine, report.limits.poll_tolerance)}"
         )
         if len(geo.lanes) > MAX_LANES:
             parts.append(
