@@ -8,9 +8,10 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from . import __version__
+from ._suggest import did_you_mean
 from .errors import ScenarioError
 
 if TYPE_CHECKING:
@@ -29,6 +30,26 @@ def _positive_float(text: str) -> float:
         raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
     if not value > 0:
         raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {value}")
+    return value
+
+
+def _timeout(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not 0 < value <= 3600:
+        raise argparse.ArgumentTypeError(f"expected seconds between 0 and 3600, got {text!r}")
     return value
 
 
@@ -96,34 +117,37 @@ def add_serve_options(parser: argparse.ArgumentParser, *, port: int) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from .dialects import DIALECTS
+    from .dialects import DIALECTS, unknown_dialect
     from .server import serve_forever
     from .service import FakeProvider
 
     if args.dialect is not None and args.dialect not in DIALECTS:
-        known = ", ".join(sorted(DIALECTS))
-        print(
-            f"fakeprovider serve: unknown dialect {args.dialect!r}; known dialects: {known}",
-            file=sys.stderr,
-        )
+        print(f"fakeprovider serve: {unknown_dialect(args.dialect)}", file=sys.stderr)
         return 2
     sink: TextIO | None = None
     try:
-        if args.journal is not None:
-            sink = open(args.journal, "a", encoding="utf-8")  # noqa: SIM115 - closed below
         provider = FakeProvider(
             args.scenario,
             dialect=args.dialect,
             seed=args.seed,
             time_scale=args.time_scale,
-            journal_sink=sink,
+            journal_memory=args.journal_memory,
             allow_webhook_hosts=args.allow_webhook_host,
         )
+        if args.journal is not None:
+            sink = open(args.journal, "a", encoding="utf-8")  # noqa: SIM115 - closed below
+            provider.journal.attach(sink)  # the run header first: refused if it cannot go in
     except ScenarioError as exc:
         print(exc, file=sys.stderr)
         return 2
     except OSError as exc:
-        print(f"fakeprovider serve: cannot write the journal: {exc}", file=sys.stderr)
+        if sink is not None:
+            with contextlib.suppress(OSError):
+                sink.close()
+        print(
+            f"fakeprovider serve: cannot write the journal {args.journal}: {exc.strerror or exc}",
+            file=sys.stderr,
+        )
         return 2
 
     if args.log_requests or args.log_level in ("info", "debug"):
@@ -144,7 +168,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     try:
         serve_forever(
-            provider, host=args.host, port=args.port, log_level=args.log_level, on_ready=ready
+            provider,
+            host=args.host,
+            port=args.port,
+            log_level=args.log_level,
+            on_ready=ready,
+            idle_timeout=args.idle_timeout,
         )
     except OSError as exc:
         print(
@@ -154,7 +183,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return 2
     finally:
         if sink is not None:
-            sink.close()
+            with contextlib.suppress(OSError):  # already reported when writing failed
+                sink.close()
         if args.ready_file is not None:
             with contextlib.suppress(OSError):
                 args.ready_file.unlink()
@@ -250,8 +280,71 @@ def cmd_journal(args: argparse.Namespace) -> int:
 def cmd_schema(args: argparse.Namespace) -> int:
     from .scenario import dump_schema
 
-    sys.stdout.write(dump_schema())
+    if args.output is None:
+        sys.stdout.write(dump_schema())
+        return 0
+    try:
+        args.output.write_text(dump_schema(), encoding="utf-8")
+    except OSError as exc:
+        print(
+            f"fakeprovider schema: cannot write {args.output}: {exc.strerror or exc}",
+            file=sys.stderr,
+        )
+        return 2
+    print(f"wrote the scenario schema to {args.output}", file=sys.stderr)
     return 0
+
+
+def cmd_new(args: argparse.Namespace) -> int:
+    from ._starter import NAME_PATTERN, copy_of, starter
+
+    if not NAME_PATTERN.match(args.name):
+        print(
+            "fakeprovider new: NAME names the scenario and its file: use letters, digits, '.',"
+            f" '_' and '-', got {args.name!r}",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        text = starter(args.name) if args.source is None else copy_of(args.source, args.name)
+    except ScenarioError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    if args.output == "-":
+        sys.stdout.write(text)
+        return 0
+    target = Path(args.output if args.output is not None else f"{args.name}.yaml")
+    if target.exists() and not args.force:
+        print(
+            f"fakeprovider new: {target} already exists; choose another -o PATH, or --force to"
+            " overwrite it",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        print(f"fakeprovider new: cannot write {target}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    what = "a starter scenario" if args.source is None else f"a copy of {args.source}"
+    print(
+        f"wrote {what} to {target}; next: fakeprovider explain {target}",
+        file=sys.stderr,
+    )
+    return 0
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, saying which command or choice was meant when one is mistyped."""
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        if action.choices is not None and value not in action.choices:
+            choices = ", ".join(repr(choice) for choice in action.choices)
+            hint = did_you_mean(value, action.choices)
+            raise argparse.ArgumentError(
+                action, f"invalid choice: {value!r}{hint}; choose from {choices}"
+            )
 
 
 class _Formatter(argparse.RawDescriptionHelpFormatter):
@@ -279,7 +372,8 @@ def examples(*lines: str) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    # sub-commands' parsers are _Parsers too (argparse makes them of the parent's class)
+    parser: argparse.ArgumentParser = _Parser(
         prog="fakeprovider",
         description="A scriptable fake of slow, asynchronous (202 Accepted, then poll) HTTP APIs.",
         formatter_class=formatter,
@@ -322,6 +416,21 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="PATH",
         help="write the base URL to PATH once listening (removed again on exit), for scripts"
         " that start the server in the background",
+    )
+    serve.add_argument(
+        "--journal-memory",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="keep only the last N entries in memory (the --journal file still gets every"
+        " one, and the admin report and journal read it); default: keep all",
+    )
+    serve.add_argument(
+        "--idle-timeout",
+        type=_timeout,
+        default=5.0,
+        metavar="SECONDS",
+        help="close a connection that has no request in progress for this long (default: 5)",
     )
     serve.set_defaults(func=cmd_serve)
 
@@ -376,9 +485,51 @@ def build_parser() -> argparse.ArgumentParser:
         help="print the scenario format's JSON Schema",
         description="Print the JSON Schema of the scenario format (for editors).",
         formatter_class=formatter,
-        epilog=examples("fakeprovider schema > scenario.schema.json"),
+        epilog=examples(
+            "fakeprovider schema -o fakeprovider.schema.json   # then point your editor at it",
+            "fakeprovider schema > scenario.schema.json",
+        ),
+    )
+    schema.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="write the schema to FILE (overwritten) instead of standard output",
     )
     schema.set_defaults(func=cmd_schema)
+
+    new = sub.add_parser(
+        "new",
+        help="write a new scenario file to start from",
+        description="Write a commented starter scenario called NAME (or, with --from, a copy of a"
+        " bundled scenario or a file, renamed NAME) to NAME.yaml or -o PATH. The file validates"
+        " as written; an existing file is kept unless --force.",
+        formatter_class=formatter,
+        epilog=examples(
+            "fakeprovider new my-render                  # writes my-render.yaml",
+            "fakeprovider new flaky --from transient-5xx -o tests/scenarios/flaky.yaml",
+            "fakeprovider new my-render -o -             # print it instead",
+        ),
+    )
+    new.add_argument("name", metavar="NAME", help="the scenario's name (and file name)")
+    new.add_argument(
+        "--from",
+        dest="source",
+        default=None,
+        metavar="SCENARIO",
+        help="copy this bundled scenario or file (comments kept) instead of the starter",
+    )
+    new.add_argument(
+        "-o",
+        "--output",
+        default=None,
+        metavar="PATH",
+        help="where to write it (default: NAME.yaml; '-' for standard output)",
+    )
+    new.add_argument("--force", action="store_true", help="overwrite PATH if it exists")
+    new.set_defaults(func=cmd_new)
 
     from ._check_cli import add_check_parser, add_report_parser
     from ._run_cli import add_run_parser

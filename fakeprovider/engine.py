@@ -72,6 +72,9 @@ class Request:
     select: Callable[[JobView], bool] | None = field(default=None, compare=False)
     page: tuple[int, int] | None = None
     newest_first: bool = False
+    #: For a cancel: the statuses a provider cancels from (any unfinished one when None).
+    #: Cancelling a job in another unfinished status is refused: 409 ``job_not_cancellable``.
+    cancel_from: frozenset[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -516,6 +519,17 @@ class Engine:
                     409,
                     "job_already_terminal",
                     f"Job {job.id} already ended {job.status!r}.",
+                )
+                return _replace(reply, job=self._view(job, now))
+            if request.cancel_from is not None and job.status not in request.cancel_from:
+                allowed = " or ".join(repr(s) for s in sorted(request.cancel_from))
+                reply = self._error(
+                    seq,
+                    request,
+                    respond_at,
+                    409,
+                    "job_not_cancellable",
+                    f"Job {job.id} is {job.status!r}; only a job that is {allowed} can be cancelled.",
                 )
                 return _replace(reply, job=self._view(job, now))
             job.cancelled = True

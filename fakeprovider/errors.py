@@ -9,7 +9,13 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from .invariants import Report
 
-__all__ = ["FakeProviderError", "InvariantViolation", "Problem", "ScenarioError"]
+__all__ = [
+    "FakeProviderError",
+    "InvariantViolation",
+    "NotInterceptedError",
+    "Problem",
+    "ScenarioError",
+]
 
 
 class FakeProviderError(Exception):
@@ -45,3 +51,7 @@ class InvariantViolation(FakeProviderError, AssertionError):
 
     #: The ``fakeprovider.invariants.Report`` behind the message (None when raised by hand).
     report: Report | None = None
+
+
+class NotInterceptedError(FakeProviderError):
+    """A client that in-process mode does not intercept tried to reach an in-process fake."""

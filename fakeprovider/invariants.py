@@ -131,7 +131,10 @@ class Limits:
         changes: dict[str, Any] = {}
         for name, text in values.items():
             if name not in known:
-                raise ValueError(f"unknown limit {name!r}; known: {', '.join(known)}")
+                from ._suggest import did_you_mean
+
+                hint = did_you_mean(name, known)
+                raise ValueError(f"unknown limit {name!r}{hint}; known: {', '.join(known)}")
             changes[name] = _convert(name, text)
         return dataclasses.replace(base or cls(), **changes)
 

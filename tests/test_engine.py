@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fakeprovider.clock import DEFAULT_EPOCH
-from fakeprovider.engine import Engine, Request
+from fakeprovider.engine import ApiError, Engine, Request
 from fakeprovider.scenario import load_scenario, parse_scenario
 
 
@@ -469,3 +469,26 @@ def test_a_list_shows_the_filtered_page_and_counts_every_match() -> None:
     assert listed(select=done, page=(1, 1)) == (3, [ids[2]])
     assert listed(select=done, page=(0, 2), newest_first=True) == (3, [ids[3], ids[2]])
     assert engine.journal.snapshot()[-1].listed == ((ids[3], "succeeded"), (ids[2], "succeeded"))
+
+
+def test_a_cancel_can_be_limited_to_some_statuses() -> None:
+    engine = engine_for("jobs: [{timeline: [{status: queued}, {at: 1s, status: processing}]}]\n")
+    job_id = engine.handle(Request("submit", "POST", "/", body={}), 0.0).job.id  # type: ignore[union-attr]
+    queued_only = frozenset({"queued"})
+    refused = engine.handle(
+        Request("cancel", "POST", "/", job_id=job_id, cancel_from=queued_only), 2.0
+    )
+    assert (refused.status_code, refused.error) == (
+        409,
+        ApiError(
+            "job_not_cancellable",
+            f"Job {job_id} is 'processing'; only a job that is 'queued' can be cancelled.",
+        ),
+    )
+    assert refused.job is not None
+    assert refused.job.status == "processing"
+    second = engine.handle(Request("submit", "POST", "/", body={}), 2.0).job.id  # type: ignore[union-attr]
+    accepted = engine.handle(
+        Request("cancel", "POST", "/", job_id=second, cancel_from=queued_only), 2.5
+    )
+    assert (accepted.status_code, accepted.job.status) == (200, "cancelled")  # type: ignore[union-attr]

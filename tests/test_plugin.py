@@ -177,7 +177,8 @@ def test_a_test_that_fails_before_its_fake_exists_shows_no_other_journal(
     result.stdout.fnmatch_lines(
         [
             "The fakeprovider marker of test_a_test_that_fails_before_its_fake_exists_shows_no_other_journal.py"
-            "::test_second: unknown dialect 'openai'; known dialects: ark, fal, generic, google-veo,"
+            "::test_second: unknown dialect 'openai' (did you mean 'openai-videos'?); known"
+            " dialects: ark, dashscope, fal, generic, google-veo,"
             " luma, openai-videos, replicate, runway",
         ]
     )
@@ -436,3 +437,15 @@ def test_session_examples_carry_their_time_scale_to_the_limits(inprocess: bool) 
             assert fp.limits().status_rate == 0.5
     finally:
         session.close()
+
+
+def test_a_misspelt_marker_option_gets_a_suggestion() -> None:
+    from fakeprovider_pytest._handle import prepare_scenario
+
+    with pytest.raises(TypeError) as caught:
+        prepare_scenario("quick-preview", deadlin="1m")
+    assert str(caught.value) == (
+        "Unknown fakeprovider option 'deadlin' (did you mean 'deadline'?); use time_scale, seed,"
+        " dialect or an expect: key (outcome, deadline, max_retries, retrievals, poll_tolerance,"
+        " status_rate, ack_limit)."
+    )

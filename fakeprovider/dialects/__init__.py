@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 from .ark import ArkDialect
 from .base import Dialect, HttpRequest, HttpResponse, Route
+from .dashscope import DashScopeDialect
 from .fal import FalDialect
 from .generic import GenericDialect
 from .google_veo import GoogleVeoDialect
@@ -26,6 +27,7 @@ DIALECTS: dict[str, Callable[[], Dialect]] = {
     "google-veo": GoogleVeoDialect,
     "luma": LumaDialect,
     "ark": ArkDialect,
+    "dashscope": DashScopeDialect,
 }
 
 
@@ -34,5 +36,12 @@ def get_dialect(name: str) -> Dialect:
     try:
         return DIALECTS[name]()
     except KeyError:
-        known = ", ".join(sorted(DIALECTS))
-        raise ValueError(f"unknown dialect {name!r}; known dialects: {known}") from None
+        raise ValueError(unknown_dialect(name)) from None
+
+
+def unknown_dialect(name: str) -> str:
+    """The message for a dialect name that is not one: the known ones, and the closest."""
+    from .._suggest import did_you_mean
+
+    known = ", ".join(sorted(DIALECTS))
+    return f"unknown dialect {name!r}{did_you_mean(name, DIALECTS)}; known dialects: {known}"

@@ -38,6 +38,7 @@ def prepare_scenario(
     Overrides are in scenario time (``deadline="2m"`` or seconds) and are scaled with the rest.
     """
     from fakeprovider._durations import parse_duration
+    from fakeprovider._suggest import did_you_mean
     from fakeprovider.scenario import Expect, Scenario, load_scenario
 
     scenario = source if isinstance(source, Scenario) else load_scenario(source)
@@ -45,8 +46,9 @@ def prepare_scenario(
         known = [f.name for f in dataclasses.fields(Expect)]
         for name in expect:
             if name not in known:
+                hint = did_you_mean(name, [*PLAY_OPTIONS, *known])
                 raise TypeError(
-                    f"Unknown fakeprovider option {name!r}; use time_scale, seed, dialect or an"
+                    f"Unknown fakeprovider option {name!r}{hint}; use time_scale, seed, dialect or an"
                     f" expect: key ({', '.join(known)})."
                 )
         values: dict[str, Any] = {
@@ -63,11 +65,11 @@ def prepare_scenario(
     if seed is not None:
         scenario = dataclasses.replace(scenario, seed=seed)
     if dialect is not None:
+        from fakeprovider.dialects import unknown_dialect
         from fakeprovider.scenario import DIALECT_NAMES
 
         if dialect not in DIALECT_NAMES:
-            names = ", ".join(sorted(DIALECT_NAMES))
-            raise ValueError(f"unknown dialect {dialect!r}; known dialects: {names}")
+            raise ValueError(unknown_dialect(dialect))
         scenario = dataclasses.replace(scenario, dialect=dialect)  # type: ignore[arg-type]
     return scenario
 

@@ -98,11 +98,24 @@ def fakeprovider(
     fakeprovider_session.raise_errors()
 
 
+def _missing_inprocess_dependency() -> str | None:
+    """The one-sentence error when in-process mode cannot be imported (respx missing)."""
+    try:
+        import fakeprovider.inprocess  # noqa: F401  (needs respx: the pytest extra)
+    except ModuleNotFoundError as exc:
+        return str(exc)
+    return None
+
+
 @pytest.fixture
 def fakeprovider_inprocess(
     request: pytest.FixtureRequest, fakeprovider_session: FakeproviderSession
 ) -> Iterator[ProviderHandle]:
-    """The marker's scenario in-process for httpx clients, with the test's time made virtual."""
+    """The marker's scenario in-process for httpx, httpx2 and requests clients, with the test's
+    time made virtual."""
+    missing = _missing_inprocess_dependency()
+    if missing is not None:
+        pytest.fail(missing, pytrace=False)
     scenario = _marker_scenario(request)
     with fakeprovider_session.example(scenario, inprocess=True) as handle:
         handle.time_scale = _marker_time_scale(request)

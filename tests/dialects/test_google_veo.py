@@ -11,6 +11,7 @@ import pytest
 from fakeprovider.engine import video_bytes
 
 from .helpers import CLIENT_HEADERS, call, last_status, serve, settled, unusual, violated, virtual
+from .sdk import needs, optional
 
 MODEL = "publishers/google/models/veo-3.0-generate-001"
 REGIONAL = f"projects/p/locations/us-central1/{MODEL}"
@@ -103,8 +104,10 @@ def test_success_with_storage_uri_gives_a_gcs_uri() -> None:
 
 # -- the real SDK ----------------------------------------------------------------------------
 
-genai = pytest.importorskip("google.genai")
-from google.genai import errors, types  # noqa: E402
+genai = optional("google.genai")
+needs_genai = needs("google.genai")
+errors = optional("google.genai.errors")
+types = optional("google.genai.types")
 
 
 def run_sdk(url: str) -> Any:
@@ -124,6 +127,7 @@ def run_sdk(url: str) -> Any:
     return operation
 
 
+@needs_genai
 def test_sdk_slow_success() -> None:
     with serve("google-veo", "slow-success") as (provider, url):
         operation = run_sdk(url)
@@ -134,6 +138,7 @@ def test_sdk_slow_success() -> None:
         assert violated(provider, retrievals=None) == set()
 
 
+@needs_genai
 def test_sdk_terminal_failure() -> None:
     with serve("google-veo", "terminal-failure") as (provider, url):
         operation = run_sdk(url)
@@ -141,6 +146,7 @@ def test_sdk_terminal_failure() -> None:
         assert violated(provider) == set()
 
 
+@needs_genai
 def test_sdk_cancelled() -> None:
     with serve("google-veo", "cancelled") as (provider, url):
         operation = run_sdk(url)
@@ -149,6 +155,7 @@ def test_sdk_cancelled() -> None:
         assert violated(provider) == set()
 
 
+@needs_genai
 def test_finding_sdk_does_not_retry_5xx_by_default() -> None:
     with serve("google-veo", "transient-5xx") as (provider, url):
         with pytest.raises(errors.ServerError) as caught:
@@ -161,6 +168,7 @@ def test_finding_sdk_does_not_retry_5xx_by_default() -> None:
         assert violated(provider) == set()
 
 
+@needs_genai
 def test_finding_sdk_does_not_retry_429_by_default() -> None:
     with serve("google-veo", "rate-limited") as (provider, url):
         with pytest.raises(errors.ClientError) as caught:

@@ -18,6 +18,7 @@ from .helpers import (
     violated,
     virtual,
 )
+from .sdk import needs, optional
 
 V = {"X-Runway-Version": "2024-11-06"}
 CREATE = {"model": "gen4.5", "promptText": "a cat", "ratio": "1280:720", "duration": 5}
@@ -134,13 +135,16 @@ def test_delete_cancels_a_running_task() -> None:
 
 # -- the real SDK ----------------------------------------------------------------------------
 
-runwayml = pytest.importorskip("runwayml")
-import runwayml.lib.polling as runway_polling  # noqa: E402
+runwayml = optional("runwayml")
+runway_polling = optional("runwayml.lib.polling")
+needs_runwayml = needs("runwayml")
 
 
 @pytest.fixture(autouse=True)
 def fast_waiter(monkeypatch: pytest.MonkeyPatch) -> None:
     """The sync waiter sleeps 6 s +/- 1.5 s before every poll (module constants, read per call)."""
+    if runway_polling is None:
+        return  # no SDK: nothing to speed up
     monkeypatch.setattr(runway_polling, "POLL_TIME", 0.1)
     monkeypatch.setattr(runway_polling, "POLL_JITTER", 0)
 
@@ -156,6 +160,7 @@ def run_sdk(url: str, timeout: float = 10) -> Any:
     return done
 
 
+@needs_runwayml
 def test_sdk_slow_success() -> None:
     with serve("runway", "slow-success") as (provider, url):
         done = run_sdk(url)
@@ -164,6 +169,7 @@ def test_sdk_slow_success() -> None:
         assert violated(provider) == set()
 
 
+@needs_runwayml
 def test_sdk_terminal_failure_raises_task_failed() -> None:
     with serve("runway", "terminal-failure") as (provider, url):
         with pytest.raises(runwayml.TaskFailedError) as caught:
@@ -175,6 +181,7 @@ def test_sdk_terminal_failure_raises_task_failed() -> None:
         assert violated(provider) == set()
 
 
+@needs_runwayml
 def test_sdk_transient_5xx_retries() -> None:
     with serve("runway", "transient-5xx") as (provider, url):
         assert run_sdk(url).status == "SUCCEEDED"
@@ -182,6 +189,7 @@ def test_sdk_transient_5xx_retries() -> None:
         assert violated(provider) == set()
 
 
+@needs_runwayml
 def test_sdk_rate_limited_honours_http_date_retry_after() -> None:
     with serve("runway", "rate-limited") as (provider, url):
         assert run_sdk(url).status == "SUCCEEDED"
@@ -190,6 +198,7 @@ def test_sdk_rate_limited_honours_http_date_retry_after() -> None:
         assert violated(provider) == set()
 
 
+@needs_runwayml
 def test_finding_sync_waiter_never_stops_on_cancelled() -> None:
     """runwayml 5.24's sync ``wait_for_task_output`` ignores CANCELLED and polls until its timeout."""
     with serve("runway", "cancelled") as (provider, url):
