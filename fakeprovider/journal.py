@@ -79,6 +79,9 @@ class Entry:
     delivery: str | None = None
     #: For list answers: ``(job_id, status)`` of every job the list showed.
     listed: tuple[tuple[str, str], ...] | None = None
+    #: True when the answer carried the job's result itself (a status read whose body holds
+    #: the video inline): such an answer is a retrieval, as a content download is.
+    inline_result: bool | None = None
 
     @property
     def latency(self) -> float | None:

@@ -106,6 +106,7 @@ class FakeProvider:
                 journal=self.journal,
                 new_id=self.dialect.new_job_id,
                 poll_hints=self.dialect.poll_hints,
+                inline_result=self.dialect.inline_result,
             )
 
     def receive(self, http: HttpRequest) -> tuple[Reply, HttpResponse]:

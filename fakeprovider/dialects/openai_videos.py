@@ -68,6 +68,9 @@ def _error_type(status: int) -> str:
 class OpenAIVideosDialect(Dialect):
     name = "openai-videos"
     late_cancel_succeeds = True
+    #: ``openai-poll-after-ms`` comes on status reads only (``videos.poll`` reads it from
+    #: ``retrieve``); nothing shows OpenAI sending it on the create answer.
+    poll_hints = frozenset({"status"})
     routes = (
         Route("POST", "/v1/videos", "submit"),
         Route("GET", "/v1/videos", "list"),
@@ -138,8 +141,8 @@ class OpenAIVideosDialect(Dialect):
             return video_response(reply)
         if kind == "cancel":
             return self._deleted(job, reply)
-        headers = reply.headers  # status and create answers both carry the hint
-        if not job.done and job.poll_after is not None:
+        headers = reply.headers
+        if kind == "status" and not job.done and job.poll_after is not None:
             hint = max(1, math.ceil(job.poll_after * 1000))
             headers = (*headers, ("openai-poll-after-ms", str(hint)))
         return json_response(200, self.video(job), headers)
