@@ -197,7 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
             "fakeprovider serve                          # slow-success on http://127.0.0.1:8000",
             "fakeprovider serve rate-limited --port 0    # any free port; the URL comes first",
             "fakeprovider serve my-scenario.yaml --journal run.jsonl --time-scale 0.1",
-            "fakeprovider serve slow-success --dialect openai-videos",
+            "fakeprovider serve slow-success --dialect gemini",
         ),
     )
     serve.add_argument(
@@ -211,11 +211,14 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--port", type=_port, default=8000, help="port to bind, 0 for any free one (default: 8000)"
     )
+    from .dialects import describe_dialects
+
     serve.add_argument(
         "--dialect",
         default=None,
         metavar="NAME",
-        help="wire dialect (default: the scenario's, else generic)",
+        help=f"wire dialect, one of: {describe_dialects()} (default: the scenario's, else"
+        " generic)",
     )
     serve.add_argument(
         "--journal",

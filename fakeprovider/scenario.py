@@ -466,7 +466,7 @@ class Expect:
 
 #: The wire dialects, one ``fakeprovider.dialects`` class each.
 DialectName = Literal[
-    "generic", "openai-videos", "runway", "replicate", "fal", "google-veo", "luma"
+    "generic", "openai-videos", "runway", "replicate", "fal", "google-veo", "gemini", "luma"
 ]
 DIALECT_NAMES: tuple[str, ...] = get_args(DialectName)
 

@@ -259,6 +259,7 @@ _SUBMITS = {
         "/v1beta1/publishers/google/models/veo-3:predictLongRunning",
         {"instances": [{"prompt": "x"}]},
     ),
+    "gemini": ("/v1beta/interactions", {"input": "x", "model": "veo-3", "background": True}),
     "luma": ("/dream-machine/v1/generations", {"prompt": "x", "model": "ray-2"}),
 }
 _STATUS = {
@@ -267,6 +268,7 @@ _STATUS = {
     "runway": "/v1/tasks/{id}",
     "replicate": "/v1/predictions/{id}",
     "fal": "/fal-ai/veo3/requests/{id}/status",
+    "gemini": "/v1beta/interactions/{id}",
     "luma": "/dream-machine/v1/generations/{id}",
 }
 _HOSTILE_BODIES = {

@@ -177,8 +177,8 @@ def test_a_test_that_fails_before_its_fake_exists_shows_no_other_journal(
     result.stdout.fnmatch_lines(
         [
             "The fakeprovider marker of test_a_test_that_fails_before_its_fake_exists_shows_no_other_journal.py"
-            "::test_second: unknown dialect 'openai'; known dialects: fal, generic, google-veo,"
-            " luma, openai-videos, replicate, runway",
+            "::test_second: unknown dialect 'openai'; known dialects: fal, gemini, generic,"
+            " google-veo, luma, openai-videos, replicate, runway",
         ]
     )
     assert "fakeprovider journal" not in result.stdout.str()

@@ -207,7 +207,7 @@ BAD_DOCUMENTS = [
     pytest.param(
         "dialect: openai\njobs:\n  - timeline: [{status: queued}]\n",
         "bad.yaml:1:10: dialect: expected one of 'generic', 'openai-videos', 'runway', 'replicate',"
-        " 'fal', 'google-veo', 'luma', got 'openai'",
+        " 'fal', 'google-veo', 'gemini', 'luma', got 'openai'",
         id="unknown_dialect",
     ),
     pytest.param(

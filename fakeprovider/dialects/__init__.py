@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 from .base import Dialect, HttpRequest, HttpResponse, Route
 from .fal import FalDialect
+from .gemini import GeminiDialect
 from .generic import GenericDialect
 from .google_veo import GoogleVeoDialect
 from .luma import LumaDialect
@@ -13,7 +14,15 @@ from .openai_videos import OpenAIVideosDialect
 from .replicate import ReplicateDialect
 from .runway import RunwayDialect
 
-__all__ = ["DIALECTS", "Dialect", "HttpRequest", "HttpResponse", "Route", "get_dialect"]
+__all__ = [
+    "DIALECTS",
+    "Dialect",
+    "HttpRequest",
+    "HttpResponse",
+    "Route",
+    "describe_dialects",
+    "get_dialect",
+]
 
 #: Dialect name -> factory. Provider dialects register here.
 DIALECTS: dict[str, Callable[[], Dialect]] = {
@@ -23,6 +32,7 @@ DIALECTS: dict[str, Callable[[], Dialect]] = {
     "replicate": ReplicateDialect,
     "fal": FalDialect,
     "google-veo": GoogleVeoDialect,
+    "gemini": GeminiDialect,
     "luma": LumaDialect,
 }
 
@@ -34,3 +44,10 @@ def get_dialect(name: str) -> Dialect:
     except KeyError:
         known = ", ".join(sorted(DIALECTS))
         raise ValueError(f"unknown dialect {name!r}; known dialects: {known}") from None
+
+
+def describe_dialects() -> str:
+    """Every dialect name, in registration order, each with its note (``openai-videos (sunset
+    API: ...)``): what ``serve --help`` lists."""
+    notes = ((name, get_dialect(name).note) for name in DIALECTS)
+    return ", ".join(f"{name} ({note})" if note else name for name, note in notes)

@@ -135,6 +135,8 @@ class Dialect:
     """Base class: routing, common parsing, and the generic error rendering."""
 
     name = "base"
+    #: Said beside the name wherever dialects are listed (``serve --help``): a sunset API...
+    note = ""
     routes: Sequence[Route] = ()
     #: Unix time of clock reading 0, set by ``FakeProvider`` so that dialects can show
     #: timestamps (``created_at``...) as providers do. Job times in a ``JobView`` are clock

@@ -1,5 +1,8 @@
 """The ``openai-videos`` dialect: OpenAI's Videos API (Sora) as ``openai`` 3.57 speaks it.
 
+A sunset API: OpenAI shut it down on 2026-09-24 (every ``videos`` method of the SDK carries
+that deprecation since 3.1.0). Kept for clients of the old API.
+
 Point the SDK at ``OpenAI(base_url=f"{fake}/v1", api_key=...)``. Create is multipart (the
 SDK always sends multipart, even without a file); JSON is accepted too. The provider has no
 cancel: ``DELETE /v1/videos/{id}`` is journaled as ``cancel`` (a running job stops, a finished
@@ -67,6 +70,7 @@ def _error_type(status: int) -> str:
 
 class OpenAIVideosDialect(Dialect):
     name = "openai-videos"
+    note = "sunset API: OpenAI shut it down on 2026-09-24"
     late_cancel_succeeds = True
     #: ``openai-poll-after-ms`` comes on status reads only (``videos.poll`` reads it from
     #: ``retrieve``); nothing shows OpenAI sending it on the create answer.
