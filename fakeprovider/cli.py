@@ -217,8 +217,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--dialect",
         default=None,
         metavar="NAME",
-        help=f"wire dialect, one of: {describe_dialects()} (default: the scenario's, else"
-        " generic)",
+        help=f"wire dialect, one of: {describe_dialects()} (default: the scenario's, else generic)",
     )
     serve.add_argument(
         "--journal",
