@@ -147,6 +147,9 @@ class Dialect:
     #: When it does not, the journal records no poll hint, so ``honours_poll_after`` only
     #: judges clients that were shown one.
     poll_hints: bool = True
+    #: Whether the provider accepts a create over the scenario's ``concurrency`` limit and
+    #: holds it queued until a slot frees (Runway's ``THROTTLED``) instead of refusing it 429.
+    queues_at_capacity: bool = False
 
     def match(self, method: str, path: str) -> tuple[Route, dict[str, str]] | None:
         for route in self.routes:
