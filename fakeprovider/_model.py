@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Union, get_args, get_origin, get_type_hints
 
 from ._durations import DURATION_PATTERN, format_duration, parse_duration
+from ._suggest import did_you_mean
 
 Path = tuple[str | int, ...]
 
@@ -130,6 +131,8 @@ class _Invalid:
 
 INVALID: Any = _Invalid()
 Issue = tuple[Path, str]
+#: The models around a value, outermost first, each with its path (for "belongs one level up").
+Parents = tuple[tuple[type, Path], ...]
 
 
 def _hints(cls: type) -> dict[str, Any]:
@@ -194,18 +197,24 @@ def _plural(text: str) -> str:
     return text
 
 
-def convert(tp: Any, value: Any, path: Path, issues: list[Issue]) -> Any:
-    """``value`` converted to ``tp``, or ``INVALID`` with the problems appended to ``issues``."""
+def convert(tp: Any, value: Any, path: Path, issues: list[Issue], *, parents: Parents = ()) -> Any:
+    """``value`` converted to ``tp``, or ``INVALID`` with the problems appended to ``issues``.
+
+    ``parents`` are the models that contain the value (outermost first), so that a key written
+    one level too deep can be told where it belongs.
+    """
     base, extras = _split_annotated(tp)
     if DURATION in extras:
         return _convert_duration(value, path, issues)
     members = _union_members(base)
     if members is not None:
-        return _convert_union(tp, members, value, path, issues)
+        return _convert_union(tp, members, value, path, issues, parents)
     if get_origin(base) is Literal:
-        if value in get_args(base) and not isinstance(value, bool):
+        allowed = get_args(base)
+        if value in allowed and not isinstance(value, bool):
             return value
-        issues.append((path, f"expected {describe(base)}, got {_show(value)}"))
+        hint = did_you_mean(value, allowed)
+        issues.append((path, f"expected {describe(base)}, got {_show(value)}{hint}"))
         return INVALID
     if base is bool:
         if isinstance(value, bool):
@@ -238,17 +247,22 @@ def convert(tp: Any, value: Any, path: Path, issues: list[Issue]) -> Any:
             issues.append((path, f"expected {describe(base)}, got {_show(value)}"))
             return INVALID
         item_tp = get_args(base)[0]
-        items = [convert(item_tp, item, (*path, i), issues) for i, item in enumerate(value)]
+        items = [
+            convert(item_tp, item, (*path, i), issues, parents=parents)
+            for i, item in enumerate(value)
+        ]
         return INVALID if any(i is INVALID for i in items) else tuple(items)
     if get_origin(base) is dict:
         if not isinstance(value, dict):
             issues.append((path, f"expected a mapping, got {_show(value)}"))
             return INVALID
         value_tp = get_args(base)[1]
-        out = {k: convert(value_tp, v, (*path, k), issues) for k, v in value.items()}
+        out = {
+            k: convert(value_tp, v, (*path, k), issues, parents=parents) for k, v in value.items()
+        }
         return INVALID if any(v is INVALID for v in out.values()) else out
     if is_model(base):
-        return _convert_model(base, value, path, issues)
+        return _convert_model(base, value, path, issues, parents)
     raise TypeError(f"unsupported annotation {tp!r}")
 
 
@@ -270,7 +284,12 @@ def _convert_duration(value: Any, path: Path, issues: list[Issue]) -> Any:
 
 
 def _convert_union(
-    tp: Any, members: tuple[Any, ...], value: Any, path: Path, issues: list[Issue]
+    tp: Any,
+    members: tuple[Any, ...],
+    value: Any,
+    path: Path,
+    issues: list[Issue],
+    parents: Parents,
 ) -> Any:
     if value is None and type(None) in members:
         return None
@@ -279,19 +298,19 @@ def _convert_union(
     if isinstance(value, dict):
         models = [m for m in candidates if is_model(_split_annotated(m)[0])]
         if len(models) == 1:
-            return convert(models[0], value, path, issues)
+            return convert(models[0], value, path, issues, parents=parents)
     for member in candidates:
         trial: list[Issue] = []
-        result = convert(member, value, path, trial)
+        result = convert(member, value, path, trial, parents=parents)
         if not trial:
             return result
     if len(candidates) == 1:
-        return convert(candidates[0], value, path, issues)
+        return convert(candidates[0], value, path, issues, parents=parents)
     issues.append((path, f"expected {describe(tp)}, got {_show(value)}"))
     return INVALID
 
 
-def _convert_model(cls: type, value: Any, path: Path, issues: list[Issue]) -> Any:
+def _convert_model(cls: type, value: Any, path: Path, issues: list[Issue], parents: Parents) -> Any:
     if not isinstance(value, dict):
         issues.append((path, f"expected {describe(cls)}, got {_show(value)}"))
         return INVALID
@@ -302,11 +321,15 @@ def _convert_model(cls: type, value: Any, path: Path, issues: list[Issue]) -> An
     for key in value:
         if key not in fields:
             known = ", ".join(fields)
-            issues.append(((*path, key, "<key>"), f"unknown key {key!r}; expected one of: {known}"))
+            hint = _belongs(cls, key, parents) or did_you_mean(key, fields)
+            issues.append(
+                ((*path, key, "<key>"), f"unknown key {key!r}{hint}; expected one of: {known}")
+            )
             broken = True
+    inside = (*parents, (cls, path))
     for name, f in fields.items():
         if name in value:
-            converted = convert(hints[name], value[name], (*path, name), issues)
+            converted = convert(hints[name], value[name], (*path, name), issues, parents=inside)
             if converted is INVALID:
                 broken = True
             else:
@@ -324,6 +347,45 @@ def _convert_model(cls: type, value: Any, path: Path, issues: list[Issue]) -> An
             issues.extend(found)
             return INVALID
     return instance
+
+
+def _belongs(cls: type, key: str, parents: Parents) -> str:
+    """Where ``key``, unknown in ``cls``, belongs when a model one level down or up has it."""
+    below = [name for name, model in _nested_models(cls) if key in _field_names(model)]
+    if below:
+        under = " or ".join(repr(name) for name in dict.fromkeys(below))
+        return f" (it belongs one level down, under {under})"
+    if parents:
+        outer, where = parents[-1]
+        if key in _field_names(outer):
+            place = format_path(where) or "the top level"
+            return f" (it belongs one level up, in {place})"
+    return ""
+
+
+def _field_names(cls: type) -> frozenset[str]:
+    return frozenset(f.name for f in dataclasses.fields(cls) if f.init)
+
+
+def _nested_models(cls: type) -> Iterator[tuple[str, type]]:
+    """(field name, model) for each model a field of ``cls`` holds, directly or in a list."""
+    hints = _hints(cls)
+    for f in dataclasses.fields(cls):
+        for model in _models_in(hints[f.name]):
+            yield f.name, model
+
+
+def _models_in(tp: Any) -> Iterator[type]:
+    base, _ = _split_annotated(tp)
+    if is_model(base):
+        yield base
+        return
+    members = _union_members(base)
+    if members is not None:
+        for member in members:
+            yield from _models_in(member)
+    elif get_origin(base) in (tuple, dict):
+        yield from _models_in(get_args(base)[-1] if get_origin(base) is dict else get_args(base)[0])
 
 
 # --- back to plain values ------------------------------------------------------------------

@@ -11,25 +11,28 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
+import json
 import socket
 import struct
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from typing import Any
 from urllib.parse import parse_qsl
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request as StarletteRequest
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from ._suggest import did_you_mean
 from .dialects import HttpRequest, HttpResponse
-from .engine import Reply
+from .engine import ApiError, Reply
 from .errors import ScenarioError
 from .httpdate import format_http_date
 from .journal import Entry
 from .scenario import bundled_scenarios, load_scenario, parse_scenario
-from .service import INTERNAL_ERROR_MESSAGE, FakeProvider, internal_error, logger
+from .service import INTERNAL_ERROR_MESSAGE, FakeProvider, internal_error
 
 __all__ = ["FakeProviderApp", "create_app"]
 
@@ -77,11 +80,37 @@ def _client(request: StarletteRequest) -> str:
 
 
 class FakeProviderApp:
-    """The ASGI application serving ``provider`` (``create_app(provider)`` builds one)."""
+    """The ASGI application serving ``provider`` (``create_app(provider)`` builds one).
+
+    ``begin_shutdown()`` (the server calls it when asked to stop) cuts scripted delays short:
+    the requests in flight are answered at once, so they are journaled before the server
+    exits rather than cancelled mid-answer.
+    """
 
     def __init__(self, provider: FakeProvider) -> None:
         self.provider = provider
         self.admin = _admin_app(provider)
+        self._stopping: asyncio.Event | None = None
+        self.stopping = False
+
+    def begin_shutdown(self) -> None:
+        """Answer every request waiting out a scripted delay now (call on the server's loop)."""
+        self.stopping = True
+        if self._stopping is not None:
+            self._stopping.set()
+
+    async def _pause(self, seconds: float) -> bool:
+        """Wait ``seconds``, or less when the server stops; True when cut short."""
+        if self._stopping is None:
+            self._stopping = asyncio.Event()
+            if self.stopping:
+                self._stopping.set()
+        if self._stopping.is_set():
+            return True
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._stopping.wait(), timeout=seconds)
+            return True
+        return False
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -93,9 +122,16 @@ class FakeProviderApp:
                 await self.admin(scope, receive, state.send_dated)
             else:
                 await self._api(scope, receive, state)
-        except Exception:  # never a traceback to the client; the server keeps going
-            logger.exception("fakeprovider failed answering %s %s", scope["method"], scope["path"])
-            await state.fail()
+        except asyncio.CancelledError:
+            # uvicorn gave up waiting (graceful shutdown timed out): the connection is closed
+            state.abandon("shutdown")
+            raise
+        except Exception as exc:  # never a traceback to the client; the server keeps going
+            self.provider.log_once.exception(
+                "app", exc, "fakeprovider failed answering %s %s", scope["method"], scope["path"]
+            )
+            self.provider.failed(f"{scope['method']} {scope['path']}", exc)
+            await state.fail(receive)
 
     async def _api(self, scope: Scope, receive: Receive, state: _Exchange) -> None:
         provider = self.provider
@@ -125,8 +161,7 @@ class FakeProviderApp:
         )
         reply, response = provider.receive(http)
         state.reply = reply
-        if reply.delay > 0:
-            await asyncio.sleep(reply.delay)
+        cut_short = reply.delay > 0 and await self._pause(reply.delay)
         clock = provider.clock
         if reply.action != "respond":
             now = clock.now()
@@ -134,7 +169,9 @@ class FakeProviderApp:
             provider.sent(reply, started=now, completed=now, status_code=None)
             _abort(receive)
             return
-        raw = _raw_headers(response, provider.date_header(reply))
+        # Stopping: the answer goes out now, dated now rather than at the scripted time.
+        date = _date(provider) if cut_short else provider.date_header(reply)
+        raw = _raw_headers(response, date)
         started = clock.now()
         await state.send({"type": "http.response.start", "status": response.status, "headers": raw})
         # Journal before the body goes out (asyncio buffers the write at once anyway), so that a
@@ -144,11 +181,16 @@ class FakeProviderApp:
         await state.send({"type": "http.response.body", "body": response.body})
 
 
+def _date(provider: FakeProvider) -> str:
+    return format_http_date(provider.clock.epoch + provider.clock.now())
+
+
 class _Exchange:
     """One request's answer in progress: whether it started, and the reply still to journal.
 
     When the fake fails (a bug) ``fail()`` answers the JSON 500 ``internal_error`` with a
-    ``Date``, unless a response had already started, and journals the 500 it sent.
+    ``Date``, unless a response had already started, and journals what the client got: the
+    500, or a dropped connection.
     """
 
     def __init__(self, provider: FakeProvider, send: Send) -> None:
@@ -168,23 +210,37 @@ class _Exchange:
         if message["type"] == "http.response.start":
             headers = list(message.get("headers", []))
             if not any(name.lower() == b"date" for name, _ in headers):
-                headers.append((b"date", self._date().encode("latin-1")))
+                headers.append((b"date", _date(self.provider).encode("latin-1")))
             message = {**message, "headers": headers}
         await self.send(message)
 
-    def _date(self) -> str:
-        return format_http_date(self.provider.clock.epoch + self.provider.clock.now())
+    def abandon(self, why: str) -> None:
+        """Journal the reply still waiting as a closed connection (``why``)."""
+        reply, self.reply = self.reply, None
+        if reply is not None:
+            now = self.provider.clock.now()
+            self.provider.sent(reply, started=now, completed=now, status_code=None, dropped=why)
 
-    async def fail(self) -> None:
+    async def fail(self, receive: Receive) -> None:
         if self.started:
-            return  # the status line is out: all that is left is to end the connection
+            # the status line is out (or failed to go out): all that is left is to end the
+            # connection, and to journal that the client got no whole answer
+            self.abandon("error")
+            with contextlib.suppress(Exception):
+                _abort(receive)
+            return
         response = internal_error()
-        raw = _raw_headers(response, self._date())
+        raw = _raw_headers(response, _date(self.provider))
         now = self.provider.clock.now()
-        with contextlib.suppress(Exception):
+        try:
             await self.send({"type": "http.response.start", "status": 500, "headers": raw})
+        except Exception:
+            self.abandon("error")
+            with contextlib.suppress(Exception):
+                _abort(receive)
+            return
         if self.reply is not None:
-            reply, self.reply = self.reply, None
+            reply, self.reply = _failed_reply(self.reply), None
             self.provider.sent(
                 reply, started=now, completed=self.provider.clock.now(), status_code=500
             )
@@ -192,8 +248,18 @@ class _Exchange:
             await self.send({"type": "http.response.body", "body": response.body})
 
 
+def _failed_reply(reply: Reply) -> Reply:
+    return dataclasses.replace(
+        reply, status_code=500, error=ApiError("internal_error", INTERNAL_ERROR_MESSAGE)
+    )
+
+
 def _raw_headers(response: HttpResponse, date: str) -> list[tuple[bytes, bytes]]:
-    raw = [(b"content-length", str(len(response.body)).encode())]
+    raw = (
+        []
+        if response.status in (204, 304)
+        else [(b"content-length", str(len(response.body)).encode())]
+    )
     if response.media_type is not None:
         raw.append((b"content-type", response.media_type.encode("latin-1")))
     raw.extend(
@@ -218,7 +284,10 @@ def _admin_app(provider: FakeProvider) -> Starlette:
         )
 
     async def journal(request: StarletteRequest) -> Response:
-        return JSONResponse([e.to_dict() for e in provider.journal])
+        # Read (perhaps from the file) and serialised off the event loop, in chunks, so a big
+        # journal neither blocks other requests nor needs all of its JSON in memory at once.
+        entries = await run_in_threadpool(provider.journal.run_entries)
+        return StreamingResponse(_json_array(entries), media_type="application/json")
 
     async def report(request: StarletteRequest) -> Response:
         from .invariants import Limits, check
@@ -229,9 +298,20 @@ def _admin_app(provider: FakeProvider) -> Starlette:
             limits = Limits.from_strings(dict(request.query_params), base)
         except ValueError as exc:
             return _error(400, "invalid_limits", f"{exc}.")
-        return JSONResponse(check(provider.journal.snapshot(), limits).to_dict())
 
-    def _admin_entry(request: StarletteRequest, status: int, at: float | None = None) -> None:
+        def judge() -> bytes:
+            report = check(provider.journal.run_entries(), limits).to_dict()
+            return json.dumps(report, ensure_ascii=False, separators=(",", ":")).encode()
+
+        # The checker runs in a worker thread: health and the API are answered meanwhile.
+        return Response(await run_in_threadpool(judge), media_type="application/json")
+
+    def _admin_entry(
+        request: StarletteRequest,
+        status: int,
+        at: float | None = None,
+        run: dict[str, Any] | None = None,
+    ) -> None:
         now = provider.clock.now() if at is None else at
         provider.journal.append(
             Entry(
@@ -245,13 +325,15 @@ def _admin_app(provider: FakeProvider) -> Starlette:
                 response_started_at=now,
                 completed_at=now,
                 status_code=status,
+                run=run,
             )
         )
 
     async def reset(request: StarletteRequest) -> Response:
-        provider.reset()
-        # Stamped at the run's start: the engine's fault windows count from this reading.
-        _admin_entry(request, 200, at=provider.engine.start)
+        provider.reset(header=False)
+        # Stamped at the run's start (the engine's fault windows count from this reading), and
+        # the new run's header.
+        _admin_entry(request, 200, at=provider.engine.start, run=provider.run_header())
         return JSONResponse({"status": "reset", "scenario": provider.scenario.name})
 
     async def scenario(request: StarletteRequest) -> Response:
@@ -270,21 +352,23 @@ def _admin_app(provider: FakeProvider) -> Starlette:
                 # Parsing and validating can take a while (a big file): off the event loop, so
                 # other requests are answered meanwhile.
                 loaded = await run_in_threadpool(parse_scenario, text, filename="<request>")
-            provider.load(loaded)
+            provider.load(loaded, header=False)
             started = provider.engine.start
+            header = provider.run_header()
         except ScenarioError as exc:
             problems = [str(p) for p in exc.problems]
             message = "The scenario is not valid."
             if name and not any(c.isspace() or c == ":" for c in name):
                 bundled = ", ".join(bundled_scenarios())
+                hint = did_you_mean(name, bundled_scenarios())
                 message = (
                     f"The scenario is not valid: send YAML or JSON, or the name of a bundled "
-                    f"scenario ({bundled}); got {name!r}."
+                    f"scenario ({bundled}); got {name!r}{hint}."
                 )
             return _error(400, "invalid_scenario", message, problems=problems)
         except ValueError as exc:
             return _error(400, "invalid_scenario", str(exc))
-        _admin_entry(request, 200, at=started)
+        _admin_entry(request, 200, at=started, run=header)
         return JSONResponse({"status": "loaded", "scenario": provider.scenario.name})
 
     admin_routes = [
@@ -318,6 +402,23 @@ def _admin_app(provider: FakeProvider) -> Starlette:
     app = Starlette(routes=routes, exception_handlers={Exception: on_error})
     app.state.provider = provider
     return app
+
+
+#: Journal entries serialised per worker-thread call when streaming ``/__admin/journal``.
+_CHUNK = 2000
+
+
+async def _json_array(entries: list[Entry]) -> AsyncIterator[bytes]:
+    def encode(part: list[Entry], first: bool) -> bytes:
+        text = ",".join(json.dumps(e.to_dict(), separators=(",", ":")) for e in part)
+        return (("[" if first else ",") + text).encode()
+
+    if not entries:
+        yield b"[]"
+        return
+    for start in range(0, len(entries), _CHUNK):
+        yield await run_in_threadpool(encode, entries[start : start + _CHUNK], start == 0)
+    yield b"]"
 
 
 def create_app(provider: FakeProvider) -> FakeProviderApp:

@@ -268,9 +268,14 @@ class Dispatcher:
             error = "timeout"
         except httpx.HTTPError:
             error = "connection_error"
+        except asyncio.CancelledError:
+            # A reset, scenario load or stop cut the send short. It was made, so it is written
+            # out, still in flight (no completion time): the receiver never got to answer, and
+            # the checker judges no send in flight.
+            journal.complete(seq, response_started_at=started, status_code=status)
+            raise
         completed = clock.now()
-        if item.generation != self._generation:
-            return
+        # journaled even after a reset or scenario load: it belongs to the run it started in
         journal.complete(
             seq,
             response_started_at=started,
@@ -279,7 +284,8 @@ class Dispatcher:
             error_code=error,
             retry_after=retry_after,
         )
-        self._after(config, item, status, retry_after, completed)
+        if item.generation == self._generation:
+            self._after(config, item, status, retry_after, completed)
 
     def _after(
         self,

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Iterable, Mapping
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ._durations import parse_duration
-from ._report import coverage, metrics, render
+from ._report import MAX_VIOLATIONS, coverage, metrics, render
 from ._rules import (
     CLIENT_RULES,
     Violation,
@@ -26,7 +27,7 @@ from ._rules import (
     webhook_ack,
 )
 from .errors import InvariantViolation
-from .journal import Entry
+from .journal import Entry, order_entries
 from .scenario import Expect, Outcome, Scenario
 
 __all__ = [
@@ -37,6 +38,8 @@ __all__ = [
     "assert_invariants",
     "check",
     "expected_outcome",
+    "invariant_violation",
+    "runs_with_headers",
     "split_runs",
 ]
 
@@ -128,7 +131,10 @@ class Limits:
         changes: dict[str, Any] = {}
         for name, text in values.items():
             if name not in known:
-                raise ValueError(f"unknown limit {name!r}; known: {', '.join(known)}")
+                from ._suggest import did_you_mean
+
+                hint = did_you_mean(name, known)
+                raise ValueError(f"unknown limit {name!r}{hint}; known: {', '.join(known)}")
             changes[name] = _convert(name, text)
         return dataclasses.replace(base or cls(), **changes)
 
@@ -193,27 +199,51 @@ class Report:
             "limits": self.limits.to_dict(),
         }
 
-    def render(self) -> str:
-        """The report as text: each violation with the job's timeline around it."""
-        return render(self.violations, self.entries, self.metrics, self.warnings)
+    def render(self, max_violations: int | None = MAX_VIOLATIONS) -> str:
+        """The report as text: the count per rule, then each violation with the job's timeline
+        around it (the first ``max_violations``; None or 0: every one)."""
+        return render(self.violations, self.entries, self.metrics, self.warnings, max_violations)
+
+    def rule_counts(self) -> dict[str, int]:
+        """How many violations each broken rule has, most first."""
+        return dict(Counter(v.invariant for v in self.violations).most_common())
+
+    def summary(self) -> str:
+        """One line: the broken rules with their counts, or that none was broken."""
+        if self.ok:
+            return "no invariant violations"
+        rules = ", ".join(f"{name} x{n}" for name, n in self.rule_counts().items())
+        return f"{len(self.violations)} invariant violation(s): {rules}"
 
     def __str__(self) -> str:
         return self.render()
 
 
 def split_runs(entries: Iterable[Entry]) -> list[list[Entry]]:
-    """The journal's runs, in order: a reset or scenario load (admin) entry starts a new one.
+    """The journal's runs, in order: a run header, reset or scenario load (admin) entry starts
+    a new one (entries ordered by ``order_entries``, so processes appending to one file stay
+    apart).
 
     Admin entries themselves belong to no run; empty runs are dropped.
     """
-    runs: list[list[Entry]] = [[]]
-    for e in sorted(entries, key=lambda e: e.seq):
+    return [run for _, run in runs_with_headers(entries)]
+
+
+def runs_with_headers(entries: Iterable[Entry]) -> list[tuple[dict[str, Any] | None, list[Entry]]]:
+    """``split_runs`` with each run's header (the ``run`` of the last run header before its
+    first entry; None for a journal written before run headers existed)."""
+    runs: list[tuple[dict[str, Any] | None, list[Entry]]] = [(None, [])]
+    for e in order_entries(entries):
         if e.kind == "admin":
-            if e.path in _RUN_STARTS and runs[-1]:
-                runs.append([])
+            if e.is_header or e.path in _RUN_STARTS:
+                header = e.run if e.is_header else None
+                if runs[-1][1]:
+                    runs.append((header, []))
+                elif header is not None:
+                    runs[-1] = (header, [])
             continue
-        runs[-1].append(e)
-    return [run for run in runs if run]
+        runs[-1][1].append(e)
+    return [(header, run) for header, run in runs if run]
 
 
 def _judge(run: list[Entry], limits: Limits, number: int) -> list[Violation]:
@@ -236,13 +266,28 @@ def _judge(run: list[Entry], limits: Limits, number: int) -> list[Violation]:
     return [dataclasses.replace(v, run=number) for v in found]
 
 
-def check(journal: Iterable[Entry], limits: Limits | None = None, **overrides: Any) -> Report:
-    """Judge every run and client of ``journal`` against ``limits`` (+ keyword overrides)."""
+def check(
+    journal: Iterable[Entry],
+    limits: Limits | None = None,
+    *,
+    run_limits: Sequence[Limits] | None = None,
+    **overrides: Any,
+) -> Report:
+    """Judge every run and client of ``journal`` against ``limits`` (+ keyword overrides).
+
+    ``run_limits``: the limits of each run (as ``split_runs`` numbers them), when runs were
+    played with different scenarios or time scales; runs past its end get ``limits``.
+    """
     base = limits if limits is not None else Limits()
     applied = dataclasses.replace(base, **overrides) if overrides else base
-    entries = sorted(journal, key=lambda e: e.seq)
+    entries = order_entries(journal)
     runs = split_runs(entries)
-    violations = [v for number, run in enumerate(runs) for v in _judge(run, applied, number)]
+    per_run = list(run_limits or ())
+    violations = [
+        v
+        for number, run in enumerate(runs)
+        for v in _judge(run, per_run[number] if number < len(per_run) else applied, number)
+    ]
     found_metrics = metrics(runs)
     found_coverage, warnings = coverage(runs, applied)
     return Report(
@@ -261,8 +306,15 @@ def assert_invariants(
     """``check``, raising ``InvariantViolation`` (an AssertionError) with the rendered report."""
     report = check(journal, limits, **overrides)
     if not report.ok:
-        raise InvariantViolation(report.render())
+        raise invariant_violation(report)
     return report
+
+
+def invariant_violation(report: Report) -> InvariantViolation:
+    """``InvariantViolation`` with the rendered report, and the report as ``.report``."""
+    error = InvariantViolation(report.render())
+    error.report = report
+    return error
 
 
 def expected_outcome(scenario: Scenario, deadline: float | str | None = None) -> Outcome:

@@ -8,14 +8,20 @@ completed entry as one JSON line to an optional sink, flushed as it goes.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
+import logging
 import threading
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Literal, overload
 
-__all__ = ["Entry", "Journal", "RetryAfterRecord", "read_journal"]
+__all__ = ["Entry", "Journal", "RetryAfterRecord", "order_entries", "read_journal"]
+
+#: Shared with the server: a journal that cannot be written is reported there, once.
+logger = logging.getLogger("fakeprovider.server")
 
 Kind = Literal["submit", "status", "content", "cancel", "list", "webhook", "admin", "unknown"]
 KINDS: tuple[str, ...] = (
@@ -79,9 +85,17 @@ class Entry:
     delivery: str | None = None
     #: For list answers: ``(job_id, status)`` of every job the list showed.
     listed: tuple[tuple[str, str], ...] | None = None
+    #: For a run header (an ``admin`` entry that starts a run): what was played and how
+    #: (scenario, digest, dialect, time_scale, seed, version, started, limits).
+    run: dict[str, Any] | None = None
     #: True when the answer carried the job's result itself (a status read whose body holds
     #: the video inline): such an answer is a retrieval, as a content download is.
     inline_result: bool | None = None
+
+    @property
+    def is_header(self) -> bool:
+        """Whether this entry is a run header (it starts a run; see ``order_entries``)."""
+        return self.run is not None
 
     @property
     def latency(self) -> float | None:
@@ -132,14 +146,39 @@ class Entry:
 _FIELD_NAMES = tuple(f.name for f in dataclasses.fields(Entry))
 
 
-@dataclass
 class Journal(Sequence[Entry]):
-    """An append-only, thread-safe list of entries with an optional JSONL sink."""
+    """An append-only, thread-safe list of entries with an optional JSONL sink.
 
-    sink: IO[str] | None = None
-    _entries: list[Entry] = field(default_factory=list)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-    _next_seq: int = 1
+    An entry is appended when its request is received and completed (then written to the
+    sink) when its answer has gone out. ``clear()`` starts a new run: the entries of requests
+    still in flight leave the list but are still completed and written when their answers go
+    out (they belong to the run they started in). ``memory`` keeps only the last that many
+    entries in memory (the sink still gets every one). A sink that fails to write is reported
+    once to the ``fakeprovider.server`` logger and written no more (``sink_error`` says why);
+    requests are answered and kept in memory as before.
+    """
+
+    def __init__(self, sink: IO[str] | None = None, *, memory: int | None = None) -> None:
+        if memory is not None and memory < 1:
+            raise ValueError(f"memory must be at least 1 entry, got {memory}")
+        self.sink = sink
+        self.memory = memory
+        self._entries: deque[Entry] = deque(maxlen=memory)
+        #: Entries received but not completed, by seq, whether still listed or not.
+        self._pending: dict[int, Entry] = {}
+        self._lock = threading.Lock()
+        self._next_seq = 1
+        #: The first seq of the current run (entries from before the last ``clear()`` are older).
+        self._run_start = 1
+        #: Entries forgotten from memory since the last ``clear()`` (``memory`` was reached).
+        self.forgotten = 0
+        #: Why the sink stopped being written, if it did.
+        self.sink_error: OSError | None = None
+        #: The run header written to the sink when the current run started without an admin
+        #: request (a server start, ``FakeProvider.reset()``); not one of the entries.
+        self.header: Entry | None = None
+        #: Called with every entry as it is written (``serve --log-requests``); must not raise.
+        self.listener: Callable[[Entry], None] | None = None
 
     def next_seq(self) -> int:
         with self._lock:
@@ -149,37 +188,110 @@ class Journal(Sequence[Entry]):
 
     def append(self, entry: Entry) -> Entry:
         with self._lock:
+            if self.memory is not None and len(self._entries) == self.memory:
+                self.forgotten += 1
             self._entries.append(entry)
-            if entry.completed_at is not None:
+            if entry.completed_at is None:
+                self._pending[entry.seq] = entry
+            else:
                 self._write(entry)
         return entry
 
     def complete(self, seq: int, **changes: Any) -> Entry | None:
         """Fill in the response side of entry ``seq`` (times, status code) and write it out.
 
-        Returns None when the entry is gone (the journal was cleared while the request ran).
+        Works for an entry a ``clear()`` took out of the list too (a request in flight across
+        a reset). Returns None when no entry ``seq`` is waiting to be completed.
         """
         with self._lock:
-            for index in range(len(self._entries) - 1, -1, -1):
-                entry = self._entries[index]
-                if entry.seq == seq:
-                    # Completed in place: the entry stood for a request in flight until now.
-                    # (dataclasses.replace would cost more than the rest of a request.)
-                    for name, value in changes.items():
-                        object.__setattr__(entry, name, value)
-                    self._write(entry)
-                    return entry
-        return None
+            entry = self._pending.pop(seq, None)
+            if entry is None:
+                return None
+            # Completed in place: the entry stood for a request in flight until now.
+            # (dataclasses.replace would cost more than the rest of a request.)
+            for name, value in changes.items():
+                object.__setattr__(entry, name, value)
+            self._write(entry)
+            return entry
 
     def clear(self) -> None:
-        """Forget every entry (sequence numbers go on, so a JSONL file stays unambiguous)."""
+        """Start a new run: forget every entry (sequence numbers go on, so a JSONL file stays
+        unambiguous). Entries still in flight are written to the sink when they complete."""
         with self._lock:
             self._entries.clear()
+            self.forgotten = 0
+            self._run_start = self._next_seq
+            self.header = None
+
+    def attach(self, sink: IO[str]) -> None:
+        """Write to ``sink`` from now on, starting with the current run's header (if any).
+
+        Raises ``OSError`` when ``sink`` cannot take the header: a journal that cannot be
+        written is refused before anything is served.
+        """
+        with self._lock:
+            if self.header is not None:
+                sink.write(json.dumps(self.header.to_dict(), separators=(",", ":")) + "\n")
+                sink.flush()
+            self.sink = sink
+            self.sink_error = None
+
+    def start_run(self, header: Entry) -> None:
+        """Write ``header`` (a run header) to the sink; ``to_jsonl`` starts with it."""
+        with self._lock:
+            self.header = header
+            self._write(header)
+
+    def run_entries(self) -> list[Entry]:
+        """Every entry of the current run, sorted by ``seq``: from memory, or, when ``memory``
+        made it forget some, from the sink's file (plus the entries still in flight). Reads a
+        file, so call it off the event loop."""
+        with self._lock:
+            listed = sorted(self._entries, key=lambda e: e.seq)
+            if not self.forgotten or self.sink_error is not None:
+                return listed
+            start = self._run_start
+            path = getattr(self.sink, "name", None)
+        if not isinstance(path, str) or not Path(path).is_file():
+            return listed
+        found: dict[int, Entry] = {}
+        with open(path, encoding="utf-8") as handle:
+            for line in handle:
+                if not line.endswith("\n"):
+                    break  # a line being written right now
+                try:
+                    entry = Entry.from_dict(json.loads(line))
+                except (ValueError, TypeError):
+                    continue  # not ours (the file may hold anything before this server's lines)
+                if entry.seq >= start:
+                    found[entry.seq] = entry
+        for entry in listed:  # in flight (not written yet), or written after the read
+            found.setdefault(entry.seq, entry)
+        return sorted(found.values(), key=lambda e: e.seq)
+
+    @property
+    def in_flight(self) -> int:
+        """How many entries wait for their answer to go out (this run's and earlier ones')."""
+        with self._lock:
+            return len(self._pending)
 
     def _write(self, entry: Entry) -> None:
-        if self.sink is not None:
-            self.sink.write(json.dumps(entry.to_dict(), separators=(",", ":")) + "\n")
-            self.sink.flush()
+        sink = self.sink
+        if self.listener is not None:
+            self.listener(entry)
+        if sink is None or self.sink_error is not None:
+            return
+        try:
+            sink.write(json.dumps(entry.to_dict(), separators=(",", ":")) + "\n")
+            sink.flush()
+        except OSError as exc:
+            self.sink_error = exc
+            name = getattr(sink, "name", "the journal")
+            logger.error(
+                "cannot write the journal to %s: %s; entries are kept in memory only from now on",
+                name,
+                exc.strerror or exc,
+            )
 
     # -- list-like ------------------------------------------------------------------------
 
@@ -224,7 +336,11 @@ class Journal(Sequence[Entry]):
         ]
 
     def to_jsonl(self) -> str:
-        return "".join(json.dumps(e.to_dict(), separators=(",", ":")) + "\n" for e in self)
+        """The entries as JSONL, after the run header when there is one (as the sink has them)."""
+        with self._lock:
+            header = self.header
+        entries = [header, *self] if header is not None else list(self)
+        return "".join(json.dumps(e.to_dict(), separators=(",", ":")) + "\n" for e in entries)
 
     def __repr__(self) -> str:
         return f"<Journal {len(self)} entries>"
@@ -232,8 +348,27 @@ class Journal(Sequence[Entry]):
     __hash__ = None  # type: ignore[assignment]
 
 
+def order_entries(entries: Iterable[Entry]) -> list[Entry]:
+    """``entries`` sorted by ``seq``, process by process.
+
+    Every server process starts its journal with a run header numbered 0, and ``seq`` counts
+    from 1 again in each process: when several processes appended to one file, each one's
+    entries (from its header on, in file order) are sorted apart and the processes stay in
+    file order. With at most one such header, this is a plain sort by ``seq``.
+    """
+    given = list(entries)
+    starts = [i for i, e in enumerate(given) if e.seq == 0 and e.is_header]
+    if len(starts) <= 1:
+        return sorted(given, key=lambda e: e.seq)
+    bounds = [0, *(i for i in starts if i > 0), len(given)]
+    out: list[Entry] = []
+    for low, high in itertools.pairwise(bounds):
+        out.extend(sorted(given[low:high], key=lambda e: e.seq))
+    return out
+
+
 def read_journal(source: str | Path | IO[str]) -> list[Entry]:
-    """Entries from a JSONL file (or open text stream), sorted by ``seq``.
+    """Entries from a JSONL file (or open text stream), sorted by ``seq`` (``order_entries``).
 
     Raises ``ValueError`` naming the line of the first bad entry.
     """
@@ -252,4 +387,4 @@ def read_journal(source: str | Path | IO[str]) -> list[Entry]:
             entries.append(Entry.from_dict(data))
         except (ValueError, TypeError) as exc:
             raise ValueError(f"{name}:{number}: not a journal entry: {exc}") from None
-    return sorted(entries, key=lambda e: e.seq)
+    return order_entries(entries)

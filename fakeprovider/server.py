@@ -16,14 +16,69 @@ from collections.abc import Iterable, Iterator
 from types import FrameType, TracebackType
 
 import uvicorn
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from .app import create_app
+from .app import FakeProviderApp, create_app
 from .dispatcher import Dispatcher
 from .service import FakeProvider
 
 __all__ = ["DEFAULT_HOST", "ServerThread", "bind_socket", "serve_forever", "serving"]
 
 DEFAULT_HOST = "127.0.0.1"
+#: Seconds a connection may stay open without a request in progress: a fresh one that sends
+#: nothing (or trickles a request head), and a kept-alive one between requests.
+IDLE_TIMEOUT = 5.0
+#: Seconds the server waits, once asked to stop, for the answers in flight to go out.
+GRACEFUL_TIMEOUT = 2.0
+
+
+class _Protocol(H11Protocol):
+    """uvicorn's HTTP/1.1 protocol, with idle connections timed out.
+
+    uvicorn only times out a kept-alive connection between requests; a connection that never
+    sends a whole request head would stay open for ever (thousands of them exhaust the file
+    descriptors). Here every connection must have a request in progress within the idle
+    timeout of opening or of its last answer, else it is closed.
+    """
+
+    _idle: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm_idle()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        self._arm_idle()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._idle is not None:
+            self._idle.cancel()
+            self._idle = None
+        super().connection_lost(exc)
+
+    def _arm_idle(self) -> None:
+        if self._idle is not None:
+            self._idle.cancel()
+        self._idle = self.loop.call_later(self.timeout_keep_alive, self._idle_timeout)
+
+    def _idle_timeout(self) -> None:
+        self._idle = None
+        busy = self.cycle is not None and not self.cycle.response_complete
+        if not busy and not self.transport.is_closing():
+            self.transport.close()
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server; when asked to stop it first has the app answer what is in flight."""
+
+    def __init__(self, config: uvicorn.Config, app: FakeProviderApp) -> None:
+        super().__init__(config)
+        self.app = app
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        self.app.begin_shutdown()
+        await super().shutdown(sockets)
 
 
 def bind_socket(host: str = DEFAULT_HOST, port: int = 0) -> socket.socket:
@@ -31,24 +86,38 @@ def bind_socket(host: str = DEFAULT_HOST, port: int = 0) -> socket.socket:
     # proto=IPPROTO_TCP matters: asyncio only sets TCP_NODELAY on accepted sockets of such a
     # listener, and without it every small response waits ~40 ms for a delayed ACK (Nagle).
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    sock.bind((host, port))
-    sock.listen(128)
-    sock.set_inheritable(True)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.bind((host, port))
+        sock.listen(128)
+        sock.set_inheritable(True)
+    except OSError:
+        sock.close()  # a port already taken, say: no socket left behind
+        raise
     return sock
 
 
-def _config(provider: FakeProvider, log_level: str) -> uvicorn.Config:
-    return uvicorn.Config(
-        create_app(provider),
+def _server(
+    provider: FakeProvider,
+    log_level: str,
+    idle_timeout: float = IDLE_TIMEOUT,
+    *,
+    foreground: bool = False,
+) -> _Server:
+    app = create_app(provider)
+    config = uvicorn.Config(
+        app,
+        http=_Protocol,
         log_level=log_level,
         access_log=False,
         date_header=False,  # the fake writes Date itself, from the scenario clock
         server_header=False,
         lifespan="off",
-        timeout_graceful_shutdown=2,
+        timeout_keep_alive=idle_timeout,  # type: ignore[arg-type]  # a float works
+        timeout_graceful_shutdown=GRACEFUL_TIMEOUT,  # type: ignore[arg-type]
     )
+    return (_ForegroundServer if foreground else _Server)(config, app)
 
 
 def _url(sock: socket.socket) -> str:
@@ -68,12 +137,13 @@ class ServerThread:
         port: int = 0,
         log_level: str = "warning",
         allow_webhook_hosts: Iterable[str] = (),
+        idle_timeout: float = IDLE_TIMEOUT,
     ) -> None:
         self.provider = provider
         self.dispatcher = Dispatcher(provider, allow_webhook_hosts=allow_webhook_hosts)
         self._socket = bind_socket(host, port)
         self.url = _url(self._socket)
-        self._server = uvicorn.Server(_config(provider, log_level))
+        self._server = _server(provider, log_level, idle_timeout)
         self._thread = threading.Thread(
             target=self._run, name=f"fakeprovider {self.url}", daemon=True
         )
@@ -126,7 +196,7 @@ def serving(provider: FakeProvider, **kwargs: object) -> Iterator[ServerThread]:
         yield server
 
 
-class _ForegroundServer(uvicorn.Server):
+class _ForegroundServer(_Server):
     """uvicorn's server, but SIGINT/SIGTERM only ask it to stop: the process then exits 0."""
 
     @contextlib.contextmanager
@@ -153,10 +223,12 @@ def serve_forever(
     log_level: str = "warning",
     on_ready: object = None,
     allow_webhook_hosts: Iterable[str] = (),
+    idle_timeout: float = IDLE_TIMEOUT,
 ) -> None:
-    """Serve in the foreground until SIGINT or SIGTERM (uvicorn installs the handlers)."""
+    """Serve in the foreground until SIGINT or SIGTERM, then answer what is in flight (within
+    ``GRACEFUL_TIMEOUT``; the answers are journaled) and return."""
     sock = bind_socket(host, port)
-    server = _ForegroundServer(_config(provider, log_level))
+    server = _server(provider, log_level, idle_timeout, foreground=True)
     dispatcher = Dispatcher(provider, allow_webhook_hosts=allow_webhook_hosts).start()
     if callable(on_ready):
         on_ready(_url(sock))

@@ -7,17 +7,22 @@ what they received into an ``HttpRequest``, call ``receive``, wait ``reply.delay
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import datetime
+import hashlib
+import json
 import logging
+import re
 import threading
 from collections.abc import Iterable
-from typing import IO
+from typing import IO, Any
 from urllib.parse import quote
 
 from .clock import Clock, RealClock
 from .dialects import Dialect, HttpRequest, HttpResponse, get_dialect
 from .dialects.base import json_response
-from .engine import Engine, Reply, Request, StateChange
+from .engine import ApiError, Engine, Reply, Request, StateChange, _digest, _fingerprint
 from .httpdate import format_http_date
 from .journal import Entry, Journal
 from .scenario import Scenario, load_scenario
@@ -28,6 +33,77 @@ __all__ = ["FakeProvider"]
 logger = logging.getLogger("fakeprovider.server")
 
 INTERNAL_ERROR_MESSAGE = "fakeprovider failed; this is a bug, please report it."
+
+
+#: What HTTP/1.1 allows as a header name (RFC 9110 token).
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")
+#: Headers the server writes itself from the body: a scenario that sets them breaks the framing.
+_FRAMING = frozenset({"content-length", "transfer-encoding"})
+#: Statuses whose answers carry no body (RFC 9110 6.4.1).
+_NO_BODY = frozenset({204, 304})
+
+
+class LogOnce:
+    """Logs each cause of failure once (with its traceback), not once per request: a broken
+    scenario answers every request the same way and would flood the log."""
+
+    def __init__(self, limit: int = 256) -> None:
+        self._seen: set[tuple[str, ...]] = set()
+        self._limit = limit
+        self._lock = threading.Lock()
+
+    def first(self, *cause: str) -> bool:
+        """True the first time ``cause`` is seen (and for every cause past ``limit`` of them)."""
+        with self._lock:
+            if cause in self._seen:
+                return False
+            if len(self._seen) < self._limit:
+                self._seen.add(cause)
+            return True
+
+    def exception(self, where: str, exc: BaseException, message: str, *args: object) -> None:
+        if self.first(where, type(exc).__name__, str(exc)):
+            logger.error(
+                message + " (logged once for this cause)",
+                *args,
+                exc_info=exc,
+            )
+
+
+def wire_problem(response: HttpResponse) -> str | None:
+    """Why HTTP/1.1 cannot carry ``response`` as a final answer, or None when it can.
+
+    A scenario may script any status and header; these it cannot send (uvicorn's HTTP stack
+    would refuse them after the request was journaled, and drop the connection).
+    """
+    if not 200 <= response.status <= 599:
+        return (
+            f"status {response.status} cannot be a final answer (HTTP/1.1 final statuses are"
+            " 200 to 599)"
+        )
+    for name, _ in response.headers:
+        if not _TOKEN.match(name):
+            return (
+                f"header name {name!r} is not an HTTP token (letters, digits and"
+                " !#$%&'*+-.^_`|~ only)"
+            )
+        if name.lower() in _FRAMING:
+            return f"header {name!r} is written by the server from the body and cannot be scripted"
+    return None
+
+
+def unsendable_answer(problem: str) -> HttpResponse:
+    """The answer when the scenario scripted one that HTTP/1.1 cannot carry: a JSON 500."""
+    return json_response(
+        500,
+        {
+            "error": {
+                "code": "unsendable_answer",
+                "message": f"The scenario scripted an answer that cannot be sent: {problem}; "
+                "fix the scenario.",
+            }
+        },
+    )
 
 
 def internal_error() -> HttpResponse:
@@ -41,16 +117,31 @@ def internal_error() -> HttpResponse:
 def safe_header_value(value: str) -> str:
     """``value`` with every character but visible ASCII and space percent-encoded (as UTF-8).
 
-    Header values a dialect echoes from the request (a job id from the path, say) may hold
+    Leading and trailing spaces go (HTTP/1.1 cannot carry them). Header values a dialect
+    echoes from the request (a job id from the path, say) may hold
     anything the percent-decoded path held: a NUL, U+FFFD, a bidi override. Sent as they
     are, they would make the answer fail after the request was journaled.
     """
+    value = value.strip(" ")  # HTTP field values neither start nor end with whitespace
     if value.isascii() and value.isprintable():
         return value
     return "".join(
         c if c.isascii() and c.isprintable() else quote(c.encode("utf-8", "surrogatepass"))
         for c in value
     )
+
+
+def _with_error(reply: Reply, code: str) -> Reply:
+    """``reply`` answered with a 500 ``code`` instead: what the journal records."""
+    message = INTERNAL_ERROR_MESSAGE if code == "internal_error" else "unsendable answer"
+    return dataclasses.replace(reply, status_code=500, error=ApiError(code, message))
+
+
+def scenario_digest(scenario: Scenario) -> str:
+    """``sha256:`` and 16 hex digits of the scenario's canonical JSON: the same scenario (as
+    loaded, before ``--time-scale`` and ``--seed``) gives the same digest."""
+    text = json.dumps(scenario.to_dict(), sort_keys=True, separators=(",", ":"), default=str)
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
 class FakeProvider:
@@ -65,10 +156,12 @@ class FakeProvider:
         seed: int | None = None,
         time_scale: float = 1.0,
         journal_sink: IO[str] | None = None,
+        journal_memory: int | None = None,
         allow_webhook_hosts: Iterable[str] = (),
     ) -> None:
         self.clock: Clock = clock if clock is not None else RealClock()
-        self.journal = Journal(sink=journal_sink)
+        self.journal = Journal(sink=journal_sink, memory=journal_memory)
+        self.log_once = LogOnce()
         self._lock = threading.RLock()
         self._dialect_override = dialect
         self._seed_override = seed
@@ -78,11 +171,18 @@ class FakeProvider:
         #: The fake's own address as its clients use it (the last request's), for the links
         #: a dialect puts in webhook bodies (Replicate ``urls``, Luma ``assets.video``...).
         self.base_url = "http://127.0.0.1"
+        self._started = False
+        self._digest = ""
         self.load(scenario)
 
-    def load(self, scenario: Scenario | str) -> None:
-        """Play ``scenario`` (a Scenario, bundled name, path or YAML) from now on, from scratch."""
+    def load(self, scenario: Scenario | str, *, header: bool = True) -> None:
+        """Play ``scenario`` (a Scenario, bundled name, path or YAML) from now on, from scratch.
+
+        ``header=False``: write no run header to the journal (the caller journals an entry
+        carrying ``run_header()`` instead, as the admin API does).
+        """
         loaded = load_scenario(scenario) if isinstance(scenario, str) else scenario
+        self._digest = scenario_digest(loaded)
         if self._time_scale != 1.0:
             loaded = loaded.scaled(self._time_scale)
         if self._seed_override is not None:
@@ -93,10 +193,14 @@ class FakeProvider:
         with self._lock:
             self.scenario = loaded
             self.dialect: Dialect = dialect
-            self.reset()
+            self.reset(header=header)
 
-    def reset(self) -> None:
-        """Forget every job and journal entry; the scenario starts again at the current time."""
+    def reset(self, *, header: bool = True) -> None:
+        """Forget every job and journal entry; the scenario starts again at the current time.
+
+        Writes a run header to the journal's sink first (numbered 0 the first time, so that
+        runs appended to one file by several processes stay apart), unless ``header=False``.
+        """
         with self._lock:
             self.journal.clear()
             self.engine = Engine(
@@ -107,20 +211,67 @@ class FakeProvider:
                 new_id=self.dialect.new_job_id,
                 poll_hints=self.dialect.poll_hints,
                 inline_result=self.dialect.inline_result,
+                queue_at_capacity=self.dialect.queues_at_capacity,
             )
+            if header:
+                first = not self._started
+                seq = 0 if first else self.journal.next_seq()
+                start = self.engine.start
+                self.journal.start_run(
+                    Entry(
+                        seq=seq,
+                        kind="admin",
+                        job_id=None,
+                        method="RUN",
+                        path="/__admin/start" if first else "/__admin/reset",
+                        client="fakeprovider",
+                        received_at=start,
+                        response_started_at=start,
+                        completed_at=start,
+                        run=self.run_header(),
+                    )
+                )
+            self._started = True
+
+    def run_header(self) -> dict[str, Any]:
+        """What the current run plays and how, for the journal's run header: scenario name and
+        digest, dialect, time scale, seed, version, start time (UTC) and the ``expect:`` limits
+        at this time scale (what ``check`` judges the run by unless told otherwise)."""
+        from . import __version__
+        from .invariants import Limits
+
+        start = self.engine.start
+        started = datetime.datetime.fromtimestamp(self.clock.epoch + start, datetime.UTC)
+        limits = Limits.from_expect(self.scenario.expect, time_scale=self._time_scale)
+        return {
+            "scenario": self.scenario.name,
+            "digest": self._digest,
+            "dialect": self.dialect.name,
+            "time_scale": self._time_scale,
+            "seed": self.scenario.seed,
+            "version": __version__,
+            "started": started.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+            "clock": start,
+            "limits": limits.to_dict(),
+        }
 
     def receive(self, http: HttpRequest) -> tuple[Reply, HttpResponse]:
         """Decide the answer to ``http`` at the clock's current reading.
 
-        Never raises for a request: when the dialect fails to parse or render it (a bug), the
-        failure is logged with its traceback and the answer is a 500 ``internal_error``, which
-        ``sent`` then journals as the status the client got.
+        Never raises for a request, and every answer it returns is journaled: when the fake
+        fails (a bug in a dialect or the engine) the failure is logged once per cause with its
+        traceback and the answer is a 500 ``internal_error``; when the scenario scripted an
+        answer HTTP/1.1 cannot carry, it is a 500 ``unsendable_answer`` saying why. ``sent``
+        then journals the status the client got.
         """
         self.base_url = http.base_url
         try:
             request: Request = self.dialect.parse(http)
-        except Exception:
-            logger.exception("fakeprovider failed to parse %s %s", http.method, http.path)
+        except Exception as exc:
+            self.log_once.exception(
+                "parse", exc, "fakeprovider failed to parse %s %s", http.method, http.path
+            )
+            self.failed(f"{http.method} {http.path}", exc)
             request = Request(
                 kind="unknown",
                 method=http.method,
@@ -131,14 +282,25 @@ class FakeProvider:
                 problem_code="internal_error",
             )
         with self._lock:
-            reply = self.engine.handle(request, self.clock.now())
+            now = self.clock.now()
+            try:
+                reply = self.engine.handle(request, now)
+            except Exception as exc:
+                self.log_once.exception(
+                    "handle", exc, "fakeprovider failed to handle %s %s", http.method, http.path
+                )
+                self.failed(f"{http.method} {http.path}", exc)
+                return self._failed(request, now), internal_error()
         if reply.action == "reset":
             return reply, HttpResponse(0, b"", None)  # nothing is ever sent
         try:
             response = self.dialect.render(reply, http)
-        except Exception:
-            logger.exception("fakeprovider failed to answer %s %s", http.method, http.path)
-            return reply, internal_error()
+        except Exception as exc:
+            self.log_once.exception(
+                "render", exc, "fakeprovider failed to answer %s %s", http.method, http.path
+            )
+            self.failed(f"{http.method} {http.path}", exc)
+            return _with_error(reply, "internal_error"), internal_error()
         if response.status == 405 and request.problem_code == "method_not_allowed":
             allowed = ", ".join(self.dialect.allowed_methods(http.path))
             response = dataclasses.replace(
@@ -147,7 +309,56 @@ class FakeProvider:
         if not all(safe_header_value(v) == v for _, v in response.headers):
             headers = tuple((name, safe_header_value(v)) for name, v in response.headers)
             response = dataclasses.replace(response, headers=headers)
+        if response.status in _NO_BODY and response.body:
+            # a 204 or 304 has no body on the wire: a scripted one is not sent
+            response = dataclasses.replace(response, body=b"", media_type=None)
+        problem = wire_problem(response)
+        if problem is not None:
+            if self.log_once.first("wire", problem):
+                logger.error(
+                    "fakeprovider cannot send the answer the scenario scripted for %s %s: %s;"
+                    " answering 500 unsendable_answer instead (logged once)",
+                    http.method,
+                    http.path,
+                    problem,
+                )
+            return _with_error(reply, "unsendable_answer"), unsendable_answer(problem)
         return reply, response
+
+    def failed(self, what: str, exc: BaseException) -> None:
+        """Called when the fake itself failed on ``what`` (already logged and answered 500).
+
+        Does nothing; the pytest plugin overrides it to raise the error in the test.
+        """
+
+    def _failed(self, request: Request, now: float) -> Reply:
+        """Journal a request the engine failed on (a bug): its answer is a 500."""
+        reply = Reply(
+            seq=self.journal.next_seq(),
+            request=request,
+            status_code=500,
+            respond_at=now,
+            error=ApiError("internal_error", INTERNAL_ERROR_MESSAGE),
+        )
+        entry = Entry(
+            seq=reply.seq,
+            kind=request.kind,
+            job_id=request.job_id,
+            method=request.method,
+            path=request.path,
+            client=request.client,
+            received_at=now,
+            status_code=500,
+            error_code="internal_error",
+            credential=_fingerprint(request.credential),
+            idempotency_key=request.idempotency_key,
+        )
+        if request.kind == "submit":
+            # a body the engine could not even digest stays without one
+            with contextlib.suppress(Exception):
+                entry = dataclasses.replace(entry, request_digest=_digest(request.body))
+        self.journal.append(entry)
+        return reply
 
     def advance(self, since: int = 0) -> tuple[Engine, list[StateChange], float | None]:
         """Bring every job up to the clock's reading, so state changes happen on time.
@@ -164,13 +375,34 @@ class FakeProvider:
         return format_http_date(self.clock.epoch + reply.respond_at)
 
     def sent(
-        self, reply: Reply, *, started: float, completed: float, status_code: int | None
+        self,
+        reply: Reply,
+        *,
+        started: float,
+        completed: float,
+        status_code: int | None,
+        dropped: str | None = None,
     ) -> Entry | None:
-        """Record that the answer to ``reply`` went out between ``started`` and ``completed``."""
-        with self._lock:
-            return self.engine.complete(
-                reply, started=started, completed=completed, status_code=status_code
-            )
+        """Record that the answer to ``reply`` went out between ``started`` and ``completed``
+        (``status_code`` None: the connection was closed instead, ``dropped`` says why).
+
+        The entry is completed even when a reset or scenario load came in between: it
+        belongs to the run it started in.
+        """
+        changes: dict[str, object] = {}
+        if reply.action != "respond":
+            status_code = None
+        elif status_code is None:
+            changes["dropped"] = dropped or "error"
+        if reply.error is not None:
+            changes["error_code"] = reply.error.code
+        return self.journal.complete(
+            reply.seq,
+            response_started_at=started,
+            completed_at=completed,
+            status_code=status_code,
+            **changes,
+        )
 
     @property
     def entries(self) -> list[Entry]:

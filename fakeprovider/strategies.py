@@ -30,13 +30,19 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
 
-import hypothesis
-from hypothesis import strategies as st
-from hypothesis.control import current_build_context
-from hypothesis.errors import InvalidArgument
+from ._extras import missing_extra
+
+try:
+    import hypothesis
+    from hypothesis import strategies as st
+    from hypothesis.control import current_build_context
+    from hypothesis.errors import InvalidArgument
+except ModuleNotFoundError as _missing:
+    raise missing_extra("fakeprovider.strategies", _missing) from None
 
 from ._durations import format_duration, parse_duration
 from ._model import INVALID, Duration, convert, format_path
+from ._suggest import did_you_mean
 from .scenario import Fault, JobSpec, RetryAfter, Scenario, Step, Webhooks
 
 __all__ = [
@@ -138,8 +144,9 @@ def _check_choices(name: str, value: object, known: Sequence[object]) -> tuple[A
     for choice in choices:
         if choice not in known:
             expected = ", ".join(repr(k) for k in known)
+            hint = did_you_mean(choice, known)
             raise InvalidArgument(
-                f"{name} contains the unknown choice {choice!r}; choose from {expected}."
+                f"{name} contains the unknown choice {choice!r}{hint}; choose from {expected}."
             )
     if not choices:
         raise InvalidArgument(f"{name}={value!r} must name at least one choice.")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import email.utils
 import io
 import json
@@ -10,16 +11,19 @@ import socket
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import httpx
 import pytest
 
+import fakeprovider
 from fakeprovider import app as app_module
+from fakeprovider.clock import VirtualClock
 from fakeprovider.invariants import Limits, check, split_runs
-from fakeprovider.journal import read_journal
-from fakeprovider.scenario import Scenario, parse_scenario
+from fakeprovider.journal import Entry, read_journal
+from fakeprovider.scenario import Scenario, bundled_scenarios, parse_scenario
 from fakeprovider.server import ServerThread
-from fakeprovider.service import FakeProvider
+from fakeprovider.service import FakeProvider, scenario_digest
 
 SCENARIO = """
 name: app-test
@@ -261,6 +265,14 @@ _SUBMITS = {
     ),
     "gemini": ("/v1beta/interactions", {"input": "x", "model": "veo-3", "background": True}),
     "luma": ("/dream-machine/v1/generations", {"prompt": "x", "model": "ray-2"}),
+    "ark": (
+        "/api/v3/contents/generations/tasks",
+        {"model": "seedance", "content": [{"type": "text", "text": "x"}]},
+    ),
+    "dashscope": (
+        "/api/v1/services/aigc/video-generation/video-synthesis",
+        {"model": "wan2.2-t2v-plus", "input": {"prompt": "x"}},
+    ),
 }
 _STATUS = {
     "generic": "/v1/jobs/{id}",
@@ -270,6 +282,9 @@ _STATUS = {
     "fal": "/fal-ai/veo3/requests/{id}/status",
     "gemini": "/v1beta/interactions/{id}",
     "luma": "/dream-machine/v1/generations/{id}",
+    "ark": "/api/v3/contents/generations/tasks/{id}",
+    # (a GET of an unknown task id is 200 UNKNOWN on DashScope: GET the cancel route, a 405)
+    "dashscope": "/api/v1/tasks/{id}/cancel",
 }
 _HOSTILE_BODIES = {
     "lone surrogate": b'{"prompt": "\\ud800", "promptText": "\\ud800", "model": "\\udfff"}',
@@ -298,7 +313,10 @@ def _raw_request(
 @pytest.fixture(scope="module", params=sorted(_SUBMITS))
 def dialect_server(request: pytest.FixtureRequest) -> Iterator[tuple[ServerThread, bytes]]:
     """A server per dialect, and the header lines every request to it needs."""
-    extra = b"X-Runway-Version: 2024-11-06\r\n" if request.param == "runway" else b""
+    extra = {
+        "runway": b"X-Runway-Version: 2024-11-06\r\n",
+        "dashscope": b"X-DashScope-Async: enable\r\n",
+    }.get(request.param, b"")
     with ServerThread(FakeProvider("quick-preview", dialect=request.param)) as running:
         yield running, extra
 
@@ -399,9 +417,14 @@ def test_a_failure_of_the_fake_is_logged_answered_500_and_journaled_as_500(
         },
     )
     assert len(response.headers.get_list("date")) == 1
-    assert [(e.kind, e.status_code) for e in server.provider.journal] == [("list", 500)]
+    assert [(e.kind, e.status_code, e.error_code) for e in server.provider.journal] == [
+        ("list", 500, "internal_error")
+    ]
     (record,) = caplog.records
-    assert record.getMessage() == "fakeprovider failed to answer GET /v1/jobs"
+    assert (
+        record.getMessage()
+        == "fakeprovider failed to answer GET /v1/jobs (logged once for this cause)"
+    )
     assert record.exc_info is not None
     assert str(record.exc_info[1]) == "rendering broke"
 
@@ -422,7 +445,7 @@ def test_a_failure_after_the_answer_was_decided_is_journaled_as_the_500_sent(
     assert len(response.headers.get_list("date")) == 1
     assert [(e.kind, e.status_code) for e in server.provider.journal] == [("list", 500)]
     assert [r.getMessage() for r in caplog.records] == [
-        "fakeprovider failed answering GET /v1/jobs"
+        "fakeprovider failed answering GET /v1/jobs (logged once for this cause)"
     ]
 
 
@@ -484,10 +507,11 @@ def test_admin_scenario_says_a_single_word_may_be_a_bundled_name(client: httpx.C
     refused = client.put("/__admin/scenario", content=b"quick-preveiw")
     message = refused.json()["error"]["message"]
     assert refused.status_code == 400
-    assert message.startswith(
-        "The scenario is not valid: send YAML or JSON, or the name of a bundled scenario ("
+    assert message == (
+        "The scenario is not valid: send YAML or JSON, or the name of a bundled scenario"
+        f" ({', '.join(bundled_scenarios())}); got 'quick-preveiw' (did you mean"
+        " 'quick-preview'?)."
     )
-    assert message.endswith("); got 'quick-preveiw'.")
 
 
 def test_admin_scenario_refuses_an_alias_bomb_at_once(client: httpx.Client) -> None:
@@ -542,3 +566,326 @@ def test_a_journal_file_across_resets_is_judged_run_by_run() -> None:
 
 
 INSTANT = "name: instant\njobs: [{timeline: [{status: succeeded}], result: {size_bytes: 16}}]\n"
+
+
+# -- nothing answered is lost ---------------------------------------------------------------
+
+SCRIPTED = """
+name: scripted
+jobs: [{timeline: [{status: queued}, {at: 1s, status: succeeded}]}]
+faults:
+  - {name: odd, route: status, status: 503, headers: {X-Odd: 'yes'}}
+"""
+
+
+def _scripted(status: int, headers: dict[str, str]) -> Scenario:
+    """A scenario whose status reads get ``status`` with ``headers``, built past validation: the
+    server must stay safe whatever the validator lets through."""
+    scenario = parse_scenario(SCRIPTED)
+    (fault,) = scenario.faults
+    return dataclasses.replace(
+        scenario, faults=(dataclasses.replace(fault, status=status, headers=headers),)
+    )
+
+
+@pytest.mark.parametrize(
+    ("status", "headers", "problem"),
+    [
+        (100, {}, "status 100 cannot be a final answer (HTTP/1.1 final statuses are 200 to 599)"),
+        (101, {}, "status 101 cannot be a final answer (HTTP/1.1 final statuses are 200 to 599)"),
+        (
+            503,
+            {"bad name": "x"},
+            "header name 'bad name' is not an HTTP token (letters, digits and !#$%&'*+-.^_`|~ only)",
+        ),
+        (
+            503,
+            {"a\r\nb": "x"},
+            "header name 'a\\r\\nb' is not an HTTP token (letters, digits and !#$%&'*+-.^_`|~ only)",
+        ),
+        (
+            503,
+            {"ключ": "x"},
+            "header name 'ключ' is not an HTTP token (letters, digits and !#$%&'*+-.^_`|~ only)",
+        ),
+        (
+            503,
+            {"Content-Length": "5"},
+            "header 'Content-Length' is written by the server from the body and cannot be scripted",
+        ),
+        (
+            200,
+            {"Transfer-Encoding": "chunked"},
+            "header 'Transfer-Encoding' is written by the server from the body and cannot be"
+            " scripted",
+        ),
+    ],
+)
+def test_a_scripted_answer_http_cannot_carry_is_a_journaled_json_500_saying_why(
+    status: int, headers: dict[str, str], problem: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    sink = io.StringIO()
+    provider = FakeProvider(_scripted(status, headers), journal_sink=sink)
+    with (
+        caplog.at_level(logging.ERROR, logger="fakeprovider.server"),
+        ServerThread(provider) as running,
+        httpx.Client(base_url=running.url) as http,
+    ):
+        answers = [http.get("/v1/jobs/job_x") for _ in range(2)]
+    assert [(r.status_code, r.json()) for r in answers] == 2 * [
+        (
+            500,
+            {
+                "error": {
+                    "code": "unsendable_answer",
+                    "message": f"The scenario scripted an answer that cannot be sent: {problem};"
+                    " fix the scenario.",
+                }
+            },
+        )
+    ]
+    written = [e for e in read_journal(io.StringIO(sink.getvalue())) if not e.is_header]
+    assert [(e.kind, e.status_code, e.error_code, e.fault) for e in written] == 2 * [
+        ("status", 500, "unsendable_answer", "odd")
+    ]
+    assert [r.getMessage() for r in caplog.records] == [  # once, not once per request
+        "fakeprovider cannot send the answer the scenario scripted for GET /v1/jobs/job_x:"
+        f" {problem}; answering 500 unsendable_answer instead (logged once)"
+    ]
+
+
+@pytest.mark.parametrize("status", [204, 304])
+def test_a_scripted_204_or_304_goes_out_without_a_body_and_the_connection_stays_usable(
+    status: int,
+) -> None:
+    provider = FakeProvider(_scripted(status, {"X-Pad": "  spaced  "}))
+    with ServerThread(provider) as running, httpx.Client(base_url=running.url) as http:
+        answers = [http.get("/v1/jobs/job_x") for _ in range(3)]
+    assert [(r.status_code, r.content, r.headers["x-pad"]) for r in answers] == 3 * [
+        (status, b"", "spaced")
+    ]
+    assert [e.status_code for e in provider.journal] == 3 * [status]
+
+
+def test_a_failure_of_the_engine_is_answered_500_and_journaled_as_sent(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    sink = io.StringIO()
+    provider = FakeProvider(parse_scenario(SCRIPTED), journal_sink=sink)
+
+    def broken(*args: object) -> None:
+        raise ZeroDivisionError("float division by zero")
+
+    monkeypatch.setattr(provider.engine, "handle", broken)
+    with (
+        caplog.at_level(logging.ERROR, logger="fakeprovider.server"),
+        ServerThread(provider) as running,
+        httpx.Client(base_url=running.url, headers={"Idempotency-Key": "k"}) as http,
+    ):
+        answers = [http.post("/v1/jobs", json={"prompt": "x"}) for _ in range(3)]
+    assert [(r.status_code, r.json()["error"]["code"]) for r in answers] == 3 * [
+        (500, "internal_error")
+    ]
+    written = [e for e in read_journal(io.StringIO(sink.getvalue())) if not e.is_header]
+    assert [(e.kind, e.status_code, e.error_code, e.idempotency_key) for e in written] == 3 * [
+        ("submit", 500, "internal_error", "k")
+    ]
+    assert len({e.request_digest for e in written}) == 1
+    assert [r.getMessage() for r in caplog.records] == [
+        "fakeprovider failed to handle POST /v1/jobs (logged once for this cause)"
+    ]
+
+
+def test_a_video_too_big_to_make_is_a_journaled_500() -> None:
+    scenario = parse_scenario(INSTANT)
+    (job,) = scenario.jobs
+    huge = dataclasses.replace(job.result, size_bytes=10**15)
+    provider = FakeProvider(
+        dataclasses.replace(scenario, jobs=(dataclasses.replace(job, result=huge),))
+    )
+    with ServerThread(provider) as running, httpx.Client(base_url=running.url) as http:
+        job_id = http.post("/v1/jobs", json={"prompt": "x"}).json()["job_id"]
+        content = http.get(f"/v1/jobs/{job_id}/content")
+    assert content.status_code == 500
+    assert [(e.kind, e.status_code) for e in provider.journal] == [
+        ("submit", 202),
+        ("content", 500),
+    ]
+
+
+SLOW_READS = """
+name: slow-reads
+jobs: [{timeline: [{status: queued}, {at: 1h, status: succeeded}]}]
+faults:
+  - {name: slow, route: status, delay: 400ms}
+"""
+
+
+@pytest.mark.parametrize("admin", ["reset", "scenario"])
+def test_a_request_in_flight_across_a_reset_or_load_is_journaled_in_its_own_run(
+    admin: str,
+) -> None:
+    sink = io.StringIO()
+    provider = FakeProvider(parse_scenario(SLOW_READS), journal_sink=sink)
+    with (
+        ServerThread(provider) as running,
+        httpx.Client(base_url=running.url) as http,
+        httpx.Client(base_url=running.url) as other,
+        ThreadPoolExecutor(1) as pool,
+    ):
+        job = http.post("/v1/jobs", json={"prompt": "x"}).json()["job_id"]
+        read = pool.submit(http.get, f"/v1/jobs/{job}")
+        while provider.journal.in_flight == 0:  # the read is received and waits its delay
+            threading.Event().wait(0.005)
+        if admin == "reset":
+            assert other.post("/__admin/reset").status_code == 200
+        else:
+            assert other.put("/__admin/scenario", content=SLOW_READS.encode()).status_code == 200
+        assert read.result().status_code == 200
+    written = read_journal(io.StringIO(sink.getvalue()))
+    assert [(e.seq, e.kind, e.status_code) for e in written] == [
+        (0, "admin", None),
+        (1, "submit", 202),
+        (2, "status", 200),
+        (3, "admin", 200),
+    ]
+    assert [[e.seq for e in run] for run in split_runs(written)] == [[1, 2]]
+    assert [e.kind for e in provider.journal] == ["admin"]  # the new run starts clean
+
+
+# -- admin work off the event loop ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("route", ["/__admin/report", "/__admin/journal"])
+def test_health_is_answered_while_a_report_or_journal_dump_is_in_progress(
+    route: str, client: httpx.Client, server: ServerThread, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client.post("/v1/jobs", json={"prompt": "x"})
+    entered, release = threading.Event(), threading.Event()
+    real = server.provider.journal.run_entries
+
+    def held() -> list[Entry]:
+        entered.set()
+        assert release.wait(10), "never released"
+        return real()
+
+    monkeypatch.setattr(server.provider.journal, "run_entries", held)
+    with ThreadPoolExecutor(1) as pool, httpx.Client(base_url=server.url) as other:
+        slow = pool.submit(client.get, route, timeout=15)
+        assert entered.wait(10), "the report never started"
+        health = other.get("/__admin/health", timeout=5)  # a hang would time out here
+        release.set()
+        assert slow.result().status_code == 200
+    assert health.json()["status"] == "ok"
+
+
+def test_the_admin_journal_streams_every_entry_as_one_json_array(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(app_module, "_CHUNK", 3)
+    provider = FakeProvider(parse_scenario(INSTANT))
+    with ServerThread(provider) as running, httpx.Client(base_url=running.url) as http:
+        assert http.get("/__admin/journal").json() == []
+        for _ in range(7):
+            http.get("/v1/jobs")
+        answer = http.get("/__admin/journal")
+    assert answer.headers["content-type"] == "application/json"
+    assert answer.json() == [e.to_dict() for e in provider.journal]
+    assert [e["seq"] for e in answer.json()] == list(range(1, 8))
+
+
+def test_with_a_bounded_memory_the_report_and_journal_read_the_current_run_from_the_file(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "run.jsonl"
+    with path.open("a", encoding="utf-8") as sink:
+        provider = FakeProvider(parse_scenario(INSTANT), journal_sink=sink, journal_memory=2)
+        with ServerThread(provider) as running, httpx.Client(base_url=running.url) as http:
+            http.get("/v1/jobs")  # an earlier run's: not reported
+            http.post("/__admin/reset")
+            job = http.post("/v1/jobs", json={"prompt": "x"}).json()["job_id"]
+            for _ in range(2):
+                http.get(f"/v1/jobs/{job}/content")  # fetched twice: single_retrieval
+            http.get("/v1/jobs")
+            dumped = http.get("/__admin/journal").json()
+            report = http.get("/__admin/report").json()
+    assert [e.seq for e in provider.journal] == [5, 6]
+    assert [(e["seq"], e["kind"]) for e in dumped] == [
+        (2, "admin"),
+        (3, "submit"),
+        (4, "content"),
+        (5, "content"),
+        (6, "list"),
+    ]
+    assert [v["invariant"] for v in report["violations"]] == ["single_retrieval"]
+
+
+def test_a_connection_that_never_sends_a_request_is_closed_after_the_idle_timeout() -> None:
+    provider = FakeProvider(parse_scenario(SLOW_READS))
+    with ServerThread(provider, idle_timeout=0.2) as running:
+        host, port = running.url.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port)), timeout=10) as idle:
+            assert idle.recv(1) == b""  # closed by the server (a hang would time out)
+        with socket.create_connection((host, int(port)), timeout=10) as trickle:
+            trickle.sendall(b"GET /v1/jobs HTTP/1.1\r\n")  # a head that never ends
+            assert trickle.recv(1) == b""
+
+
+def test_a_request_in_progress_outlives_the_idle_timeout() -> None:
+    provider = FakeProvider(parse_scenario(SLOW_READS))  # status reads wait 400 ms
+    with (
+        ServerThread(provider, idle_timeout=0.1) as running,
+        httpx.Client(base_url=running.url) as http,
+    ):
+        job = http.post("/v1/jobs", json={"prompt": "x"}).json()["job_id"]
+        assert http.get(f"/v1/jobs/{job}").status_code == 200
+
+
+def test_every_run_starts_with_a_header_in_the_journal_file() -> None:
+    sink = io.StringIO()
+    provider = FakeProvider(
+        parse_scenario(INSTANT), journal_sink=sink, clock=VirtualClock(), time_scale=0.5, seed=7
+    )
+    with ServerThread(provider) as running, httpx.Client(base_url=running.url) as http:
+        http.post("/v1/jobs", json={"prompt": "x"})
+        http.post("/__admin/reset")
+        http.put("/__admin/scenario", content="quick-preview")
+        provider.reset()  # from Python: no admin request, a header all the same
+        http.post("/v1/jobs", json={"prompt": "x"})
+    entries = read_journal(io.StringIO(sink.getvalue()))
+    assert [(e.seq, e.kind, e.method, e.path) for e in entries] == [
+        (0, "admin", "RUN", "/__admin/start"),
+        (1, "submit", "POST", "/v1/jobs"),
+        (2, "admin", "POST", "/__admin/reset"),
+        (3, "admin", "PUT", "/__admin/scenario"),
+        (4, "admin", "RUN", "/__admin/reset"),
+        (5, "submit", "POST", "/v1/jobs"),
+    ]
+    headers = [e.run for e in entries if e.is_header]
+    assert [(h["scenario"], h["time_scale"], h["seed"], h["dialect"]) for h in headers] == [
+        ("instant", 0.5, 7, "generic"),
+        ("instant", 0.5, 7, "generic"),
+        ("quick-preview", 0.5, 7, "generic"),
+        ("quick-preview", 0.5, 7, "generic"),
+    ]
+    first = headers[0]
+    assert first["version"] == fakeprovider.__version__
+    assert first["started"] == "2026-01-01T00:00:00.000Z"
+    assert first["digest"] == scenario_digest(parse_scenario(INSTANT))
+    assert first["digest"] != headers[2]["digest"]
+    assert (
+        first["limits"]
+        == Limits.from_expect(parse_scenario(INSTANT).expect, time_scale=0.5).to_dict()
+    )
+    # the in-memory journal holds the requests only; its JSONL starts with the run's header
+    assert [e.kind for e in provider.journal] == ["submit"]
+    assert provider.journal.to_jsonl().splitlines()[0] == sink.getvalue().splitlines()[4]
+
+
+def test_the_scenario_digest_ignores_time_scale_and_seed_but_not_the_content() -> None:
+    digests = {
+        FakeProvider("slow-success", time_scale=s, seed=n).run_header()["digest"]
+        for s, n in ((1.0, None), (0.1, 3))
+    }
+    assert len(digests) == 1
+    assert FakeProvider("quick-preview").run_header()["digest"] not in digests

@@ -2,23 +2,27 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import signal
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
 import pytest
 
-from fakeprovider.cli import main
+from fakeprovider._starter import copy_of, starter
+from fakeprovider.cli import build_parser, main
+from fakeprovider.dialects import DIALECTS
 from fakeprovider.journal import read_journal
-from fakeprovider.scenario import bundled_scenarios
+from fakeprovider.scenario import bundled_scenarios, dump_schema
 
 
 @pytest.mark.parametrize(
-    "command", ["serve", "validate", "scenarios", "explain", "schema", "check"]
+    "command", ["serve", "validate", "scenarios", "explain", "schema", "new", "check"]
 )
 def test_every_command_has_help_with_examples(
     command: str, capsys: pytest.CaptureFixture[str]
@@ -101,9 +105,49 @@ def test_explain_of_a_missing_scenario_exits_2(capsys: pytest.CaptureFixture[str
 
 def test_serve_rejects_an_unknown_dialect(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["serve", "--dialect", "klingon", "--port", "0"]) == 2
-    assert capsys.readouterr().err.startswith(
-        "fakeprovider serve: unknown dialect 'klingon'; known dialects: "
+    assert capsys.readouterr().err == (
+        f"fakeprovider serve: unknown dialect 'klingon'; known dialects: {', '.join(sorted(DIALECTS))}\n"
     )
+
+
+def test_serve_suggests_the_dialect_meant(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["serve", "--dialect", "google", "--port", "0"]) == 2
+    assert capsys.readouterr().err == (
+        "fakeprovider serve: unknown dialect 'google' (did you mean 'google-veo'?); known dialects:"
+        f" {', '.join(sorted(DIALECTS))}\n"
+    )
+
+
+def test_serve_suggests_the_bundled_scenario_meant(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["serve", "slow-succes", "--port", "0"]) == 2
+    assert capsys.readouterr().err == (
+        "slow-succes: no such file and no bundled scenario named 'slow-succes' (did you mean"
+        f" 'slow-success'?); bundled: {', '.join(bundled_scenarios())}\n"
+    )
+
+
+def test_a_mistyped_command_or_choice_gets_a_suggestion(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["serv"])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "fakeprovider: error: argument COMMAND: invalid choice: 'serv' (did you mean 'serve'?);"
+        " choose from " + ", ".join(repr(name) for name in _commands())
+    )
+    with pytest.raises(SystemExit):
+        main(["serve", "--log-level", "warn"])
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "fakeprovider serve: error: argument --log-level: invalid choice: 'warn' (did you mean"
+        " 'warning'?); choose from 'critical', 'error', 'warning', 'info', 'debug'"
+    )
+
+
+def _commands() -> list[str]:
+    parser = build_parser()
+    [sub] = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return list(sub.choices)
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
@@ -136,9 +180,23 @@ def test_serve_prints_the_url_journals_as_it_goes_and_exits_cleanly(
         with httpx.Client(base_url=url) as http:
             job = http.post("/v1/jobs", json={"prompt": "x"}).json()
         deadline = time.monotonic() + 5
-        while journal.stat().st_size == 0 and time.monotonic() < deadline:
+        while len(journal.read_text().splitlines()) < 2 and time.monotonic() < deadline:
             time.sleep(0.01)
-        assert [e.kind for e in read_journal(journal)] == ["submit"]
+        header, submit = read_journal(journal)
+        assert (submit.seq, submit.kind) == (1, "submit")
+        assert (header.seq, header.kind, header.method, header.path) == (
+            0,
+            "admin",
+            "RUN",
+            "/__admin/start",
+        )
+        assert header.run is not None
+        assert {k: header.run[k] for k in ("scenario", "dialect", "time_scale", "seed")} == {
+            "scenario": "quick-preview",
+            "dialect": "generic",
+            "time_scale": 0.1,
+            "seed": 0,
+        }
         assert job["poll_after_seconds"] == 0.2
     finally:
         process.send_signal(sig)
@@ -185,3 +243,158 @@ def test_check_piped_into_a_reader_that_quits_ends_without_a_traceback(tmp_path:
         reader.stdout.close()  # like `| head -1`: the report is far larger than a pipe holds
         assert reader.wait(timeout=60) == 1
         assert reader.stderr.read() == b""
+
+
+def test_new_writes_a_starter_that_validates_and_names_the_next_step(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["new", "my-render"]) == 0
+    assert capsys.readouterr().err == (
+        "wrote a starter scenario to my-render.yaml; next: fakeprovider explain my-render.yaml\n"
+    )
+    assert (tmp_path / "my-render.yaml").read_text() == starter("my-render")
+    assert main(["validate", "my-render.yaml"]) == 0
+
+
+def test_new_refuses_to_overwrite_without_force(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = tmp_path / "sub" / "flaky.yaml"
+    assert main(["new", "flaky", "--from", "transient-5xx", "-o", str(target)]) == 0
+    assert capsys.readouterr().err == (
+        f"wrote a copy of transient-5xx to {target}; next: fakeprovider explain {target}\n"
+    )
+    target.write_text("# mine\n")
+    assert main(["new", "flaky", "-o", str(target)]) == 2
+    assert capsys.readouterr().err == (
+        f"fakeprovider new: {target} already exists; choose another -o PATH, or --force to"
+        " overwrite it\n"
+    )
+    assert target.read_text() == "# mine\n"
+    assert main(["new", "flaky", "-o", str(target), "--force"]) == 0
+    assert target.read_text() == starter("flaky")
+
+
+def test_new_prints_to_standard_output_with_dash(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["new", "preview", "--from", "quick-preview", "-o", "-"]) == 0
+    assert capsys.readouterr().out == copy_of("quick-preview", "preview")
+
+
+def test_new_refuses_a_bad_name_and_a_missing_source(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["new", "my render", "-o", str(tmp_path / "x.yaml")]) == 2
+    assert capsys.readouterr().err == (
+        "fakeprovider new: NAME names the scenario and its file: use letters, digits, '.', '_'"
+        " and '-', got 'my render'\n"
+    )
+    assert main(["new", "x", "--from", "slow-succes", "-o", str(tmp_path / "x.yaml")]) == 2
+    assert capsys.readouterr().err == (
+        "slow-succes: no such file and no bundled scenario named 'slow-succes' (did you mean"
+        f" 'slow-success'?); bundled: {', '.join(bundled_scenarios())}\n"
+    )
+    assert not (tmp_path / "x.yaml").exists()
+
+
+def test_schema_writes_the_schema_to_a_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = tmp_path / "fakeprovider.schema.json"
+    assert main(["schema", "-o", str(target)]) == 0
+    assert capsys.readouterr() == ("", f"wrote the scenario schema to {target}\n")
+    assert target.read_text() == dump_schema()
+    assert json.loads(target.read_text())["$id"] == "urn:fakeprovider:scenario:1"
+    assert main(["schema", "-o", str(tmp_path / "missing" / "s.json")]) == 2
+    assert capsys.readouterr().err == (
+        f"fakeprovider schema: cannot write {tmp_path / 'missing' / 's.json'}: No such file or"
+        " directory\n"
+    )
+
+
+def _serve(tmp_path: Path, scenario: str, *options: str) -> subprocess.Popen[str]:
+    path = tmp_path / "scenario.yaml"
+    path.write_text(scenario)
+    return subprocess.Popen(
+        [sys.executable, "-m", "fakeprovider", "serve", str(path), "--port", "0", *options],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+DELAYED_READS = """
+name: delayed-reads
+jobs: [{timeline: [{status: queued}, {at: 1h, status: succeeded}]}]
+faults:
+  - {name: slow, route: status, delay: 10m}
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_serve_answers_and_journals_the_requests_in_flight_when_stopped(
+    tmp_path: Path, sig: signal.Signals
+) -> None:
+    journal = tmp_path / "journal.jsonl"
+    process = _serve(tmp_path, DELAYED_READS, "--journal", str(journal))
+    try:
+        assert process.stdout is not None
+        url = process.stdout.readline().strip()
+        with httpx.Client(base_url=url, timeout=30) as http, ThreadPoolExecutor(5) as pool:
+            job = http.post("/v1/jobs", json={"prompt": "x"}).json()["job_id"]
+            reads = [pool.submit(http.get, f"/v1/jobs/{job}") for _ in range(5)]
+            deadline = time.monotonic() + 10  # a bound on waiting, not on how fast it is
+            while time.monotonic() < deadline:  # until all five are received, in flight
+                if http.get("/__admin/health").json()["journal_entries"] == 6:
+                    break
+                time.sleep(0.02)
+            process.send_signal(sig)
+            answers = [read.result() for read in reads]
+    finally:
+        if process.poll() is None:
+            process.send_signal(sig)
+        _, err = process.communicate(timeout=20)
+    assert process.returncode == 0, err
+    assert [r.status_code for r in answers] == 5 * [200]
+    entries = [e for e in read_journal(journal) if not e.is_header]
+    assert [(e.kind, e.status_code, e.fault) for e in entries] == [("submit", 202, None)] + 5 * [
+        ("status", 200, "slow")
+    ]
+    assert "Traceback" not in err
+
+
+def test_serve_refuses_a_journal_it_cannot_open(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["serve", "--port", "0", "--journal", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == (
+        f"fakeprovider serve: cannot write the journal {tmp_path}: Is a directory\n"
+    )
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+def test_serve_refuses_a_journal_that_cannot_take_the_run_header(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["serve", "--port", "0", "--journal", "/dev/full"]) == 2
+    assert capsys.readouterr().err == (
+        "fakeprovider serve: cannot write the journal /dev/full: No space left on device\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("--journal-memory", "0", "expected a whole number of at least 1, got 0"),
+        ("--journal-memory", "x", "expected a whole number, got 'x'"),
+        ("--idle-timeout", "0", "expected seconds between 0 and 3600, got '0'"),
+        ("--idle-timeout", "inf", "expected seconds between 0 and 3600, got 'inf'"),
+    ],
+)
+def test_serve_refuses_bad_limits(
+    option: str, value: str, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["serve", option, value])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.endswith(f"argument {option}: {message}\n")

@@ -86,3 +86,98 @@ def test_admin_report_serves_the_same_json_with_limits_as_query_parameters() -> 
             400,
             "limit deadline must be a duration like '90s', got 'soon'.",
         )
+
+
+# -- the run header ----------------------------------------------------------------------------
+
+
+def served(path: Path, scenario: str, entries, *, time_scale: float = 1.0) -> Path:
+    """``path`` with what a server process appends: its run header, then ``entries``."""
+    from fakeprovider.clock import VirtualClock
+
+    with path.open("a", encoding="utf-8") as sink:
+        FakeProvider(scenario, clock=VirtualClock(), time_scale=time_scale, journal_sink=sink)
+        sink.writelines(json.dumps(x.to_dict()) + "\n" for x in entries)
+    return path
+
+
+# deadline-expiry expects a 2 m deadline: at time scale 0.01, 1.2 s (+1 s slack)
+LATE = [
+    e(1, "submit", 0.0, status="queued", poll_after=0.05),
+    e(2, "status", 0.5, status="processing", poll_after=0.05),
+    e(3, "status", 5.0, status="processing", poll_after=0.05),
+]
+
+
+def test_check_takes_the_limits_from_the_run_header(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = served(tmp_path / "j.jsonl", "deadline-expiry", LATE, time_scale=0.01)
+    assert main(["check", str(path), "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert [v["invariant"] for v in report["violations"]] == ["deadline"]
+    assert report["limits"]["deadline"] == pytest.approx(1.2)
+    # the trap: --scenario without --time-scale now takes the header's time scale
+    assert main(["check", str(path), "--scenario", "deadline-expiry"]) == 1
+    assert capsys.readouterr().err == ""
+    # options still override the header
+    assert main(["check", str(path), "--deadline", "1h"]) == 0
+    assert main(["check", str(path), "--scenario", "deadline-expiry", "--time-scale", "1"]) == 0
+
+
+def test_runs_appended_by_separate_processes_are_judged_apart(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = [
+        e(1, "submit", 0.0, status="queued", poll_after=1.0),
+        e(2, "status", 2.0, status="succeeded"),
+        e(3, "content", 3.0),
+    ]
+    path = tmp_path / "j.jsonl"
+    served(path, "quick-preview", run)
+    served(path, "quick-preview", run)  # seq starts at 1 again, job ids repeat
+    assert main(["check", str(path), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert (report["metrics"]["runs"], report["metrics"]["requests"]) == (2, 6)
+    # without headers the two processes' entries interleave by seq: that was the false alarm
+    bare = write(tmp_path / "bare.jsonl", [*run, *run])
+    assert main(["check", str(bare)]) == 1
+
+
+def test_each_run_is_judged_by_its_own_header(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = served(tmp_path / "j.jsonl", "slow-success", LATE)  # no deadline at time scale 1
+    served(path, "deadline-expiry", LATE, time_scale=0.01)
+    assert main(["check", str(path), "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert [(v["invariant"], v["run"]) for v in report["violations"]] == [("deadline", 1)]
+
+
+def test_a_journal_without_header_checks_as_before_and_warns_about_the_time_scale(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(tmp_path / "old.jsonl", LATE)
+    assert main(["check", str(path)]) == 0
+    assert main(["check", str(path), "--scenario", "deadline-expiry"]) == 0
+    assert capsys.readouterr().err == (
+        f"fakeprovider check: warning: {path} has no run header (it was written by an older"
+        " fakeprovider), so 'deadline-expiry' is taken at time scale 1; pass --time-scale F if"
+        " it was served at another\n"
+    )
+    assert main(["check", str(path), "--scenario", "deadline-expiry", "--time-scale", "0.01"]) == 1
+
+
+def test_a_run_header_with_bad_limits_is_bad_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = served(tmp_path / "j.jsonl", "slow-success", CLEAN)
+    lines = path.read_text().splitlines()
+    header = json.loads(lines[0])
+    header["run"]["limits"]["max_retries"] = -1
+    path.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
+    assert main(["check", str(path)]) == 2
+    assert capsys.readouterr().err == (
+        f"fakeprovider check: the run header of {path} holds bad limits: limit max_retries"
+        " must not be negative, got -1\n"
+    )

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from fakeprovider.journal import Entry, Journal, RetryAfterRecord, read_journal
+from fakeprovider.journal import Entry, Journal, RetryAfterRecord, order_entries, read_journal
 
 
 def entry(seq: int, **kwargs: object) -> Entry:
@@ -62,10 +62,79 @@ def test_journal_is_list_like() -> None:
 
 def test_clear_keeps_sequence_numbers_going() -> None:
     journal = Journal()
-    journal.append(entry(journal.next_seq()))
+    journal.append(entry(journal.next_seq(), completed_at=1.0))
     journal.clear()
     assert (len(journal), journal.next_seq()) == (0, 2)
-    assert journal.complete(1, completed_at=1.0) is None
+
+
+def test_an_entry_in_flight_across_a_clear_is_still_written_but_not_listed() -> None:
+    sink = io.StringIO()
+    journal = Journal(sink=sink)
+    journal.append(entry(journal.next_seq()))
+    journal.clear()
+    journal.append(entry(journal.next_seq(), completed_at=2.0, status_code=200))
+    assert journal.in_flight == 1
+    completed = journal.complete(1, completed_at=3.0, status_code=200)
+    assert completed is not None
+    assert (completed.seq, completed.completed_at, journal.in_flight) == (1, 3.0, 0)
+    assert [e.seq for e in journal] == [2]  # the new run's entries only
+    assert [e.seq for e in read_journal(io.StringIO(sink.getvalue()))] == [1, 2]
+
+
+def test_completing_an_entry_twice_or_an_unknown_one_returns_none() -> None:
+    journal = Journal()
+    journal.append(entry(journal.next_seq()))
+    assert journal.complete(1, completed_at=1.0) is not None
+    assert journal.complete(1, completed_at=2.0) is None
+    assert journal.complete(7, completed_at=2.0) is None
+    assert journal[0].completed_at == 1.0
+
+
+def test_a_bounded_journal_keeps_the_last_entries_in_memory_and_writes_every_one() -> None:
+    sink = io.StringIO()
+    journal = Journal(sink=sink, memory=2)
+    for _ in range(5):
+        journal.append(entry(journal.next_seq(), completed_at=1.0))
+    assert ([e.seq for e in journal], journal.forgotten) == ([4, 5], 3)
+    assert [e.seq for e in read_journal(io.StringIO(sink.getvalue()))] == [1, 2, 3, 4, 5]
+    journal.clear()
+    assert (len(journal), journal.forgotten) == (0, 0)
+
+
+def test_a_bounded_journal_still_completes_an_entry_it_no_longer_lists() -> None:
+    sink = io.StringIO()
+    journal = Journal(sink=sink, memory=1)
+    journal.append(entry(journal.next_seq()))
+    journal.append(entry(journal.next_seq(), completed_at=2.0))
+    assert journal.complete(1, completed_at=3.0) is not None
+    assert [e.seq for e in read_journal(io.StringIO(sink.getvalue()))] == [1, 2]
+
+
+def test_a_journal_memory_below_one_is_refused() -> None:
+    with pytest.raises(ValueError, match=r"^memory must be at least 1 entry, got 0$"):
+        Journal(memory=0)
+
+
+class _FullSink(io.StringIO):
+    name = "/dev/full"
+
+    def write(self, text: str) -> int:
+        raise OSError(28, "No space left on device")
+
+
+def test_a_sink_that_cannot_be_written_is_reported_once_and_entries_stay_in_memory(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    journal = Journal(sink=_FullSink())
+    with caplog.at_level("ERROR", logger="fakeprovider.server"):
+        for _ in range(3):
+            journal.append(entry(journal.next_seq(), completed_at=1.0))
+    assert [r.getMessage() for r in caplog.records] == [
+        "cannot write the journal to /dev/full: No space left on device; entries are kept in"
+        " memory only from now on"
+    ]
+    assert isinstance(journal.sink_error, OSError)
+    assert [e.seq for e in journal] == [1, 2, 3]
 
 
 def test_bad_lines_are_named(tmp_path: Path) -> None:
@@ -107,3 +176,23 @@ def test_a_list_entry_keeps_the_jobs_it_showed_through_jsonl() -> None:
     journal = Journal()
     journal.append(entry)
     assert read_journal(io.StringIO(journal.to_jsonl())) == [entry]
+
+
+def test_order_entries_sorts_by_seq_process_by_process() -> None:
+    def entry(seq: int, header: bool = False) -> Entry:
+        return Entry(
+            seq=seq,
+            kind="admin" if header else "status",
+            job_id=None,
+            method="GET",
+            path="/",
+            client="c",
+            received_at=0.0,
+            run={"scenario": "s"} if header else None,
+        )
+
+    one = [entry(2), entry(0, header=True), entry(1)]
+    assert [e.seq for e in order_entries(one)] == [0, 1, 2]
+    two = [entry(0, True), entry(2), entry(1), entry(0, True), entry(1), entry(3), entry(2)]
+    assert [e.seq for e in order_entries(two)] == [0, 1, 2, 0, 1, 2, 3]
+    assert [e.seq for e in order_entries(order_entries(two))] == [0, 1, 2, 0, 1, 2, 3]

@@ -177,8 +177,9 @@ def test_a_test_that_fails_before_its_fake_exists_shows_no_other_journal(
     result.stdout.fnmatch_lines(
         [
             "The fakeprovider marker of test_a_test_that_fails_before_its_fake_exists_shows_no_other_journal.py"
-            "::test_second: unknown dialect 'openai'; known dialects: fal, gemini, generic,"
-            " google-veo, luma, openai-videos, replicate, runway",
+            "::test_second: unknown dialect 'openai' (did you mean 'openai-videos'?); known"
+            " dialects: ark, dashscope, fal, gemini, generic, google-veo,"
+            " luma, openai-videos, replicate, runway",
         ]
     )
     assert "fakeprovider journal" not in result.stdout.str()
@@ -301,11 +302,12 @@ def test_a_failing_client_shows_the_violation_and_the_timeline(child: pytest.Pyt
     child.makepyfile(test_contract=CONTRACT)
     from fakeprovider import bundled_scenarios
 
-    result = child.runpytest("-k", "hasty")
+    result = child.runpytest("-k", "hasty", "-rf")
     result.assert_outcomes(failed=1, deselected=len(bundled_scenarios()) + 1)
     result.stdout.fnmatch_lines(
         [
             "E*fakeprovider.errors.InvariantViolation: * invariant violation(s) in * request(s) from 1 client(s):",
+            "E*  by rule: honours_poll_after *",
             "E*  honours_poll_after: status read #2 for job job_* at 1.000 s came 1.000 s after #1 answered,"
             " sooner than its poll hint of 5.000 s (less 10% tolerance)",
             "E*    timeline of job job_* for client 'in-process':",
@@ -313,6 +315,7 @@ def test_a_failing_client_shows_the_violation_and_the_timeline(child: pytest.Pyt
             "E*    >> #2 * GET /v1/jobs/job_* -> 200 'queued' (answered 1.000 s) hint 5 s",
             "*- fakeprovider journal (inprocess, scenario 'slow-success') -*",
             "  #1 * 0.000s  POST /v1/jobs -> 202  queued",
+            "FAILED test_contract.py::test_hasty*slow-success* - honours_poll_after x9*",
         ]
     )
 
@@ -339,8 +342,10 @@ def test_failing_tests_journals_are_written_to_the_journal_dir(child: pytest.Pyt
     ]
     lines = (child.path / "journals" / written[0]).read_text().splitlines()
     assert [(json.loads(line)["kind"], json.loads(line)["status_code"]) for line in lines] == [
-        ("submit", 202)
+        ("admin", None),  # the run header: `fakeprovider check` takes the scenario's limits from it
+        ("submit", 202),
     ]
+    assert json.loads(lines[0])["run"]["scenario"] == "slow-success"
     result.stdout.fnmatch_lines(
         [
             "*- fakeprovider journal (server, scenario 'slow-success') -*",
@@ -432,3 +437,15 @@ def test_session_examples_carry_their_time_scale_to_the_limits(inprocess: bool) 
             assert fp.limits().status_rate == 0.5
     finally:
         session.close()
+
+
+def test_a_misspelt_marker_option_gets_a_suggestion() -> None:
+    from fakeprovider_pytest._handle import prepare_scenario
+
+    with pytest.raises(TypeError) as caught:
+        prepare_scenario("quick-preview", deadlin="1m")
+    assert str(caught.value) == (
+        "Unknown fakeprovider option 'deadlin' (did you mean 'deadline'?); use time_scale, seed,"
+        " dialect or an expect: key (outcome, deadline, max_retries, retrievals, poll_tolerance,"
+        " status_rate, ack_limit)."
+    )

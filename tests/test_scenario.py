@@ -5,8 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import jsonschema
 import pytest
+import yaml
 
+from fakeprovider._starter import starter
 from fakeprovider.errors import ScenarioError
 from fakeprovider.scenario import (
     RetryAfter,
@@ -40,13 +43,67 @@ BAD_DOCUMENTS = [
     ),
     pytest.param(
         "jobs:\n  - timeline: [{status: queued}]\nfault: []\n",
-        "bad.yaml:3:1: fault: unknown key 'fault'; expected one of: jobs, name, description, dialect, seed, faults, rate_limit, concurrency, auth, webhooks, expect, max_body_bytes",
+        "bad.yaml:3:1: fault: unknown key 'fault' (did you mean 'faults'?); expected one of: jobs, name, description, dialect, seed, faults, rate_limit, concurrency, auth, webhooks, expect, max_body_bytes",
         id="unknown_top_key",
     ),
     pytest.param(
         "jobs:\n  - timeline:\n      - {status: queued, when: 3s}\n",
         "bad.yaml:3:26: jobs[0].timeline[0].when: unknown key 'when'; expected one of: status, at, after_polls, progress, poll_after, message",
         id="unknown_step_key",
+    ),
+    pytest.param(
+        "jobs:\n  - timeline:\n      - status: procesing\n",
+        "bad.yaml:3:17: jobs[0].timeline[0].status: expected one of 'queued', 'processing',"
+        " 'succeeded', 'failed', 'cancelled', 'completed_with_errors', got 'procesing' (did you"
+        " mean 'processing'?)",
+        id="misspelt_status",
+    ),
+    pytest.param(
+        "jobs:\n  - timeline: [{status: queued}]\nfaults:\n  - {name: f, every_nth: 2, status: 500}\n",
+        "bad.yaml:4:15: faults[0].every_nth: unknown key 'every_nth' (did you mean 'every'?);"
+        " expected one of: name, route, job, nth, every, start, end, probability, times, status,"
+        " headers, body, retry_after, delay, action",
+        id="misspelt_fault_key",
+    ),
+    pytest.param(
+        "jobs:\n  - timeline: [{status: queued}]\nfaults:\n  - {name: f, route: stauts, status: 500}\n",
+        "bad.yaml:4:22: faults[0].route: expected one of 'submit', 'status', 'content', 'cancel',"
+        " 'list', 'any', got 'stauts' (did you mean 'status'?)",
+        id="misspelt_route",
+    ),
+    pytest.param(
+        "jobs:\n  - timeline: [{status: queued}]\nfaults:\n"
+        "  - {name: f, status: 503, retry_after: {delay: 2s, form: IMF}}\n",
+        "bad.yaml:4:59: faults[0].retry_after.form: expected one of 'seconds', 'imf', 'rfc850',"
+        " 'asctime', 'ms', got 'IMF' (did you mean 'imf'?)",
+        id="enum_value_in_the_wrong_case",
+    ),
+    pytest.param(
+        "jobs:\n  - timeline: [{status: queued}]\nwebhooks: {events: [job.succeded]}\n",
+        "bad.yaml:3:21: webhooks.events[0]: expected one of 'job.queued', 'job.processing',"
+        " 'job.succeeded', 'job.failed', 'job.cancelled', 'job.completed_with_errors', got"
+        " 'job.succeded' (did you mean 'job.succeeded'?)",
+        id="misspelt_event",
+    ),
+    pytest.param(
+        "jobs:\n  - timeline: [{status: failed}]\n    message: GPU out of memory\n",
+        "bad.yaml:3:5: jobs[0].message: unknown key 'message' (it belongs one level down, under"
+        " 'timeline' or 'error'); expected one of: timeline, name, match, poll_after,"
+        " estimated_duration, result, error, summary",
+        id="key_one_level_too_high",
+    ),
+    pytest.param(
+        "jobs:\n  - timeline: [{status: queued}]\ndeadline: 5m\n",
+        "bad.yaml:3:1: deadline: unknown key 'deadline' (it belongs one level down, under"
+        " 'expect'); expected one of: jobs, name, description, dialect, seed, faults, rate_limit,"
+        " concurrency, auth, webhooks, expect, max_body_bytes",
+        id="expect_key_at_the_top",
+    ),
+    pytest.param(
+        "jobs:\n  - timeline:\n      - {status: succeeded, result: {size_bytes: 10}}\n",
+        "bad.yaml:3:29: jobs[0].timeline[0].result: unknown key 'result' (it belongs one level up,"
+        " in jobs[0]); expected one of: status, at, after_polls, progress, poll_after, message",
+        id="key_one_level_too_deep",
     ),
     pytest.param(
         "jobs:\n  - timeline:\n      - status: done\n",
@@ -185,7 +242,7 @@ BAD_DOCUMENTS = [
     ),
     pytest.param(
         "jobs:\n  - timeline: [{status: queued}]\nexpect: {outcome: success}\n",
-        "bad.yaml:3:19: expect.outcome: expected one of 'succeeded', 'failed', 'cancelled', 'timed_out', 'completed_with_errors', got 'success'",
+        "bad.yaml:3:19: expect.outcome: expected one of 'succeeded', 'failed', 'cancelled', 'timed_out', 'completed_with_errors', got 'success' (did you mean 'succeeded'?)",
         id="expect_outcome",
     ),
     pytest.param(
@@ -207,7 +264,7 @@ BAD_DOCUMENTS = [
     pytest.param(
         "dialect: openai\njobs:\n  - timeline: [{status: queued}]\n",
         "bad.yaml:1:10: dialect: expected one of 'generic', 'openai-videos', 'runway', 'replicate',"
-        " 'fal', 'google-veo', 'gemini', 'luma', got 'openai'",
+        " 'fal', 'google-veo', 'gemini', 'luma', 'ark', 'dashscope', got 'openai' (did you mean 'openai-videos'?)",
         id="unknown_dialect",
     ),
     pytest.param(
@@ -273,11 +330,12 @@ def test_file_errors_name_the_file(tmp_path: Path) -> None:
     )
 
 
-def test_unknown_name_lists_the_bundled_scenarios() -> None:
+def test_unknown_name_lists_the_bundled_scenarios_and_the_closest() -> None:
     with pytest.raises(ScenarioError) as caught:
         load_scenario("slow-sucess")
     assert str(caught.value).startswith(
-        "slow-sucess: no such file and no bundled scenario named 'slow-sucess'; bundled: ambiguous-submit, "
+        "slow-sucess: no such file and no bundled scenario named 'slow-sucess' (did you mean"
+        " 'slow-success'?); bundled: ambiguous-submit, "
     )
 
 
@@ -343,6 +401,40 @@ def test_schema_is_generated_from_the_model_and_shipped() -> None:
     assert step["properties"]["status"]["anyOf"][0]["enum"][:2] == ["queued", "processing"]
     assert schema["$ref"] == "#/$defs/Scenario"
     assert schema["$defs"]["Scenario"]["required"] == ["jobs"]
+
+
+def test_the_schema_id_is_a_stable_name_editors_never_fetch() -> None:
+    assert scenario_schema()["$id"] == "urn:fakeprovider:scenario:1"
+    jsonschema.Draft202012Validator.check_schema(scenario_schema())
+
+
+@pytest.mark.parametrize("name", sorted(bundled_scenarios()))
+def test_each_bundled_scenario_validates_against_the_schema(name: str) -> None:
+    # an independent implementation of JSON Schema judges the schema editors are given
+    validator = jsonschema.Draft202012Validator(scenario_schema())
+    document = yaml.safe_load(bundled_scenarios()[name].read_text(encoding="utf-8"))
+    assert [error.message for error in validator.iter_errors(document)] == []
+
+
+def test_the_starter_validates_against_the_schema() -> None:
+    validator = jsonschema.Draft202012Validator(scenario_schema())
+    assert [e.message for e in validator.iter_errors(yaml.safe_load(starter("x")))] == []
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        ("jobs: [{timeline: [{status: procesing}]}]", ["jobs", 0, "timeline", 0, "status"]),
+        ("jobs: [{timeline: [{status: queued}], every_nth: 2}]", ["jobs", 0]),
+        ("jobs: [{timeline: [{status: queued, at: soon}]}]", ["jobs", 0, "timeline", 0, "at"]),
+        ("name: x", []),
+    ],
+)
+def test_the_schema_flags_what_an_editor_should_underline(text: str, where: list[object]) -> None:
+    validator = jsonschema.Draft202012Validator(scenario_schema())
+    errors = list(validator.iter_errors(yaml.safe_load(text)))
+    assert errors
+    assert [list(e.absolute_path) for e in errors] == [where]
 
 
 @pytest.mark.parametrize("name", sorted(bundled_scenarios()))

@@ -335,6 +335,12 @@ def test_webhook_plans_shrink_to_plain_delivery() -> None:
             "fault_kinds contains the unknown choice 'timeout'; choose from 'server_error',"
             " 'rate_limited', 'slow', 'reset', 'lose_response', 'auth_error'.",
         ),
+        (
+            scenarios(fault_kinds=["server-error"]),
+            "fault_kinds contains the unknown choice 'server-error' (did you mean 'server_error'?);"
+            " choose from 'server_error', 'rate_limited', 'slow', 'reset', 'lose_response',"
+            " 'auth_error'.",
+        ),
         (scenarios(fault_kinds=[]), "fault_kinds=[] must name at least one choice."),
         (scenarios(fault_kinds="reset"), "fault_kinds='reset' must be a list or tuple of choices."),
         (

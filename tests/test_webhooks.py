@@ -281,7 +281,7 @@ webhooks:
                     ("job.processing", "forged"),
                 ],
             )
-            for name in ("generic", "runway", "google-veo")
+            for name in ("generic", "runway", "google-veo", "dashscope")
         ],
         # OpenAI: only the end, signed
         (
@@ -293,18 +293,29 @@ webhooks:
                 ("job.succeeded", "stale"),
             ],
         ),
-        # Luma: every change, unsigned (nothing to forge)
+        # Luma and Ark: every change, unsigned (nothing to forge)
+        *[
+            (
+                name,
+                [
+                    ("job.succeeded", None),
+                    ("job.succeeded", "duplicate"),
+                    ("job.processing", "reordered"),
+                    ("job.processing", "duplicate"),
+                ],
+            )
+            for name in ("luma", "ark")
+        ],
+        # fal: only the end, signed (ED25519)
         (
-            "luma",
+            "fal",
             [
                 ("job.succeeded", None),
                 ("job.succeeded", "duplicate"),
-                ("job.processing", "reordered"),
-                ("job.processing", "duplicate"),
+                ("job.succeeded", "forged"),
+                ("job.succeeded", "stale"),
             ],
         ),
-        # fal: only the end, unsigned
-        ("fal", [("job.succeeded", None), ("job.succeeded", "duplicate")]),
     ],
 )
 def test_the_dialect_decides_which_events_and_sends_are_planned(dialect, expected):

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from .ark import ArkDialect
 from .base import Dialect, HttpRequest, HttpResponse, Route
+from .dashscope import DashScopeDialect
 from .fal import FalDialect
 from .gemini import GeminiDialect
 from .generic import GenericDialect
@@ -34,6 +36,8 @@ DIALECTS: dict[str, Callable[[], Dialect]] = {
     "google-veo": GoogleVeoDialect,
     "gemini": GeminiDialect,
     "luma": LumaDialect,
+    "ark": ArkDialect,
+    "dashscope": DashScopeDialect,
 }
 
 
@@ -42,8 +46,15 @@ def get_dialect(name: str) -> Dialect:
     try:
         return DIALECTS[name]()
     except KeyError:
-        known = ", ".join(sorted(DIALECTS))
-        raise ValueError(f"unknown dialect {name!r}; known dialects: {known}") from None
+        raise ValueError(unknown_dialect(name)) from None
+
+
+def unknown_dialect(name: str) -> str:
+    """The message for a dialect name that is not one: the known ones, and the closest."""
+    from .._suggest import did_you_mean
+
+    known = ", ".join(sorted(DIALECTS))
+    return f"unknown dialect {name!r}{did_you_mean(name, DIALECTS)}; known dialects: {known}"
 
 
 def describe_dialects() -> str:

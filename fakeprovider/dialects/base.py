@@ -152,6 +152,10 @@ class Dialect:
     #: shown one. Never claim a hint the real provider does not send.
     poll_hints: bool | frozenset[str] = True
 
+    #: Whether the provider accepts a create over the scenario's ``concurrency`` limit and
+    #: holds it queued until a slot frees (Runway's ``THROTTLED``) instead of refusing it 429.
+    queues_at_capacity: bool = False
+
     def inline_result(self, request: Request, job: JobView) -> bool:
         """Whether this dialect's answer to ``request``, showing ``job`` succeeded, carries the
         result itself (the video inline, as Google's operations do). Such an answer is journaled

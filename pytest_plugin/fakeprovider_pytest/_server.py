@@ -33,6 +33,9 @@ class GuardedProvider(FakeProvider):
             taken, self.errors = self.errors, []
         return taken
 
+    def failed(self, what: str, exc: BaseException) -> None:
+        self._record(what, exc)
+
     def receive(self, http: HttpRequest) -> tuple[Reply, HttpResponse]:
         try:
             return super().receive(http)
@@ -41,11 +44,21 @@ class GuardedProvider(FakeProvider):
             raise
 
     def sent(
-        self, reply: Reply, *, started: float, completed: float, status_code: int | None
+        self,
+        reply: Reply,
+        *,
+        started: float,
+        completed: float,
+        status_code: int | None,
+        dropped: str | None = None,
     ) -> Entry | None:
         try:
             return super().sent(
-                reply, started=started, completed=completed, status_code=status_code
+                reply,
+                started=started,
+                completed=completed,
+                status_code=status_code,
+                dropped=dropped,
             )
         except BaseException as exc:
             self._record(f"the answer to {reply.request.method} {reply.request.path}", exc)

@@ -7,6 +7,7 @@ when a fixture is first used, so the plugin costs nothing in test runs that do n
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -97,11 +98,24 @@ def fakeprovider(
     fakeprovider_session.raise_errors()
 
 
+def _missing_inprocess_dependency() -> str | None:
+    """The one-sentence error when in-process mode cannot be imported (respx missing)."""
+    try:
+        import fakeprovider.inprocess  # noqa: F401  (needs respx: the pytest extra)
+    except ModuleNotFoundError as exc:
+        return str(exc)
+    return None
+
+
 @pytest.fixture
 def fakeprovider_inprocess(
     request: pytest.FixtureRequest, fakeprovider_session: FakeproviderSession
 ) -> Iterator[ProviderHandle]:
-    """The marker's scenario in-process for httpx clients, with the test's time made virtual."""
+    """The marker's scenario in-process for httpx, httpx2 and requests clients, with the test's
+    time made virtual."""
+    missing = _missing_inprocess_dependency()
+    if missing is not None:
+        pytest.fail(missing, pytrace=False)
     scenario = _marker_scenario(request)
     with fakeprovider_session.example(scenario, inprocess=True) as handle:
         handle.time_scale = _marker_time_scale(request)
@@ -129,6 +143,7 @@ def pytest_runtest_makereport(
     report: TestReport = outcome.get_result()
     if not report.failed or report.when == "teardown":
         return
+    _name_the_broken_rules(report, call)
     handles = _handles(item)
     if not handles:
         return
@@ -149,3 +164,21 @@ def pytest_runtest_makereport(
             (directory / f"{stem}{suffix}.jsonl").write_text(
                 handle.journal.to_jsonl(), encoding="utf-8"
             )
+
+
+def _name_the_broken_rules(report: TestReport, call: pytest.CallInfo[None]) -> None:
+    """Make the failure's one-line summary (``-r f``) the broken rules and their counts, first
+    (rather than a truncated ``fakeprovider.errors.InvariantViolation: ...``)."""
+    errors = sys.modules.get("fakeprovider.errors")  # not loaded: no fakeprovider failure
+    excinfo = call.excinfo
+    if (
+        errors is None
+        or excinfo is None
+        or not isinstance(excinfo.value, errors.InvariantViolation)
+    ):
+        return
+    found = excinfo.value.report
+    crash = getattr(report.longrepr, "reprcrash", None)
+    if found is not None and crash is not None:
+        rules = ", ".join(f"{name} x{n}" for name, n in found.rule_counts().items())
+        crash.message = f"{rules} ({len(found.violations)} invariant violations)"

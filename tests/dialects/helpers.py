@@ -283,6 +283,43 @@ def standard_webhooks_judge(secret: str, tolerance: float = 300.0) -> Judge:
     return judge
 
 
+def fal_judge(jwks: Mapping[str, Any], *, now: Callable[[], float] = time.time) -> Judge:
+    """A judge that verifies each delivery as fal documents it: ED25519 (with ``cryptography``)
+    over ``{request_id}\\n{user_id}\\n{timestamp}\\n{sha256 hex of the body}`` against any key
+    of ``jwks``, the timestamp within 300 s of ``now()``."""
+    import base64
+    import hashlib
+
+    from cryptography.exceptions import InvalidSignature
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+    keys = [
+        Ed25519PublicKey.from_public_bytes(base64.urlsafe_b64decode(key["x"] + "=="))
+        for key in jwks["keys"]
+        if key.get("kty") == "OKP" and key.get("crv") == "Ed25519"
+    ]
+
+    def judge(body: bytes, headers: dict[str, str]) -> str | None:
+        names = ("request-id", "user-id", "timestamp", "signature")
+        values = [headers.get(f"x-fal-webhook-{name}") for name in names]
+        request_id, user_id, stamp, signature = values
+        if request_id is None or user_id is None or stamp is None or signature is None:
+            return "missing X-Fal-Webhook-* headers"
+        if not stamp.isdigit() or abs(now() - int(stamp)) > 300:
+            return f"timestamp {stamp} is not within 300 s"
+        digest = hashlib.sha256(body).hexdigest()
+        message = f"{request_id}\n{user_id}\n{stamp}\n{digest}".encode()
+        for key in keys:
+            try:
+                key.verify(bytes.fromhex(signature), message)
+            except (InvalidSignature, ValueError):
+                continue
+            return None
+        return "no key of the JWKS verifies the signature"
+
+    return judge
+
+
 @dataclass
 class HookReceiver:
     """A webhook receiver on 127.0.0.1 that asks ``judge`` about every delivery."""

@@ -32,6 +32,7 @@ from .helpers import (
     violations,
     virtual,
 )
+from .sdk import needs, optional
 
 MODEL = "veo-3.1-generate-preview"
 CREATE = {"model": MODEL, "input": "a cat", "background": True}
@@ -253,9 +254,10 @@ def test_webhooks_are_interaction_events_signed_per_standard_webhooks() -> None:
 
 # -- the real SDK ------------------------------------------------------------------------------
 
-genai = pytest.importorskip("google.genai")
-from google.genai import _interactions as errors  # noqa: E402  (the interactions' errors)
-from google.genai import types  # noqa: E402
+genai = optional("google.genai")
+needs_genai = needs("google.genai")
+errors = optional("google.genai._interactions")  # the interactions' error classes
+types = optional("google.genai.types")
 
 
 def client_for(url: str, **options: Any) -> Any:
@@ -284,6 +286,7 @@ def run_sdk(url: str, *, reread: bool = False, **create: Any) -> Any:
         client.close()
 
 
+@needs_genai
 def test_sdk_slow_success_reads_the_video_inline_once() -> None:
     with serve("gemini", "slow-success") as (provider, url):
         done = run_sdk(url)
@@ -296,6 +299,7 @@ def test_sdk_slow_success_reads_the_video_inline_once() -> None:
         assert violated(provider) == set()
 
 
+@needs_genai
 def test_sdk_uri_delivery_downloads_once() -> None:
     with serve("gemini", "slow-success") as (provider, url):
         done = run_sdk(url, response_format={"type": "video", "delivery": "uri"})
@@ -304,6 +308,7 @@ def test_sdk_uri_delivery_downloads_once() -> None:
         assert violated(provider) == set()
 
 
+@needs_genai
 def test_a_client_that_rereads_the_finished_interaction_retrieves_the_video_twice() -> None:
     with serve("gemini", "slow-success") as (provider, url):
         run_sdk(url, reread=True)
@@ -318,6 +323,7 @@ def test_a_client_that_rereads_the_finished_interaction_retrieves_the_video_twic
         )
 
 
+@needs_genai
 def test_sdk_terminal_failure_and_cancelled() -> None:
     with serve("gemini", "terminal-failure") as (provider, url):
         done = run_sdk(url)
@@ -333,6 +339,7 @@ def test_sdk_terminal_failure_and_cancelled() -> None:
         assert violated(provider) == set()
 
 
+@needs_genai
 def test_sdk_retries_5xx_after_their_retry_after() -> None:
     """The transport retries 408/409/429/5xx (4 retries by default) and waits Retry-After."""
     with serve("gemini", "transient-5xx") as (provider, url):
@@ -346,6 +353,7 @@ def test_sdk_retries_5xx_after_their_retry_after() -> None:
         assert violated(provider) == set()
 
 
+@needs_genai
 def test_sdk_honours_retry_after_ms() -> None:
     scenario = """
 name: throttled-ms
@@ -369,6 +377,7 @@ expect: {outcome: succeeded, retrievals: 1}
         assert violated(provider) == set()
 
 
+@needs_genai
 def test_finding_a_lost_create_is_not_retried_although_connection_retries_are_on() -> None:
     """The retry loop retries transport errors (``retry_connection_errors=True``), but the
     SDK's ``CompatErrorHook`` has already wrapped the ``httpx`` error into
@@ -382,6 +391,7 @@ def test_finding_a_lost_create_is_not_retried_although_connection_retries_are_on
         assert violated(provider) == set()
 
 
+@needs_genai
 def test_sdk_refuses_a_revoked_key_without_retrying() -> None:
     with serve("gemini", "auth-revoked") as (provider, url):
         with pytest.raises(errors.APIError) as caught:
@@ -390,6 +400,7 @@ def test_sdk_refuses_a_revoked_key_without_retrying() -> None:
         assert violated(provider) == set()
 
 
+@needs_genai
 def test_sdk_receiver_verifies_every_genuine_webhook_and_refuses_forged_and_stale_ones() -> None:
     block = (
         "  events: [job.succeeded, job.failed]\n"

@@ -21,6 +21,7 @@ from .helpers import (
     violations,
     virtual,
 )
+from .sdk import needs, optional
 
 MODEL = "publishers/google/models/veo-3.0-generate-001"
 REGIONAL = f"projects/p/locations/us-central1/{MODEL}"
@@ -113,8 +114,10 @@ def test_success_with_storage_uri_gives_a_gcs_uri() -> None:
 
 # -- the real SDK ----------------------------------------------------------------------------
 
-genai = pytest.importorskip("google.genai")
-from google.genai import errors, types  # noqa: E402
+genai = optional("google.genai")
+needs_genai = needs("google.genai")
+errors = optional("google.genai.errors")
+types = optional("google.genai.types")
 
 
 def run_sdk(url: str, *, reread: bool = False) -> Any:
@@ -139,6 +142,7 @@ def run_sdk(url: str, *, reread: bool = False) -> Any:
     return operation
 
 
+@needs_genai
 def test_sdk_slow_success() -> None:
     with serve("google-veo", "slow-success") as (provider, url):
         operation = run_sdk(url)
@@ -153,6 +157,7 @@ def test_sdk_slow_success() -> None:
         assert violated(provider) == set()
 
 
+@needs_genai
 def test_a_client_that_rereads_the_finished_operation_retrieves_the_video_twice() -> None:
     with serve("google-veo", "slow-success") as (provider, url):
         run_sdk(url, reread=True)
@@ -183,6 +188,7 @@ def test_an_operation_written_to_storage_is_no_inline_retrieval() -> None:
     ]
 
 
+@needs_genai
 def test_sdk_terminal_failure() -> None:
     with serve("google-veo", "terminal-failure") as (provider, url):
         operation = run_sdk(url)
@@ -190,6 +196,7 @@ def test_sdk_terminal_failure() -> None:
         assert violated(provider) == set()
 
 
+@needs_genai
 def test_sdk_cancelled() -> None:
     with serve("google-veo", "cancelled") as (provider, url):
         operation = run_sdk(url)
@@ -198,6 +205,7 @@ def test_sdk_cancelled() -> None:
         assert violated(provider) == set()
 
 
+@needs_genai
 def test_finding_sdk_does_not_retry_5xx_by_default() -> None:
     with serve("google-veo", "transient-5xx") as (provider, url):
         with pytest.raises(errors.ServerError) as caught:
@@ -210,6 +218,7 @@ def test_finding_sdk_does_not_retry_5xx_by_default() -> None:
         assert violated(provider) == set()
 
 
+@needs_genai
 def test_finding_sdk_does_not_retry_429_by_default() -> None:
     with serve("google-veo", "rate-limited") as (provider, url):
         with pytest.raises(errors.ClientError) as caught:

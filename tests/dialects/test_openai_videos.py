@@ -33,6 +33,7 @@ from .helpers import (
     violations,
     virtual,
 )
+from .sdk import needs, optional
 
 BOUNDARY = "fakeboundary"
 
@@ -235,7 +236,8 @@ def test_webhook_event_ids_are_the_same_on_every_send_of_one_message() -> None:
 
 # -- the real SDK ----------------------------------------------------------------------------
 
-openai = pytest.importorskip("openai")
+openai = optional("openai")
+needs_openai = needs("openai")
 
 
 def run_sdk(url: str) -> tuple[Any, Any]:
@@ -253,6 +255,7 @@ def run_sdk(url: str) -> tuple[Any, Any]:
     return video_obj, content
 
 
+@needs_openai
 def test_sdk_slow_success() -> None:
     with serve("openai-videos", "slow-success") as (provider, url):
         video_obj, content = run_sdk(url)
@@ -265,6 +268,7 @@ def test_sdk_slow_success() -> None:
         assert violated(provider) == set()
 
 
+@needs_openai
 def test_sdk_terminal_failure_returns_failed_with_the_error() -> None:
     with serve("openai-videos", "terminal-failure") as (provider, url):
         video_obj, content = run_sdk(url)
@@ -277,6 +281,7 @@ def test_sdk_terminal_failure_returns_failed_with_the_error() -> None:
         assert violated(provider) == set()
 
 
+@needs_openai
 def test_sdk_transient_5xx_retries_with_retry_after() -> None:
     with serve("openai-videos", "transient-5xx") as (provider, url):
         video_obj, content = run_sdk(url)
@@ -285,6 +290,7 @@ def test_sdk_transient_5xx_retries_with_retry_after() -> None:
         assert violated(provider) == set()
 
 
+@needs_openai
 def test_sdk_rate_limited_honours_http_date_retry_after() -> None:
     with serve("openai-videos", "rate-limited") as (provider, url):
         video_obj, content = run_sdk(url)
@@ -294,6 +300,7 @@ def test_sdk_rate_limited_honours_http_date_retry_after() -> None:
         assert violated(provider) == set()
 
 
+@needs_openai
 def test_sdk_cancelled_returns_failed_cancelled() -> None:
     with serve("openai-videos", "cancelled") as (provider, url):
         video_obj, content = run_sdk(url)
@@ -315,6 +322,7 @@ expect: {outcome: succeeded, retrievals: 0}
 """
 
 
+@needs_openai
 def test_finding_sdk_reads_the_poll_hint_only_once() -> None:
     """openai 3.57 ``poll()`` keeps the first openai-poll-after-ms it saw: later hints are ignored."""
     with serve("openai-videos", parse_scenario(HINT_CHANGES), time_scale=1.0) as (provider, url):
@@ -332,6 +340,7 @@ def test_finding_sdk_reads_the_poll_hint_only_once() -> None:
         assert violated(provider) == {"honours_poll_after"}
 
 
+@needs_openai
 def test_sdk_unwraps_every_genuine_webhook_and_refuses_forged_and_stale_ones() -> None:
     hooks = openai.OpenAI(api_key="sk-test", webhook_secret=SECRET).webhooks
     judge = openai_judge(SECRET)
