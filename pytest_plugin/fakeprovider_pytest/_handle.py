@@ -204,11 +204,11 @@ class ProviderHandle:
 
     def assert_invariants(self, **limits: Any) -> Report:
         """Raise ``InvariantViolation`` (an AssertionError) with each violation and its timeline."""
-        from fakeprovider.errors import InvariantViolation
+        from fakeprovider.invariants import invariant_violation
 
         report = self.check(**limits)
         if not report.ok:
-            raise InvariantViolation(report.render())
+            raise invariant_violation(report)
         return report
 
     def expected_outcome(self, deadline: float | str | None = None) -> str:
@@ -221,26 +221,12 @@ class ProviderHandle:
 
     def timeline(self) -> str:
         """Every journal entry on one line: seq, time since the scenario started, request, answer."""
+        from fakeprovider._table import entry_line
+
         entries = self.journal.snapshot()
         if not entries:
             return "(no requests)"
-        return "\n".join(_line(e, self._start) for e in entries)
+        return "\n".join(entry_line(e, self._start) for e in entries)
 
     def __repr__(self) -> str:
         return f"<fakeprovider {self.mode} {self.scenario.name!r} at {self.url}: {len(self.journal)} entries>"
-
-
-def _line(entry: Any, start: float) -> str:
-    if entry.dropped is not None:
-        answer = f"dropped ({entry.dropped})"
-    elif entry.status_code is None:
-        answer = "(no answer yet)"
-    else:
-        answer = str(entry.status_code)
-    extra = [x for x in (entry.job_status, entry.error_code) if x]
-    if entry.retry_after is not None:
-        extra.append(f"Retry-After: {entry.retry_after.raw}")
-    if entry.fault:
-        extra.append(f"fault {entry.fault}")
-    tail = f"  {', '.join(extra)}" if extra else ""
-    return f"  #{entry.seq:<4} {entry.received_at - start:9.3f}s  {entry.method} {entry.path} -> {answer}{tail}"

@@ -7,6 +7,7 @@ when a fixture is first used, so the plugin costs nothing in test runs that do n
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -147,6 +148,7 @@ def pytest_runtest_makereport(
     report: TestReport = outcome.get_result()
     if not report.failed or report.when == "teardown":
         return
+    _name_the_broken_rules(report, call)
     handles = _handles(item)
     if not handles:
         return
@@ -167,3 +169,21 @@ def pytest_runtest_makereport(
             (directory / f"{stem}{suffix}.jsonl").write_text(
                 handle.journal.to_jsonl(), encoding="utf-8"
             )
+
+
+def _name_the_broken_rules(report: TestReport, call: pytest.CallInfo[None]) -> None:
+    """Make the failure's one-line summary (``-r f``) the broken rules and their counts, first
+    (rather than a truncated ``fakeprovider.errors.InvariantViolation: ...``)."""
+    errors = sys.modules.get("fakeprovider.errors")  # not loaded: no fakeprovider failure
+    excinfo = call.excinfo
+    if (
+        errors is None
+        or excinfo is None
+        or not isinstance(excinfo.value, errors.InvariantViolation)
+    ):
+        return
+    found = excinfo.value.report
+    crash = getattr(report.longrepr, "reprcrash", None)
+    if found is not None and crash is not None:
+        rules = ", ".join(f"{name} x{n}" for name, n in found.rule_counts().items())
+        crash.message = f"{rules} ({len(found.violations)} invariant violations)"
