@@ -178,7 +178,7 @@ def test_a_test_that_fails_before_its_fake_exists_shows_no_other_journal(
         [
             "The fakeprovider marker of test_a_test_that_fails_before_its_fake_exists_shows_no_other_journal.py"
             "::test_second: unknown dialect 'openai' (did you mean 'openai-videos'?); known"
-            " dialects: ark, dashscope, fal, generic, google-veo,"
+            " dialects: ark, dashscope, fal, gemini, generic, google-veo,"
             " luma, openai-videos, replicate, runway",
         ]
     )

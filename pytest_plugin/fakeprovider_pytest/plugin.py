@@ -53,8 +53,13 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    # a test that fails before making its own fake must not be shown the last test's journal
-    forget_last_handles()
+    # a test that fails before making its own fake must not be shown the last test's journal;
+    # its scenario paths are looked for next to its file, then in the rootdir
+    forget_last_handles(_search_dirs(item))
+
+
+def _search_dirs(item: pytest.Item) -> list[tuple[Path, str]]:
+    return [(item.path.parent, "next to the test file"), (item.config.rootpath, "in the rootdir")]
 
 
 def _marker_scenario(request: pytest.FixtureRequest) -> Scenario:
@@ -64,7 +69,7 @@ def _marker_scenario(request: pytest.FixtureRequest) -> Scenario:
 
     marker = request.node.get_closest_marker("fakeprovider")
     if marker is None:
-        return prepare_scenario(DEFAULT_SCENARIO)
+        return prepare_scenario(DEFAULT_SCENARIO, search_dirs=_search_dirs(request.node))
     if len(marker.args) > 1:
         pytest.fail(
             "The fakeprovider marker takes one scenario (a name, path or YAML text),"
@@ -74,7 +79,7 @@ def _marker_scenario(request: pytest.FixtureRequest) -> Scenario:
     scenario = marker.args[0] if marker.args else marker.kwargs.get("scenario", DEFAULT_SCENARIO)
     overrides = {k: v for k, v in marker.kwargs.items() if k != "scenario"}
     try:
-        return prepare_scenario(scenario, **overrides)
+        return prepare_scenario(scenario, search_dirs=_search_dirs(request.node), **overrides)
     except (TypeError, ValueError, ScenarioError) as exc:
         problem = str(exc)
     pytest.fail(f"The fakeprovider marker of {request.node.nodeid}: {problem}", pytrace=False)
