@@ -185,10 +185,9 @@ def test_cancel_only_a_pending_task_and_list_filters_and_pages() -> None:
 # -- the real SDK ----------------------------------------------------------------------------
 
 dashscope = optional("dashscope")
-needs_dashscope = needs("dashscope")
-VideoSynthesis = getattr(optional("dashscope"), "VideoSynthesis", None)
 base_api = optional("dashscope.client.base_api")
-Client = getattr(optional("dashscope.v2"), "Client", None)
+dashscope_v2 = optional("dashscope.v2")
+needs_dashscope = needs("dashscope")
 
 
 @pytest.fixture
@@ -207,12 +206,12 @@ def v1(monkeypatch: pytest.MonkeyPatch) -> Any:
 def v1_run(task: str | None = None) -> Any:
     """What the 1.x docs do: ``async_call``, then ``wait``; download a finished video once."""
     if task is None:
-        created = VideoSynthesis.async_call(
+        created = dashscope.VideoSynthesis.async_call(
             model=MODEL, prompt="a cat", api_key="sk-test", headers=CLIENT_HEADERS
         )
         assert created.status_code == 200
         task = created.output.task_id
-    done = VideoSynthesis.wait(task, api_key="sk-test", headers=CLIENT_HEADERS)
+    done = dashscope.VideoSynthesis.wait(task, api_key="sk-test", headers=CLIENT_HEADERS)
     if done.status_code == 200 and done.output.task_status == "SUCCEEDED":
         download(done.output.video_url)
     return done
@@ -283,7 +282,7 @@ def v2_client(url: str) -> Iterator[Any]:
     base URL too) and is the caller's to close."""
     base = f"{url}/api/v1"
     with httpx.Client(base_url=base, headers=CLIENT_HEADERS) as http:
-        yield Client(api_key="sk-test", base_url=base, http_client=http)
+        yield dashscope_v2.Client(api_key="sk-test", base_url=base, http_client=http)
 
 
 def v2_run(url: str) -> Any:

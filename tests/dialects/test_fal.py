@@ -2,20 +2,27 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
+from fakeprovider.clock import DEFAULT_EPOCH as EPOCH
 from fakeprovider.scenario import parse_scenario
 
 from .helpers import (
     CLIENT_HEADERS,
     body_of,
     call,
+    fal_judge,
+    hook_receiver,
+    hook_rows,
     hook_scenario,
     planned_messages,
+    sent_hooks,
     serve,
+    serve_hooks,
     settled,
     unusual,
     violated,
@@ -130,14 +137,14 @@ def test_failed_result_cancel_and_unknown() -> None:
 # -- webhooks --------------------------------------------------------------------------------
 
 EVERY_EVENT = "  events: [job.queued, job.processing, job.succeeded, job.failed, job.cancelled]\n"
-#: Every misbehaviour: unsigned providers get duplicates but no forged or stale sends.
+#: Every misbehaviour: duplicates, a forged copy and a stale replay of each end.
 MISBEHAVING = EVERY_EVENT + (
     "  duplicates: 1\n  duplicate_gap: 50ms\n"
     "  forged: [job.succeeded, job.failed]\n  stale: [job.succeeded, job.failed]\n"
 )
 
 
-def test_webhooks_announce_the_end_only_in_fals_shape_unsigned() -> None:
+def test_webhooks_announce_the_end_only_in_fals_shape_signed_the_fal_way() -> None:
     provider, clock = virtual("fal", hook_scenario(None, MISBEHAVING))
     query = {"fal_webhook": "http://127.0.0.1:9/h"}
     done, failed, cancelled = (
@@ -156,8 +163,25 @@ def test_webhooks_announce_the_end_only_in_fals_shape_unsigned() -> None:
         ("job.failed", failed, None),
         ("job.succeeded", done, "duplicate"),
         ("job.failed", failed, "duplicate"),
+        ("job.succeeded", done, "forged"),
+        ("job.failed", failed, "forged"),
+        ("job.succeeded", done, "stale"),
+        ("job.failed", failed, "stale"),
     ]
-    assert [dict(m.headers) for _, m in sends] == [{"content-type": "application/json"}] * 6
+    # the fal headers on every send; the body is what the signature covers
+    for delivery, message in sends:
+        headers = dict(message.headers)
+        signature = headers.pop("x-fal-webhook-signature")
+        assert len(bytes.fromhex(signature)) == 64
+        sent = int(headers["x-fal-webhook-timestamp"])
+        assert headers == {
+            "x-fal-webhook-request-id": delivery.job_id,
+            "x-fal-webhook-user-id": "fakeprovider",
+            "x-fal-webhook-timestamp": str(sent),
+            "content-type": "application/json",
+        }
+        stale = delivery.variant == "stale"
+        assert sent == math.floor(EPOCH + delivery.at) - (600 if stale else 0)
     assert body_of(sends[2][1]) == {
         "request_id": done,
         "gateway_request_id": done,
@@ -186,6 +210,73 @@ def test_webhooks_announce_the_end_only_in_fals_shape_unsigned() -> None:
         "payload": {"detail": "Request was cancelled.", "error_type": "request_cancelled"},
         "error": "Request was cancelled.",
     }
+
+
+def test_the_fake_serves_its_jwks_and_only_genuine_fresh_sends_verify() -> None:
+    pytest.importorskip("cryptography")
+    provider, clock = virtual("fal", hook_scenario(None, MISBEHAVING))
+    query = {"fal_webhook": "http://127.0.0.1:9/h"}
+    for _ in range(2):
+        call(provider, "POST", "/fal-ai/veo3", json_body={"prompt": "a cat"}, query=query)
+    status, _, keys = call(provider, "GET", "/.well-known/jwks.json")
+    assert status == 200
+    assert keys == {
+        "keys": [
+            {
+                "kty": "OKP",
+                "crv": "Ed25519",
+                "x": keys["keys"][0]["x"],
+                "kid": "fakeprovider-fal-1",
+                "alg": "EdDSA",
+                "use": "sig",
+            }
+        ]
+    }
+    entry = provider.entries[-1]
+    assert (entry.kind, entry.status_code, entry.error_code) == ("unknown", 200, "public_keys")
+    sends = planned_messages(provider, clock, 1.0)
+    judge = fal_judge(keys, now=lambda: clock.epoch + clock.now())
+    verdicts = [(d.variant, judge(m.body, dict(m.headers))) for d, m in sends]
+    assert verdicts == [
+        (None, None),
+        (None, None),
+        ("duplicate", None),
+        ("duplicate", None),
+        ("forged", "no key of the JWKS verifies the signature"),
+        ("forged", "no key of the JWKS verifies the signature"),
+        ("stale", f"timestamp {math.floor(EPOCH + sends[-2][0].at) - 600} is not within 300 s"),
+        ("stale", f"timestamp {math.floor(EPOCH + sends[-1][0].at) - 600} is not within 300 s"),
+    ]
+    # a body changed in transit no longer verifies
+    _, genuine = sends[0]
+    assert judge(genuine.body.replace(b"OK", b"ER"), dict(genuine.headers)) == (
+        "no key of the JWKS verifies the signature"
+    )
+    # the JWKS answers GET only
+    assert call(provider, "POST", "/.well-known/jwks.json")[0] == 405
+
+
+def test_a_receiver_that_verifies_accepts_the_genuine_sends_and_rejects_the_rest() -> None:
+    pytest.importorskip("cryptography")
+    import httpx
+
+    with serve_hooks("fal", hook_scenario(None, MISBEHAVING)) as (provider, server):
+        keys = httpx.get(f"{server.url}/.well-known/jwks.json").json()
+        with hook_receiver(fal_judge(keys)) as receiver:
+            query = {"fal_webhook": receiver.url}
+            httpx.post(f"{server.url}/fal-ai/veo3", json={"prompt": "a cat"}, params=query)
+            entries = sent_hooks(server)
+    assert hook_rows(entries) == [
+        ("job.succeeded", "succeeded", None, 1, 204),
+        ("job.succeeded", "succeeded", "duplicate", 1, 204),
+        ("job.succeeded", "succeeded", "forged", 1, 400),
+        ("job.succeeded", "succeeded", "stale", 1, 400),
+    ]
+    assert [h.verdict for h in receiver.hooks][2:] == [
+        "no key of the JWKS verifies the signature",
+        f"timestamp {receiver.hooks[3].headers['x-fal-webhook-timestamp']} is not within 300 s",
+    ]
+    assert violated(provider) == set()
 
 
 fal_client = optional("fal_client")
