@@ -82,6 +82,7 @@ _FIELDS: dict[str, tuple[tuple[type, ...], _Check | None, str]] = {
     "delivery": ((str, _NONE), None, "a string or null"),
     "listed": ((dict, _NONE), None, "an object of job id to status, or null"),
     "run": ((dict, _NONE), None, "an object (a run header) or null"),
+    "inline_result": ((bool, _NONE), None, "true, false or null"),
 }
 _REQUIRED = ("seq", "kind", "method", "path", "client", "received_at")
 _RETRY_AFTER: dict[str, tuple[tuple[type, ...], _Check | None, str]] = {

@@ -16,6 +16,9 @@ if TYPE_CHECKING:
 
 __all__ = ["coverage", "metrics", "render"]
 
+#: How many violations the text report details unless told otherwise (the count per rule at
+#: its top covers every one).
+MAX_VIOLATIONS = 20
 _CONTEXT = 3  # entries shown before and after the offending ones
 _MAX_LINES = 14
 
@@ -378,7 +381,10 @@ def render(
     entries: Sequence[Entry],
     found_metrics: dict[str, Any],
     warnings: Sequence[str],
+    max_violations: int | None = None,
 ) -> str:
+    """The report as text: the count per rule, then each violation with its timeline (the
+    first ``max_violations`` of them; None or 0: all), the metrics and the warnings."""
     from .invariants import split_runs
 
     runs = split_runs(entries)
@@ -392,14 +398,24 @@ def render(
     else:
         head = f"no invariant violations in {requests} request(s) from {clients} client(s)"
     lines = [head]
+    if violations:
+        counts = Counter(v.invariant for v in violations)
+        lines.append("  by rule: " + ", ".join(f"{name} {n}" for name, n in counts.most_common()))
+    shown = violations if not max_violations else violations[:max_violations]
     indexes: dict[int, _RunIndex] = {}
-    for v in violations:
+    for v in shown:
         where = f" (run {v.run})" if len(runs) > 1 else ""
         lines.append("")
         lines.append(f"  {v.invariant}{where}: {v.message}")
         if v.run not in indexes:
             indexes[v.run] = _RunIndex(runs[v.run] if v.run < len(runs) else ())
         lines.extend(_timeline(v, indexes[v.run]))
+    if len(shown) < len(violations):
+        lines.append("")
+        lines.append(
+            f"  ... and {len(violations) - len(shown)} more violation(s) not shown"
+            f" (the first {len(shown)} are; --max-violations 0 shows all)"
+        )
     lines.append("")
     delay = found_metrics["detection_delay"]
     lines.append(

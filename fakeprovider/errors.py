@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .invariants import Report
 
 __all__ = [
     "FakeProviderError",
@@ -44,6 +48,9 @@ class ScenarioError(FakeProviderError):
 
 class InvariantViolation(FakeProviderError, AssertionError):
     """A client broke one or more invariants; the message is the readable report."""
+
+    #: The ``fakeprovider.invariants.Report`` behind the message (None when raised by hand).
+    report: Report | None = None
 
 
 class NotInterceptedError(FakeProviderError):

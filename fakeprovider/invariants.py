@@ -13,12 +13,13 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ._durations import parse_duration
-from ._report import coverage, metrics, render
+from ._report import MAX_VIOLATIONS, coverage, metrics, render
 from ._rules import (
     CLIENT_RULES,
     Violation,
@@ -38,6 +39,7 @@ __all__ = [
     "assert_invariants",
     "check",
     "expected_outcome",
+    "invariant_violation",
     "runs_with_headers",
     "split_runs",
 ]
@@ -206,9 +208,21 @@ class Report:
             "limits": self.limits.to_dict(),
         }
 
-    def render(self) -> str:
-        """The report as text: each violation with the job's timeline around it."""
-        return render(self.violations, self.entries, self.metrics, self.warnings)
+    def render(self, max_violations: int | None = MAX_VIOLATIONS) -> str:
+        """The report as text: the count per rule, then each violation with the job's timeline
+        around it (the first ``max_violations``; None or 0: every one)."""
+        return render(self.violations, self.entries, self.metrics, self.warnings, max_violations)
+
+    def rule_counts(self) -> dict[str, int]:
+        """How many violations each broken rule has, most first."""
+        return dict(Counter(v.invariant for v in self.violations).most_common())
+
+    def summary(self) -> str:
+        """One line: the broken rules with their counts, or that none was broken."""
+        if self.ok:
+            return "no invariant violations"
+        rules = ", ".join(f"{name} x{n}" for name, n in self.rule_counts().items())
+        return f"{len(self.violations)} invariant violation(s): {rules}"
 
     def __str__(self) -> str:
         return self.render()
@@ -315,8 +329,15 @@ def assert_invariants(
     """``check``, raising ``InvariantViolation`` (an AssertionError) with the rendered report."""
     report = check(journal, limits, **overrides)
     if not report.ok:
-        raise InvariantViolation(report.render())
+        raise invariant_violation(report)
     return report
+
+
+def invariant_violation(report: Report) -> InvariantViolation:
+    """``InvariantViolation`` with the rendered report, and the report as ``.report``."""
+    error = InvariantViolation(report.render())
+    error.report = report
+    return error
 
 
 def expected_outcome(scenario: Scenario, deadline: float | str | None = None) -> Outcome:

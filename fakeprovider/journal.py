@@ -13,7 +13,7 @@ import json
 import logging
 import threading
 from collections import deque
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Literal, overload
@@ -88,6 +88,9 @@ class Entry:
     #: For a run header (an ``admin`` entry that starts a run): what was played and how
     #: (scenario, digest, dialect, time_scale, seed, version, started, limits).
     run: dict[str, Any] | None = None
+    #: True when the answer carried the job's result itself (a status read whose body holds
+    #: the video inline): such an answer is a retrieval, as a content download is.
+    inline_result: bool | None = None
 
     @property
     def is_header(self) -> bool:
@@ -166,6 +169,8 @@ class Journal(Sequence[Entry]):
         #: The run header written to the sink when the current run started without an admin
         #: request (a server start, ``FakeProvider.reset()``); not one of the entries.
         self.header: Entry | None = None
+        #: Called with every entry as it is written (``serve --log-requests``); must not raise.
+        self.listener: Callable[[Entry], None] | None = None
 
     def next_seq(self) -> int:
         with self._lock:
@@ -264,6 +269,8 @@ class Journal(Sequence[Entry]):
 
     def _write(self, entry: Entry) -> None:
         sink = self.sink
+        if self.listener is not None:
+            self.listener(entry)
         if sink is None or self.sink_error is not None:
             return
         try:

@@ -771,8 +771,9 @@ def test_the_rendered_report_shows_the_timeline_around_the_violation() -> None:
     ]
     with pytest.raises(InvariantViolation) as caught:
         assert_invariants(entries)
-    assert str(caught.value).splitlines()[:9] == [
+    assert str(caught.value).splitlines()[:10] == [
         "1 invariant violation(s) in 4 request(s) from 1 client(s):",
+        "  by rule: honours_retry_after 1",
         "",
         "  honours_retry_after: status read #4 for job j_1 at 7.000 s came 3.010 s before the"
         " Retry-After '4' of #3 (429, account scope) allowed it at 10.010 s",

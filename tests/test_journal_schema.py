@@ -7,6 +7,7 @@ an exception. Any other failure of a command is an internal error: exit 3, one l
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import random
@@ -17,9 +18,10 @@ from typing import Any
 import pytest
 
 from fakeprovider import cli
+from fakeprovider._journal_schema import _FIELDS
 from fakeprovider.cli import main
 from fakeprovider.invariants import check
-from fakeprovider.journal import read_journal
+from fakeprovider.journal import Entry, read_journal
 
 SUBMIT: dict[str, Any] = {
     "seq": 1,
@@ -114,6 +116,10 @@ def run_check(
     path.write_bytes(content)
     code = main(["check", str(path)])
     return code, capsys.readouterr().err.replace(str(path), "run.jsonl")
+
+
+def test_every_entry_field_has_a_check() -> None:
+    assert set(_FIELDS) == {f.name for f in dataclasses.fields(Entry)}
 
 
 def test_the_base_journal_is_a_journal(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
