@@ -205,7 +205,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "runs-not-split-at-reset",
         INVARIANTS,
-        "if e.path in _RUN_STARTS and runs[-1]:",
+        "if e.is_header or e.path in _RUN_STARTS:",
         "if False:",
         "a reset does not start a new run (job ids repeat across runs)",
     ),

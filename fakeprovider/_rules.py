@@ -202,22 +202,35 @@ def no_overlap(entries: Sequence[Entry], limits: Limits) -> Iterator[Violation]:
                 )
 
 
+def _retrieval(entry: Entry) -> bool:
+    """A successful answer that handed the client the result: a content download, or an
+    answer that carried the result inline (``inline_result``)."""
+    return _ok(entry) and (entry.kind == "content" or entry.inline_result is True)
+
+
+def _got(entry: Entry) -> str:
+    """How ``entry`` retrieved the result, for messages."""
+    return "downloaded the result" if entry.kind == "content" else "received the result inline"
+
+
 def single_retrieval(entries: Sequence[Entry], limits: Limits) -> Iterator[Violation]:
-    """J's content is fetched successfully at most ``retrievals`` times (default once), and
-    exactly that many times when ``retrievals`` is set and the client saw J succeed."""
+    """J's result is retrieved at most ``retrievals`` times (default once), and exactly that
+    many times when ``retrievals`` is set and the client saw J succeed. A retrieval is a
+    successful content fetch, or an answer that carried the result inline (so re-reading a
+    finished job whose video comes inline is a second retrieval)."""
     allowed = 1 if limits.retrievals is None else limits.retrievals
     for job_id, job_entries in _by_job(entries, listed=True).items():
-        fetched = [e for e in job_entries if e.kind == "content" and _ok(e)]
+        fetched = [e for e in job_entries if _retrieval(e)]
         if len(fetched) > allowed:
             extra = fetched[allowed]
-            head = f"content fetch #{extra.seq} for job {job_id} at {fmt_time(extra.received_at)}"
+            head = f"{describe(extra)} at {fmt_time(extra.received_at)} {_got(extra)}"
             if allowed == 0:
-                message = f"{head} downloaded the result, but no retrieval was expected"
+                message = f"{head}, but no retrieval was expected"
             else:
                 first = fetched[0]
                 times = "once" if allowed == 1 else f"{allowed} times"
                 message = (
-                    f"{head} downloaded the result again; #{first.seq} had already retrieved it"
+                    f"{head} again; #{first.seq} had already retrieved it"
                     f" at {fmt_time(first.received_at)} and it may be fetched {times}"
                 )
             seqs = (*(e.seq for e in fetched[:allowed]), extra.seq)
@@ -241,7 +254,8 @@ def no_premature_retrieval(
     entries: Sequence[Entry], limits: Limits, webhooks: Sequence[Entry] = ()
 ) -> Iterator[Violation]:
     """A content fetch of J received before any response (a status read, a list, the submit)
-    or webhook had shown J succeeded."""
+    or webhook had shown J succeeded. An answer that carries the result inline shows J
+    succeeded itself, so it is never premature."""
     for job_id, job_entries in _by_job(entries, listed=True).items():
         notified = [
             w.received_at

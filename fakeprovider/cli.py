@@ -72,11 +72,13 @@ def add_serve_options(parser: argparse.ArgumentParser, *, port: int) -> None:
         default=port,
         help=f"port to bind, 0 for any free one (default: {port})",
     )
+    from .dialects import describe_dialects
+
     parser.add_argument(
         "--dialect",
         default=None,
         metavar="NAME",
-        help="wire dialect (default: the scenario's, else generic)",
+        help=f"wire dialect, one of: {describe_dialects()} (default: the scenario's, else generic)",
     )
     parser.add_argument(
         "--journal",
@@ -398,7 +400,7 @@ def build_parser() -> argparse.ArgumentParser:
             "fakeprovider serve                          # slow-success on http://127.0.0.1:8000",
             "fakeprovider serve rate-limited --port 0    # any free port; the URL comes first",
             "fakeprovider serve my-scenario.yaml --journal run.jsonl --time-scale 0.1",
-            "fakeprovider serve slow-success --dialect openai-videos",
+            "fakeprovider serve slow-success --dialect gemini",
         ),
     )
     serve.add_argument(

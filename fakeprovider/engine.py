@@ -16,7 +16,7 @@ import json
 import math
 import random
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -205,6 +205,8 @@ def _status_at(spec: JobSpec, step: int) -> str:
 
 #: How far below a whole token a bucket may be and still count as refilled (float sums).
 _TOKEN_SLACK = 1e-9
+#: The statuses whose answer may carry the result itself.
+_SUCCESS = frozenset({"succeeded", "completed_with_errors"})
 
 
 @dataclass
@@ -258,7 +260,8 @@ class Engine:
         epoch: float = 0.0,
         journal: Journal | None = None,
         new_id: Callable[[int, int], str] = default_job_id,
-        poll_hints: bool = True,
+        poll_hints: bool | Collection[str] = True,
+        inline_result: Callable[[Request, JobView], bool] | None = None,
         queue_at_capacity: bool = False,
     ) -> None:
         self.scenario = scenario
@@ -266,9 +269,13 @@ class Engine:
         self.epoch = epoch
         self.journal = journal if journal is not None else Journal()
         self._new_id = new_id
-        #: Whether the wire shows poll hints; if not, the journal records none (a client
-        #: cannot honour a hint it was never shown).
+        #: Which answers show poll hints on the wire: True for every answer about a job, False
+        #: for none, else the request kinds whose answers carry one. The journal records a hint
+        #: only where it was shown (a client cannot honour a hint it was never shown).
         self.poll_hints = poll_hints
+        #: Whether an answer showing a job succeeded carries the result itself (a video inline
+        #: in a status read): the journal marks such answers as retrievals.
+        self.inline_result = inline_result
         #: What a submit over ``concurrency.max_active_jobs`` gets: a 429 (False), or accepted
         #: and held ``queued`` (``JobView.throttled``) until a slot frees, as Runway does.
         self.queue_at_capacity = queue_at_capacity
@@ -332,13 +339,6 @@ class Engine:
     def next_due(self) -> float | None:
         """The earliest clock reading at which some job's timeline reaches a timed step."""
         return self._due[0][0] if self._due else None
-
-    def job_status(self, job_id: str, now: float) -> str | None:
-        job = self._jobs.get(job_id)
-        if job is None:
-            return None
-        self._advance(job, now)
-        return job.status
 
     # -- decisions ------------------------------------------------------------------------
 
@@ -890,6 +890,11 @@ class Engine:
             error=ApiError(code, message),
         )
 
+    def _shows_hint(self, kind: str) -> bool:
+        if isinstance(self.poll_hints, bool):
+            return self.poll_hints
+        return kind in self.poll_hints
+
     def _entry(self, reply: Reply, now: float) -> Entry:
         request = reply.request
         job = reply.job
@@ -918,9 +923,16 @@ class Engine:
             status_since=true_job.since if true_job is not None else None,
             poll_after=(
                 job.poll_after
-                if shown is not None and job is not None and self.poll_hints
+                if shown is not None and job is not None and self._shows_hint(request.kind)
                 else None
             ),
+            inline_result=True
+            if shown in _SUCCESS
+            and job is not None
+            and 200 <= reply.status_code < 300
+            and self.inline_result is not None
+            and self.inline_result(request, job)
+            else None,
             error_code=reply.error.code if reply.error is not None else None,
             credential=_fingerprint(request.credential),
             idempotency_key=request.idempotency_key,

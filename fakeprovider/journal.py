@@ -88,6 +88,9 @@ class Entry:
     #: For a run header (an ``admin`` entry that starts a run): what was played and how
     #: (scenario, digest, dialect, time_scale, seed, version, started, limits).
     run: dict[str, Any] | None = None
+    #: True when the answer carried the job's result itself (a status read whose body holds
+    #: the video inline): such an answer is a retrieval, as a content download is.
+    inline_result: bool | None = None
 
     @property
     def is_header(self) -> bool:

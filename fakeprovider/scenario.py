@@ -474,6 +474,7 @@ DialectName = Literal[
     "replicate",
     "fal",
     "google-veo",
+    "gemini",
     "luma",
     "ark",
     "dashscope",
