@@ -328,7 +328,8 @@ class RateLimit:
 
 @dataclass(frozen=True)
 class Concurrency:
-    """A cap on jobs running at once for the account; over it, submits get 429."""
+    """A cap on jobs running at once for the account; over it, submits get 429 (in the `runway`
+    dialect they are accepted and shown THROTTLED until a slot frees, as Runway does)."""
 
     max_active_jobs: PositiveInt = doc("Non-terminal jobs allowed at once.")
     retry_after: Duration | RetryAfter = doc("Retry-After sent with the 429.", 10.0)
@@ -473,6 +474,7 @@ DialectName = Literal[
     "replicate",
     "fal",
     "google-veo",
+    "gemini",
     "luma",
     "ark",
     "dashscope",

@@ -263,6 +263,7 @@ _SUBMITS = {
         "/v1beta1/publishers/google/models/veo-3:predictLongRunning",
         {"instances": [{"prompt": "x"}]},
     ),
+    "gemini": ("/v1beta/interactions", {"input": "x", "model": "veo-3", "background": True}),
     "luma": ("/dream-machine/v1/generations", {"prompt": "x", "model": "ray-2"}),
     "ark": (
         "/api/v3/contents/generations/tasks",
@@ -279,6 +280,7 @@ _STATUS = {
     "runway": "/v1/tasks/{id}",
     "replicate": "/v1/predictions/{id}",
     "fal": "/fal-ai/veo3/requests/{id}/status",
+    "gemini": "/v1beta/interactions/{id}",
     "luma": "/dream-machine/v1/generations/{id}",
     "ark": "/api/v3/contents/generations/tasks/{id}",
     # (a GET of an unknown task id is 200 UNKNOWN on DashScope: GET the cancel route, a 405)

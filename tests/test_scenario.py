@@ -264,7 +264,7 @@ BAD_DOCUMENTS = [
     pytest.param(
         "dialect: openai\njobs:\n  - timeline: [{status: queued}]\n",
         "bad.yaml:1:10: dialect: expected one of 'generic', 'openai-videos', 'runway', 'replicate',"
-        " 'fal', 'google-veo', 'luma', 'ark', 'dashscope', got 'openai' (did you mean 'openai-videos'?)",
+        " 'fal', 'google-veo', 'gemini', 'luma', 'ark', 'dashscope', got 'openai' (did you mean 'openai-videos'?)",
         id="unknown_dialect",
     ),
     pytest.param(

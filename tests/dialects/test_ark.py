@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import httpx
 import pytest
 
 from .helpers import (
@@ -27,6 +28,7 @@ from .helpers import (
     violations,
     virtual,
 )
+from .sdk import needs, optional
 
 P = "/api/v3/contents/generations/tasks"
 MODEL = "doubao-seedance-1-0-pro-250528"
@@ -289,8 +291,8 @@ def test_callbacks_post_the_task_for_every_change_unsigned() -> None:
 
 # -- the real SDK ----------------------------------------------------------------------------
 
-ark = pytest.importorskip("volcenginesdkarkruntime")
-httpx = pytest.importorskip("httpx")
+ark = optional("volcenginesdkarkruntime")
+needs_ark = needs("volcenginesdkarkruntime")
 
 TERMINAL = ("succeeded", "failed", "cancelled", "expired")
 
@@ -325,6 +327,7 @@ def run_sdk(url: str, *, interval: float = 0.1, timeout: float = 10) -> Any:
     return done
 
 
+@needs_ark
 def test_sdk_slow_success() -> None:
     with serve("ark", "slow-success") as (provider, url):
         done = run_sdk(url)
@@ -334,6 +337,7 @@ def test_sdk_slow_success() -> None:
         assert violated(provider) == set()
 
 
+@needs_ark
 def test_sdk_terminal_failure_is_a_failed_task() -> None:
     with serve("ark", "terminal-failure") as (provider, url):
         done = run_sdk(url)
@@ -342,6 +346,7 @@ def test_sdk_terminal_failure_is_a_failed_task() -> None:
         assert violated(provider) == set()
 
 
+@needs_ark
 def test_finding_sdk_retries_5xx_before_their_retry_after() -> None:
     """It retries the 503s (0.5 s, then 1 s, jittered) but never reads their ``Retry-After``."""
     with serve("ark", "transient-5xx") as (provider, url):
@@ -351,12 +356,14 @@ def test_finding_sdk_retries_5xx_before_their_retry_after() -> None:
         assert {(v.invariant, v.seqs) for v in found} == {("honours_retry_after", (3, 4))}
 
 
+@needs_ark
 def test_sdk_cancelled() -> None:
     with serve("ark", "cancelled") as (provider, url):
         assert run_sdk(url).status == "cancelled"
         assert violated(provider) == set()
 
 
+@needs_ark
 def test_sdk_rate_limited_retries_the_429s() -> None:
     """Its 0.5 s and 1 s backoffs happen to clear these HTTP-date ``Retry-After`` values (1 s
     granularity, scaled): clean here, though it never reads them (see the 5xx finding)."""
@@ -367,6 +374,7 @@ def test_sdk_rate_limited_retries_the_429s() -> None:
         assert violated(provider) == set()
 
 
+@needs_ark
 def test_finding_sdk_retries_a_lost_create_without_a_key() -> None:
     """A create whose answer is lost is retried (any exception is), with no Idempotency-Key."""
     with serve("ark", "ambiguous-submit") as (provider, url):
@@ -379,6 +387,7 @@ def test_finding_sdk_retries_a_lost_create_without_a_key() -> None:
         assert violated(provider) == {"no_resubmission"}
 
 
+@needs_ark
 def test_sdk_callbacks_parse_as_tasks() -> None:
     from volcenginesdkarkruntime.types.content_generation.content_generation_task import (
         ContentGenerationTask,

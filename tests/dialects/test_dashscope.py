@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import httpx
 import pytest
 
 from .helpers import (
@@ -24,6 +25,7 @@ from .helpers import (
     violations,
     virtual,
 )
+from .sdk import needs, optional
 
 SUBMIT = "/api/v1/services/aigc/video-generation/video-synthesis"
 ASYNC = {"X-DashScope-Async": "enable"}
@@ -182,12 +184,10 @@ def test_cancel_only_a_pending_task_and_list_filters_and_pages() -> None:
 
 # -- the real SDK ----------------------------------------------------------------------------
 
-dashscope = pytest.importorskip("dashscope")
-from dashscope import VideoSynthesis  # noqa: E402
-from dashscope.client import base_api  # noqa: E402
-from dashscope.v2 import Client  # noqa: E402
-
-httpx = pytest.importorskip("httpx")
+dashscope = optional("dashscope")
+base_api = optional("dashscope.client.base_api")
+dashscope_v2 = optional("dashscope.v2")
+needs_dashscope = needs("dashscope")
 
 
 @pytest.fixture
@@ -206,17 +206,18 @@ def v1(monkeypatch: pytest.MonkeyPatch) -> Any:
 def v1_run(task: str | None = None) -> Any:
     """What the 1.x docs do: ``async_call``, then ``wait``; download a finished video once."""
     if task is None:
-        created = VideoSynthesis.async_call(
+        created = dashscope.VideoSynthesis.async_call(
             model=MODEL, prompt="a cat", api_key="sk-test", headers=CLIENT_HEADERS
         )
         assert created.status_code == 200
         task = created.output.task_id
-    done = VideoSynthesis.wait(task, api_key="sk-test", headers=CLIENT_HEADERS)
+    done = dashscope.VideoSynthesis.wait(task, api_key="sk-test", headers=CLIENT_HEADERS)
     if done.status_code == 200 and done.output.task_status == "SUCCEEDED":
         download(done.output.video_url)
     return done
 
 
+@needs_dashscope
 def test_v1_slow_success(v1: Any) -> None:
     with serve("dashscope", "slow-success") as (provider, url):
         v1(url)
@@ -226,6 +227,7 @@ def test_v1_slow_success(v1: Any) -> None:
         assert violated(provider) == set()
 
 
+@needs_dashscope
 def test_v1_terminal_failure_is_returned(v1: Any) -> None:
     with serve("dashscope", "terminal-failure") as (provider, url):
         v1(url)
@@ -235,6 +237,7 @@ def test_v1_terminal_failure_is_returned(v1: Any) -> None:
         assert violated(provider) == set()
 
 
+@needs_dashscope
 def test_finding_v1_wait_ignores_retry_after_and_gives_up_on_a_502(v1: Any) -> None:
     """``wait`` retries a 503 or 504 after its own poll interval (never reading ``Retry-After``)
     and hands back any other error as the answer: the 502 of ``transient-5xx`` ends the wait
@@ -258,6 +261,7 @@ def test_finding_v1_wait_ignores_retry_after_and_gives_up_on_a_502(v1: Any) -> N
         }
 
 
+@needs_dashscope
 def test_v1_wait_stops_on_unknown(v1: Any) -> None:
     """An id the gateway does not know is 200 UNKNOWN: ``wait`` returns it at once. It is no
     job state: a client must report "no such task", neither success nor the job's failure."""
@@ -278,7 +282,7 @@ def v2_client(url: str) -> Iterator[Any]:
     base URL too) and is the caller's to close."""
     base = f"{url}/api/v1"
     with httpx.Client(base_url=base, headers=CLIENT_HEADERS) as http:
-        yield Client(api_key="sk-test", base_url=base, http_client=http)
+        yield dashscope_v2.Client(api_key="sk-test", base_url=base, http_client=http)
 
 
 def v2_run(url: str) -> Any:
@@ -291,6 +295,7 @@ def v2_run(url: str) -> Any:
     return done
 
 
+@needs_dashscope
 def test_v2_slow_success() -> None:
     with serve("dashscope", "slow-success") as (provider, url):
         assert v2_run(url).status == "SUCCEEDED"
@@ -298,6 +303,7 @@ def test_v2_slow_success() -> None:
         assert violated(provider) == set()
 
 
+@needs_dashscope
 def test_v2_terminal_failure_raises() -> None:
     from dashscope.v2.errors import DashScopeError
 
@@ -308,12 +314,14 @@ def test_v2_terminal_failure_raises() -> None:
         assert violated(provider) == set()
 
 
+@needs_dashscope
 def test_v2_transient_5xx_retries_after_retry_after() -> None:
     with serve("dashscope", "transient-5xx") as (provider, url):
         assert v2_run(url).status == "SUCCEEDED"
         assert violated(provider) == set()
 
 
+@needs_dashscope
 def test_v2_wait_returns_unknown() -> None:
     with serve("dashscope", "slow-success") as (provider, url):
         with v2_client(url) as client:
@@ -322,6 +330,7 @@ def test_v2_wait_returns_unknown() -> None:
         assert violated(provider) == set()
 
 
+@needs_dashscope
 def test_finding_v2_retries_a_lost_create_without_a_key() -> None:
     """The v2 transport retries every method, POST included, with no idempotency key."""
     with serve("dashscope", "ambiguous-submit") as (provider, url):
@@ -334,6 +343,7 @@ def test_finding_v2_retries_a_lost_create_without_a_key() -> None:
         assert violated(provider) == {"no_resubmission"}
 
 
+@needs_dashscope
 def test_rate_limited_v1_hands_back_the_429_and_v2_retries_it(v1: Any) -> None:
     with serve("dashscope", "rate-limited") as (provider, url):
         v1(url)
