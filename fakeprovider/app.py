@@ -270,6 +270,20 @@ def _raw_headers(response: HttpResponse, date: str) -> list[tuple[bytes, bytes]]
     return raw
 
 
+async def _read_capped(request: StarletteRequest, limit: int) -> bytes | None:
+    """The request's body, or None as soon as it is known to exceed ``limit`` bytes: from its
+    ``Content-Length`` before reading anything, else while reading (the rest is never read)."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        return None
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            return None
+    return bytes(body)
+
+
 def _admin_app(provider: FakeProvider) -> Starlette:
     async def health(request: StarletteRequest) -> Response:
         return JSONResponse(
@@ -337,9 +351,12 @@ def _admin_app(provider: FakeProvider) -> Starlette:
         return JSONResponse({"status": "reset", "scenario": provider.scenario.name})
 
     async def scenario(request: StarletteRequest) -> Response:
-        raw = await request.body()
-        if len(raw) > provider.scenario.max_body_bytes:
-            return _error(413, "payload_too_large", "The scenario is too large.")
+        limit = provider.scenario.max_body_bytes
+        raw = await _read_capped(request, limit)
+        if raw is None:
+            return _error(
+                413, "payload_too_large", f"The scenario is too large; send at most {limit} bytes."
+            )
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError:

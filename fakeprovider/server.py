@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
+import math
 import signal
 import socket
 import threading
+import time
 from collections.abc import Iterable, Iterator
 from types import FrameType, TracebackType
 
@@ -30,6 +33,42 @@ DEFAULT_HOST = "127.0.0.1"
 IDLE_TIMEOUT = 5.0
 #: Seconds the server waits, once asked to stop, for the answers in flight to go out.
 GRACEFUL_TIMEOUT = 2.0
+
+
+class OncePerCause(logging.Filter):
+    """Lets each kind of message through once per ``window`` seconds (real time), then says
+    how many like it were held back: a flood of bad requests or refused connections must not
+    flood the log with one line each."""
+
+    def __init__(self, window: float = 60.0) -> None:
+        super().__init__()
+        self.window = window
+        self._seen: dict[tuple[str, str], tuple[float, int]] = {}
+        self._lock = threading.Lock()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        key = (record.name, str(record.msg))
+        now = time.monotonic()
+        with self._lock:
+            since, held = self._seen.get(key, (-math.inf, 0))
+            if now - since < self.window:
+                self._seen[key] = (since, held + 1)
+                return False
+            if len(self._seen) > 1024:  # bound the memory: forget the oldest causes
+                self._seen.clear()
+            self._seen[key] = (now, 0)
+        if held:
+            record.msg = f"{record.msg} ({held} more like this in the last {self.window:g} s)"
+        return True
+
+
+#: On uvicorn's and asyncio's loggers while a server runs (one instance: added once).
+_ONCE = OncePerCause()
+
+
+def _quiet_floods() -> None:
+    for name in ("uvicorn.error", "asyncio"):
+        logging.getLogger(name).addFilter(_ONCE)
 
 
 class _Protocol(H11Protocol):
@@ -113,6 +152,7 @@ def _server(
         timeout_keep_alive=idle_timeout,  # type: ignore[arg-type]  # a float works
         timeout_graceful_shutdown=GRACEFUL_TIMEOUT,  # type: ignore[arg-type]
     )
+    _quiet_floods()
     return (_ForegroundServer if foreground else _Server)(config, app)
 
 

@@ -18,6 +18,7 @@ import pytest
 
 import fakeprovider
 from fakeprovider import app as app_module
+from fakeprovider import server as server_module
 from fakeprovider.clock import VirtualClock
 from fakeprovider.invariants import Limits, check, split_runs
 from fakeprovider.journal import Entry, read_journal
@@ -878,3 +879,84 @@ def test_the_scenario_digest_ignores_time_scale_and_seed_but_not_the_content() -
     }
     assert len(digests) == 1
     assert FakeProvider("quick-preview").run_header()["digest"] not in digests
+
+
+def _raw_exchange(url: str, head: bytes, body: bytes = b"") -> bytes:
+    """Send a request head (and part of a body) that is never finished; return the answer."""
+    host, port = url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as raw:
+        raw.sendall(head + body)
+        answer = b""
+        while b"\r\n\r\n" not in answer:
+            chunk = raw.recv(4096)  # a server waiting for the rest would time out here
+            if not chunk:
+                break
+            answer += chunk
+    return answer
+
+
+CAPPED = INSTANT + "max_body_bytes: 2000\n"
+
+
+def test_an_admin_body_declared_too_large_is_refused_before_it_is_read() -> None:
+    provider = FakeProvider(parse_scenario(CAPPED))
+    with ServerThread(provider) as running:
+        answer = _raw_exchange(
+            running.url,
+            b"PUT /__admin/scenario HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000000\r\n\r\n",
+        )
+    assert answer.startswith(b"HTTP/1.1 413 ")
+    assert provider.scenario.name == "instant"
+
+
+def test_an_admin_body_streamed_past_the_limit_is_refused_without_reading_the_rest() -> None:
+    provider = FakeProvider(parse_scenario(CAPPED))
+    chunk = b"#" * 1500
+    with ServerThread(provider) as running:
+        answer = _raw_exchange(
+            running.url,
+            b"PUT /__admin/scenario HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n",
+            2 * (b"5dc\r\n" + chunk + b"\r\n"),  # 3000 bytes of a body that never ends
+        )
+    assert answer.startswith(b"HTTP/1.1 413 ")
+
+
+def test_an_admin_body_too_large_says_the_limit(client: httpx.Client) -> None:
+    refused = client.put("/__admin/scenario", content=b"#" * (1024 * 1024 + 1))
+    assert (refused.status_code, refused.json()["error"]["message"]) == (
+        413,
+        "The scenario is too large; send at most 1048576 bytes.",
+    )
+
+
+def test_a_flood_of_requests_uvicorn_cannot_parse_is_logged_once(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(server_module, "_ONCE", server_module.OncePerCause())
+    server = ServerThread(FakeProvider(parse_scenario(INSTANT)))  # configures uvicorn's logging
+    uvicorn_log = logging.getLogger("uvicorn.error")  # which does not propagate
+    uvicorn_log.addHandler(caplog.handler)
+    try:
+        with server as running:
+            answers = [
+                _raw_exchange(running.url, b"GET /a b c HTTP/1.1\r\nHost: x\r\n\r\n")
+                for _ in range(20)
+            ]
+    finally:
+        uvicorn_log.removeHandler(caplog.handler)
+    assert all(a.startswith(b"HTTP/1.1 400 ") for a in answers)
+    assert [r.getMessage() for r in caplog.records if r.name == "uvicorn.error"] == [
+        "Invalid HTTP request received."
+    ]
+
+
+def test_once_per_cause_says_how_many_it_held_back_when_the_window_is_over() -> None:
+    once = server_module.OncePerCause(window=0.0)
+    record = logging.LogRecord("x", logging.WARNING, "f", 1, "bad request", None, None)
+    assert once.filter(record)
+    held = server_module.OncePerCause(window=3600.0)
+    passed = [
+        held.filter(logging.LogRecord("x", logging.WARNING, "f", 1, "bad", None, None))
+        for _ in range(3)
+    ]
+    assert passed == [True, False, False]
