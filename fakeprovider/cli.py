@@ -93,8 +93,21 @@ def cmd_serve(args: argparse.Namespace) -> int:
         )
         return 2
 
+    from .server import admin_token_for, is_loopback
+
+    admin_token = admin_token_for(args.host, args.admin_token)
+
     def ready(url: str) -> None:
         print(url, flush=True)
+        if not is_loopback(args.host):
+            shown = "given with --admin-token" if args.admin_token else f"token: {admin_token}"
+            print(
+                f"fakeprovider serve: warning: {args.host} is not a loopback address, so"
+                " anyone who can reach it can use the fake; the admin API wants"
+                f" 'Authorization: Bearer <token>' ({shown})",
+                file=sys.stderr,
+                flush=True,
+            )
         scenario = provider.scenario
         scale = f", time scale {args.time_scale:g}" if args.time_scale != 1.0 else ""
         print(
@@ -112,6 +125,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             log_level=args.log_level,
             on_ready=ready,
             idle_timeout=args.idle_timeout,
+            admin_token=admin_token,
         )
     except OSError as exc:
         print(
@@ -267,6 +281,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         metavar="PATH",
         help="append every request to this JSONL file as it completes",
+    )
+    serve.add_argument(
+        "--admin-token",
+        default=None,
+        metavar="TOKEN",
+        help="require 'Authorization: Bearer TOKEN' on the admin API (health checks excepted);"
+        " on a non-loopback --host one is made up and printed when not given",
     )
     serve.add_argument(
         "--journal-memory",

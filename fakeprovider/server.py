@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import logging
 import math
+import secrets
 import signal
 import socket
 import threading
@@ -25,7 +27,15 @@ from .app import FakeProviderApp, create_app
 from .dispatcher import Dispatcher
 from .service import FakeProvider
 
-__all__ = ["DEFAULT_HOST", "ServerThread", "bind_socket", "serve_forever", "serving"]
+__all__ = [
+    "DEFAULT_HOST",
+    "ServerThread",
+    "admin_token_for",
+    "bind_socket",
+    "is_loopback",
+    "serve_forever",
+    "serving",
+]
 
 DEFAULT_HOST = "127.0.0.1"
 #: Seconds a connection may stay open without a request in progress: a fresh one that sends
@@ -133,14 +143,33 @@ def bind_socket(host: str = DEFAULT_HOST, port: int = 0) -> socket.socket:
     return sock
 
 
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (an address or ``localhost``) is reachable from this machine only."""
+    if host.strip("[]").lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def admin_token_for(host: str, admin_token: str | None) -> str | None:
+    """The admin token to require: the one given, else, on an address others can reach, a new
+    random one (the admin API resets and reloads the fake: not for anyone on the network)."""
+    if admin_token is not None or is_loopback(host):
+        return admin_token
+    return secrets.token_urlsafe(24)
+
+
 def _server(
     provider: FakeProvider,
     log_level: str,
     idle_timeout: float = IDLE_TIMEOUT,
     *,
+    admin_token: str | None = None,
     foreground: bool = False,
 ) -> _Server:
-    app = create_app(provider)
+    app = create_app(provider, admin_token=admin_token)
     config = uvicorn.Config(
         app,
         http=_Protocol,
@@ -174,12 +203,16 @@ class ServerThread:
         log_level: str = "warning",
         allow_webhook_hosts: Iterable[str] = (),
         idle_timeout: float = IDLE_TIMEOUT,
+        admin_token: str | None = None,
     ) -> None:
         self.provider = provider
         self.dispatcher = Dispatcher(provider, allow_webhook_hosts=allow_webhook_hosts)
         self._socket = bind_socket(host, port)
         self.url = _url(self._socket)
-        self._server = _server(provider, log_level, idle_timeout)
+        #: What the admin API wants as ``Authorization: Bearer``: the one given, or one made up
+        #: when ``host`` is not a loopback address; None: no token needed.
+        self.admin_token = admin_token_for(host, admin_token)
+        self._server = _server(provider, log_level, idle_timeout, admin_token=self.admin_token)
         self._thread = threading.Thread(
             target=self._run, name=f"fakeprovider {self.url}", daemon=True
         )
@@ -260,11 +293,15 @@ def serve_forever(
     on_ready: object = None,
     allow_webhook_hosts: Iterable[str] = (),
     idle_timeout: float = IDLE_TIMEOUT,
+    admin_token: str | None = None,
 ) -> None:
     """Serve in the foreground until SIGINT or SIGTERM, then answer what is in flight (within
-    ``GRACEFUL_TIMEOUT``; the answers are journaled) and return."""
+    ``GRACEFUL_TIMEOUT``; the answers are journaled) and return.
+
+    ``admin_token``: what the admin API wants as ``Authorization: Bearer`` (give the one from
+    ``admin_token_for(host, ...)`` to require one on a non-loopback address)."""
     sock = bind_socket(host, port)
-    server = _server(provider, log_level, idle_timeout, foreground=True)
+    server = _server(provider, log_level, idle_timeout, admin_token=admin_token, foreground=True)
     dispatcher = Dispatcher(provider, allow_webhook_hosts=allow_webhook_hosts).start()
     if callable(on_ready):
         on_ready(_url(sock))

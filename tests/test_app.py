@@ -960,3 +960,115 @@ def test_once_per_cause_says_how_many_it_held_back_when_the_window_is_over() -> 
         for _ in range(3)
     ]
     assert passed == [True, False, False]
+
+
+# -- admin API safety ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("headers", "message"),
+    [
+        (
+            {"Sec-Fetch-Site": "cross-site"},
+            "The admin API refuses requests from web pages of other sites (Sec-Fetch-Site:"
+            " cross-site).",
+        ),
+        (
+            {"Origin": "https://evil.example"},
+            "The admin API refuses requests from other origins (Origin: https://evil.example;"
+            " this is http://{host}).",
+        ),
+        (
+            {"Origin": "null"},
+            "The admin API refuses requests from other origins (Origin: null; this is"
+            " http://{host}).",
+        ),
+    ],
+)
+def test_admin_requests_from_other_sites_pages_are_refused(
+    headers: dict[str, str], message: str, client: httpx.Client, server: ServerThread
+) -> None:
+    client.post("/v1/jobs", json={"prompt": "x"})
+    refused = [
+        client.post("/__admin/reset", headers=headers),
+        client.get("/__admin/journal", headers=headers),
+    ]
+    host = server.url.removeprefix("http://")
+    assert [(r.status_code, r.json()["error"]) for r in refused] == 2 * [
+        (403, {"code": "cross_origin", "message": message.format(host=host)})
+    ]
+    assert [e.kind for e in server.provider.journal] == ["submit"]  # not reset
+
+
+def test_admin_requests_from_the_fakes_own_origin_or_no_browser_are_served(
+    client: httpx.Client, server: ServerThread
+) -> None:
+    own = {"Origin": server.url, "Sec-Fetch-Site": "same-origin"}
+    assert client.post("/__admin/reset", headers=own).status_code == 200
+    assert client.post("/__admin/reset", headers={"Sec-Fetch-Site": "none"}).status_code == 200
+
+
+@pytest.mark.parametrize(
+    "ctype",
+    ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x"],
+)
+def test_admin_mutations_refuse_types_a_web_page_can_send_without_asking(
+    ctype: str, client: httpx.Client, server: ServerThread
+) -> None:
+    shown = ctype.split(";")[0]
+    answers = [
+        client.put("/__admin/scenario", content=b"quick-preview", headers={"Content-Type": ctype}),
+        client.post("/__admin/reset", content=b"x=1", headers={"Content-Type": ctype}),
+    ]
+    assert [(r.status_code, r.json()["error"]) for r in answers] == 2 * [
+        (
+            415,
+            {
+                "code": "unsupported_media_type",
+                "message": f"The admin API does not take {shown} (a type any web page can send);"
+                " send application/yaml or application/json, or no Content-Type.",
+            },
+        )
+    ]
+    assert server.provider.scenario.name == "app-test"
+
+
+def test_an_admin_token_is_required_everywhere_but_the_health_check() -> None:
+    provider = FakeProvider(parse_scenario(INSTANT))
+    with (
+        ServerThread(provider, admin_token="s3cret") as running,
+        httpx.Client(base_url=running.url) as http,
+    ):
+        anonymous = http.post("/__admin/reset")
+        wrong = http.get("/__admin/journal", headers={"Authorization": "Bearer nope"})
+        health = http.get("/__admin/health")
+        allowed = http.post("/__admin/reset", headers={"Authorization": "Bearer s3cret"})
+    assert [r.status_code for r in (anonymous, wrong, health, allowed)] == [401, 401, 200, 200]
+    assert anonymous.headers["www-authenticate"] == 'Bearer realm="fakeprovider admin"'
+    assert anonymous.json()["error"] == {
+        "code": "admin_token_required",
+        "message": "The admin API wants 'Authorization: Bearer <token>' with the token the"
+        " server printed at start (or was given with --admin-token).",
+    }
+
+
+@pytest.mark.parametrize(
+    ("host", "loopback"),
+    [
+        ("127.0.0.1", True),
+        ("127.0.0.2", True),
+        ("::1", True),
+        ("[::1]", True),
+        ("localhost", True),
+        ("0.0.0.0", False),
+        ("::", False),
+        ("192.168.1.5", False),
+        ("example.com", False),
+    ],
+)
+def test_a_token_is_made_up_only_for_addresses_others_can_reach(host: str, loopback: bool) -> None:
+    assert server_module.is_loopback(host) is loopback
+    made = server_module.admin_token_for(host, None)
+    assert (made is None) is loopback
+    assert made is None or len(made) >= 32
+    assert server_module.admin_token_for(host, "given") == "given"
