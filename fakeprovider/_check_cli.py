@@ -8,15 +8,17 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import sys
+from pathlib import Path
 from typing import Any
 
+from ._formats import FORMATS, format_report
+from ._report import MAX_VIOLATIONS
 from .errors import ScenarioError
-from .invariants import Limits, check, runs_with_headers
+from .invariants import Limits, Report, check, runs_with_headers
 from .journal import read_journal
 
-__all__ = ["add_check_parser", "cmd_check"]
+__all__ = ["BadInput", "add_check_parser", "add_report_parser", "cmd_check", "judge"]
 
 #: CLI option -> Limits field; every value is parsed by ``Limits.from_strings``.
 _OPTIONS = {
@@ -68,9 +70,11 @@ def add_check_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
         "with no client request in it is bad input: nothing was tested).",
         formatter_class=formatter,
         epilog=examples(
-            "fakeprovider check run.jsonl",
+            "fakeprovider check run.jsonl       # limits from the journal's run header",
             "fakeprovider check run.jsonl --scenario transient-5xx   # its expect: limits",
             "fakeprovider check run.jsonl --deadline 5m --max-retries 3 --json",
+            "fakeprovider check run.jsonl --format junit > junit.xml   # one case per rule",
+            "fakeprovider check run.jsonl --format github   # annotations in GitHub Actions",
             "curl -s 'http://127.0.0.1:8000/__admin/report?deadline=5m'  # same, from the server",
         ),
     )
@@ -89,44 +93,176 @@ def add_check_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
         help="the time scale the journal was recorded at, for --scenario (default: the run"
         " header's, else 1)",
     )
-    for option, (dest, metavar, text) in _OPTIONS.items():
-        parser.add_argument(option, dest=f"limit_{dest}", metavar=metavar, default=None, help=text)
-    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    add_limit_options(parser)
+    add_format_options(parser)
     parser.set_defaults(func=cmd_check)
+
+
+def add_report_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from .cli import examples, formatter
+
+    parser = sub.add_parser(
+        "report",
+        help="write a journal's HTML timeline report",
+        description=(
+            "Judge JOURNAL as 'check' does and write the verdict as one self-contained HTML file\n"
+            "(no script, nothing fetched): each job a lane on a time axis, its status phases as\n"
+            "bands, every request a mark coloured by its answer, poll hints and Retry-After\n"
+            "windows shaded, webhooks as arrows, violations ringed with their sentence, and the\n"
+            "metrics. Exit 0 once written (whatever the verdict), 2 on bad input."
+        ),
+        formatter_class=formatter,
+        epilog=examples(
+            "fakeprovider report run.jsonl -o report.html",
+            "fakeprovider report run.jsonl -o report.html --deadline 2m   # limits as for check",
+        ),
+    )
+    parser.add_argument("journal", metavar="JOURNAL", help="the JSONL journal file ('-' for stdin)")
+    parser.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        required=True,
+        metavar="FILE",
+        help="the HTML file to write",
+    )
+    parser.add_argument(
+        "--title", default="fakeprovider report", help="the page's title (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--scenario",
+        metavar="NAME",
+        default=None,
+        help="start from this scenario's expect: limits (default: the run header's)",
+    )
+    parser.add_argument(
+        "--time-scale",
+        type=float,
+        default=None,
+        metavar="F",
+        help="the time scale the journal was recorded at, for --scenario",
+    )
+    add_limit_options(parser)
+    parser.set_defaults(func=cmd_report)
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from .htmlreport import write_html_report
+
+    try:
+        report = judge(args.journal, args, prog="fakeprovider report")
+    except BadInput as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    try:
+        write_html_report(report, args.output, title=args.title)
+    except OSError as exc:
+        print(
+            f"fakeprovider report: cannot write {args.output}: {exc.strerror or exc}",
+            file=sys.stderr,
+        )
+        return 2
+    print(f"fakeprovider report: wrote {args.output} ({report.summary()})", file=sys.stderr)
+    return 0
+
+
+def add_limit_options(parser: argparse.ArgumentParser) -> None:
+    """The options that set limits (``--max-retries``, ``--deadline``...)."""
+    group = parser.add_argument_group("limits (default: the run header's, else the defaults)")
+    for option, (dest, metavar, text) in _OPTIONS.items():
+        group.add_argument(option, dest=f"limit_{dest}", metavar=metavar, default=None, help=text)
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected 0 or more, got {value}")
+    return value
+
+
+def add_format_options(parser: argparse.ArgumentParser) -> None:
+    """``--format``, its alias ``--json``, and ``--max-violations``."""
+    parser.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="text",
+        help="text (for people), json, junit (JUnit XML for CI dashboards) or github (workflow"
+        " command annotations); default text",
+    )
+    parser.add_argument(
+        "--json",
+        dest="format",
+        action="store_const",
+        const="json",
+        help="the same as --format json",
+    )
+    parser.add_argument(
+        "--max-violations",
+        type=_count,
+        default=MAX_VIOLATIONS,
+        metavar="N",
+        help=f"detail at most N violations in text and github output; the count per rule covers"
+        f" all (default {MAX_VIOLATIONS}, 0: all)",
+    )
+
+
+class BadInput(Exception):
+    """What ``judge`` could not judge, as the one line to print (exit 2)."""
+
+
+def judge(journal: str, args: argparse.Namespace, prog: str = "fakeprovider check") -> Report:
+    """Read ``journal`` and judge it with the limits ``args`` ask for (see ``_run_limits``).
+
+    Raises ``BadInput`` with the line to print for an unreadable file, a bad entry, bad limits
+    or a journal with no client request in it (nothing was tested).
+    """
+    try:
+        source = getattr(sys.stdin, "buffer", sys.stdin) if journal == "-" else journal
+        entries = read_journal(source)
+    except OSError as exc:
+        raise BadInput(f"{prog}: cannot read {journal}: {exc.strerror or exc}") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise BadInput(f"{prog}: {exc}") from None
+    try:
+        run_limits = _run_limits(args, [header for header, _ in runs_with_headers(entries)])
+    except ScenarioError as exc:
+        raise BadInput(str(exc)) from None
+    except ValueError as exc:
+        raise BadInput(f"{prog}: {exc}") from None
+    if not any(entry.kind not in ("admin", "webhook") for entry in entries):
+        raise BadInput(
+            f"{prog}: {journal} holds no client request, so nothing was tested;"
+            " did the client reach the fake?"
+        )
+    return check(entries, run_limits[0] if run_limits else None, run_limits=run_limits)
+
+
+def report_name(report: Report) -> str:
+    """A name for the report's suite and annotations: ``fakeprovider`` and the scenario(s)."""
+    from .invariants import runs_with_headers
+
+    names = []
+    for header, _ in runs_with_headers(report.entries):
+        name = header.get("scenario") if header is not None else None
+        if isinstance(name, str) and name not in names:
+            names.append(name)
+    return f"fakeprovider {', '.join(names)}" if names else "fakeprovider"
 
 
 def cmd_check(args: argparse.Namespace) -> int:
     try:
-        entries = read_journal(sys.stdin) if args.journal == "-" else read_journal(args.journal)
-    except OSError as exc:
-        print(
-            f"fakeprovider check: cannot read {args.journal}: {exc.strerror or exc}",
-            file=sys.stderr,
-        )
-        return 2
-    except (ValueError, UnicodeDecodeError) as exc:
-        print(f"fakeprovider check: {exc}", file=sys.stderr)
-        return 2
-    try:
-        run_limits = _run_limits(args, [header for header, _ in runs_with_headers(entries)])
-    except ScenarioError as exc:
+        report = judge(args.journal, args)
+    except BadInput as exc:
         print(exc, file=sys.stderr)
         return 2
-    except ValueError as exc:
-        print(f"fakeprovider check: {exc}", file=sys.stderr)
-        return 2
-    if not any(entry.kind not in ("admin", "webhook") for entry in entries):
-        print(
-            f"fakeprovider check: {args.journal} holds no client request, so nothing was tested;"
-            " did the client reach the fake?",
-            file=sys.stderr,
+    print(
+        format_report(
+            report, args.format, max_violations=args.max_violations, name=report_name(report)
         )
-        return 2
-    report = check(entries, run_limits[0] if run_limits else None, run_limits=run_limits)
-    if args.json:
-        print(json.dumps(report.to_dict(), indent=2))
-    else:
-        print(report.render())
+    )
     return 0 if report.ok else 1
 
 

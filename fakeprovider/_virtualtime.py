@@ -65,6 +65,9 @@ _UNTOUCHED: Final = frozenset(
         "h11",
         "httpcore",
         "httpx",
+        "httpcore2",
+        "httpx2",
+        "urllib3",
         "respx",
         "yaml",
     }
@@ -90,7 +93,8 @@ def _sleep(seconds: float) -> None:
     if seconds < 0:
         raise ValueError("sleep length must be non-negative")
     active.clock.advance(seconds)
-    _REAL_SLEEP(0)  # let other threads run, as a real sleep would
+    if threading.active_count() > 1:
+        _REAL_SLEEP(0)  # let other threads run, as a real sleep would (a syscall: only if any)
 
 
 def _monotonic() -> float:
@@ -155,6 +159,32 @@ class _VirtualDatetime(_datetime_module.datetime, metaclass=_DatetimeMeta):
     @classmethod
     def today(cls) -> _datetime_module.datetime:  # type: ignore[override]
         return cls.now()
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: Callable[[Any], Any]) -> Any:
+        """pydantic: a field annotated with this class (a module's ``from datetime import
+        datetime`` rebound while virtual time is active) validates as a real datetime."""
+        return handler(_REAL_DATETIME)
+
+
+class _RealDatetimeModule(ModuleType):
+    """The ``datetime`` module as it is outside virtual time: ``.datetime`` is the real class.
+
+    Libraries that compare types by identity (pydantic's ``obj is datetime.datetime`` while it
+    builds a model's schema, lazily, maybe under virtual time) get this in place of the module.
+    """
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "datetime":
+            return _REAL_DATETIME
+        return getattr(_datetime_module, name)
+
+
+_REAL_DATETIME_MODULE: Final = _RealDatetimeModule("datetime")
+
+#: Top-level packages that must keep seeing the real ``datetime.datetime`` (they are left alone
+#: otherwise, as the ``_UNTOUCHED`` ones are).
+_TYPE_READERS: Final = frozenset({"pydantic"})
 
 
 class _AutojumpSelector:
@@ -237,6 +267,7 @@ class VirtualTime:
             for module, name, replacement in _MODULE_PATCHES:
                 setattr(module, name, replacement)
             asyncio.base_events.BaseEventLoop.time = _loop_time  # type: ignore[method-assign,assignment]
+            self._shield_type_readers()
             if self.rebind_captured:
                 self._rebind()
             _active = self
@@ -264,13 +295,26 @@ class VirtualTime:
                     loop._selector = wrapper.inner  # type: ignore[attr-defined]
             self._loops.clear()
 
+    def _shield_type_readers(self) -> None:
+        """Give ``_TYPE_READERS`` modules the real ``datetime`` module's view (undone on exit)."""
+        for name, module in list(sys.modules.items()):
+            if module is None or name.partition(".")[0] not in _TYPE_READERS:
+                continue
+            namespace = getattr(module, "__dict__", None)
+            if not isinstance(namespace, dict):
+                continue
+            for attr, value in list(namespace.items()):
+                if value is _datetime_module:
+                    namespace[attr] = _REAL_DATETIME_MODULE
+                    self._rebound.append((namespace, attr, value))
+
     def _rebind(self) -> None:
         """Replace copies of the patched names bound by value in non-stdlib modules."""
         swaps = {
             id(_ORIGINALS[(m.__name__, n)]): (_ORIGINALS[(m.__name__, n)], r)
             for m, n, r in _MODULE_PATCHES
         }
-        skip = _UNTOUCHED | sys.stdlib_module_names
+        skip = _UNTOUCHED | _TYPE_READERS | sys.stdlib_module_names
         for name, module in list(sys.modules.items()):
             if module is None or name.partition(".")[0] in skip:
                 continue

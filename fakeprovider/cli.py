@@ -8,11 +8,15 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from . import __version__
 from ._suggest import did_you_mean
 from .errors import ScenarioError
+
+if TYPE_CHECKING:
+    from .journal import Entry
+    from .service import FakeProvider
 
 __all__ = ["main"]
 
@@ -59,6 +63,61 @@ def _port(text: str) -> int:
     return value
 
 
+def add_serve_options(parser: argparse.ArgumentParser, *, port: int) -> None:
+    """The options ``serve`` and ``run`` share (everything but the scenario)."""
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
+    parser.add_argument(
+        "--port",
+        type=_port,
+        default=port,
+        help=f"port to bind, 0 for any free one (default: {port})",
+    )
+    from .dialects import describe_dialects
+
+    parser.add_argument(
+        "--dialect",
+        default=None,
+        metavar="NAME",
+        help=f"wire dialect, one of: {describe_dialects()} (default: the scenario's, else generic)",
+    )
+    parser.add_argument(
+        "--journal",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="append every request to this JSONL file as it completes",
+    )
+    parser.add_argument(
+        "--seed", type=int, default=None, metavar="N", help="override the scenario's seed"
+    )
+    parser.add_argument(
+        "--time-scale",
+        type=_positive_float,
+        default=1.0,
+        metavar="F",
+        help="multiply every duration in the scenario by F (0.1 runs a 93 s job in 9.3 s)",
+    )
+    parser.add_argument(
+        "--log-level",
+        default="warning",
+        choices=["critical", "error", "warning", "info", "debug"],
+        help="uvicorn log level; info or debug also print a line per request",
+    )
+    parser.add_argument(
+        "--log-requests",
+        action="store_true",
+        help="print a line per request (and webhook delivery) to standard error as it is answered",
+    )
+    parser.add_argument(
+        "--allow-webhook-host",
+        action="append",
+        default=[],
+        metavar="HOST",
+        help="let webhooks go to HOST too (by default only to loopback addresses and"
+        " localhost); repeat for several hosts",
+    )
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     from .dialects import DIALECTS, unknown_dialect
     from .server import serve_forever
@@ -93,6 +152,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         )
         return 2
 
+    if args.log_requests or args.log_level in ("info", "debug"):
+        provider.journal.listener = request_logger(provider)
+
     from .server import admin_token_for, is_loopback
 
     admin_token = admin_token_for(args.host, args.admin_token)
@@ -108,6 +170,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
                 file=sys.stderr,
                 flush=True,
             )
+        if args.ready_file is not None:
+            write_ready_file(args.ready_file, url)
         scenario = provider.scenario
         scale = f", time scale {args.time_scale:g}" if args.time_scale != 1.0 else ""
         print(
@@ -137,7 +201,31 @@ def cmd_serve(args: argparse.Namespace) -> int:
         if sink is not None:
             with contextlib.suppress(OSError):  # already reported when writing failed
                 sink.close()
+        if args.ready_file is not None:
+            with contextlib.suppress(OSError):
+                args.ready_file.unlink()
     return 0
+
+
+def write_ready_file(path: Path, url: str) -> None:
+    """Write ``url`` and a newline to ``path`` at once (a reader never sees half of it)."""
+    partial = path.with_name(f".{path.name}.partial")
+    partial.write_text(url + "\n", encoding="utf-8")
+    os.replace(partial, path)
+
+
+def request_logger(provider: FakeProvider, stream: TextIO | None = None) -> Callable[[Entry], None]:
+    """A journal listener printing each entry as a line of the journal table (times from the
+    start of the current run) to ``stream`` (standard error by default)."""
+    from ._table import entry_line, header_line
+
+    def log(entry: Entry) -> None:
+        out = stream if stream is not None else sys.stderr
+        line = header_line(entry) if entry.is_header else entry_line(entry, provider.engine.start)
+        with contextlib.suppress(OSError, ValueError):
+            print(line.strip() if entry.is_header else line, file=out, flush=True)
+
+    return log
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -186,10 +274,81 @@ def cmd_explain(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_journal(args: argparse.Namespace) -> int:
+    from ._table import journal_table
+    from .journal import read_journal
+
+    try:
+        source = getattr(sys.stdin, "buffer", sys.stdin) if args.journal == "-" else args.journal
+        entries = read_journal(source)
+    except OSError as exc:
+        print(
+            f"fakeprovider journal: cannot read {args.journal}: {exc.strerror or exc}",
+            file=sys.stderr,
+        )
+        return 2
+    except (ValueError, UnicodeDecodeError) as exc:
+        print(f"fakeprovider journal: {exc}", file=sys.stderr)
+        return 2
+    print(journal_table(entries))
+    return 0
+
+
 def cmd_schema(args: argparse.Namespace) -> int:
     from .scenario import dump_schema
 
-    sys.stdout.write(dump_schema())
+    if args.output is None:
+        sys.stdout.write(dump_schema())
+        return 0
+    try:
+        args.output.write_text(dump_schema(), encoding="utf-8")
+    except OSError as exc:
+        print(
+            f"fakeprovider schema: cannot write {args.output}: {exc.strerror or exc}",
+            file=sys.stderr,
+        )
+        return 2
+    print(f"wrote the scenario schema to {args.output}", file=sys.stderr)
+    return 0
+
+
+def cmd_new(args: argparse.Namespace) -> int:
+    from ._starter import NAME_PATTERN, copy_of, starter
+
+    if not NAME_PATTERN.match(args.name):
+        print(
+            "fakeprovider new: NAME names the scenario and its file: use letters, digits, '.',"
+            f" '_' and '-', got {args.name!r}",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        text = starter(args.name) if args.source is None else copy_of(args.source, args.name)
+    except ScenarioError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    if args.output == "-":
+        sys.stdout.write(text)
+        return 0
+    target = Path(args.output if args.output is not None else f"{args.name}.yaml")
+    if target.exists() and not args.force:
+        print(
+            f"fakeprovider new: {target} already exists; choose another -o PATH, or --force to"
+            " overwrite it",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        print(f"fakeprovider new: cannot write {target}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    what = "a starter scenario" if args.source is None else f"a copy of {args.source}"
+    print(
+        f"wrote {what} to {target}; next: fakeprovider explain {target}",
+        file=sys.stderr,
+    )
     return 0
 
 
@@ -238,7 +397,8 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=examples(
             "fakeprovider scenarios                      # what is bundled",
             "fakeprovider serve transient-5xx --journal run.jsonl",
-            "fakeprovider check run.jsonl --scenario transient-5xx",
+            "fakeprovider check run.jsonl",
+            "fakeprovider run transient-5xx -- node client.js   # serve, run, check, stop",
             "fakeprovider COMMAND --help                 # each command's options",
         ),
     )
@@ -255,7 +415,7 @@ def build_parser() -> argparse.ArgumentParser:
             "fakeprovider serve                          # slow-success on http://127.0.0.1:8000",
             "fakeprovider serve rate-limited --port 0    # any free port; the URL comes first",
             "fakeprovider serve my-scenario.yaml --journal run.jsonl --time-scale 0.1",
-            "fakeprovider serve slow-success --dialect openai-videos",
+            "fakeprovider serve slow-success --dialect gemini",
         ),
     )
     serve.add_argument(
@@ -265,22 +425,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SCENARIO",
         help="bundled scenario name or path to a YAML file (default: slow-success)",
     )
-    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
+    add_serve_options(serve, port=8000)
     serve.add_argument(
-        "--port", type=_port, default=8000, help="port to bind, 0 for any free one (default: 8000)"
-    )
-    serve.add_argument(
-        "--dialect",
-        default=None,
-        metavar="NAME",
-        help="wire dialect (default: the scenario's, else generic)",
-    )
-    serve.add_argument(
-        "--journal",
+        "--ready-file",
         type=Path,
         default=None,
         metavar="PATH",
-        help="append every request to this JSONL file as it completes",
+        help="write the base URL to PATH once listening (removed again on exit), for scripts"
+        " that start the server in the background",
     )
     serve.add_argument(
         "--admin-token",
@@ -303,30 +455,6 @@ def build_parser() -> argparse.ArgumentParser:
         default=5.0,
         metavar="SECONDS",
         help="close a connection that has no request in progress for this long (default: 5)",
-    )
-    serve.add_argument(
-        "--seed", type=int, default=None, metavar="N", help="override the scenario's seed"
-    )
-    serve.add_argument(
-        "--time-scale",
-        type=_positive_float,
-        default=1.0,
-        metavar="F",
-        help="multiply every duration in the scenario by F (0.1 runs a 93 s job in 9.3 s)",
-    )
-    serve.add_argument(
-        "--log-level",
-        default="warning",
-        choices=["critical", "error", "warning", "info", "debug"],
-        help="uvicorn log level",
-    )
-    serve.add_argument(
-        "--allow-webhook-host",
-        action="append",
-        default=[],
-        metavar="HOST",
-        help="let webhooks go to HOST too (by default only to loopback addresses and"
-        " localhost); repeat for several hosts",
     )
     serve.set_defaults(func=cmd_serve)
 
@@ -381,18 +509,88 @@ def build_parser() -> argparse.ArgumentParser:
         help="print the scenario format's JSON Schema",
         description="Print the JSON Schema of the scenario format (for editors).",
         formatter_class=formatter,
-        epilog=examples("fakeprovider schema > scenario.schema.json"),
+        epilog=examples(
+            "fakeprovider schema -o fakeprovider.schema.json   # then point your editor at it",
+            "fakeprovider schema > scenario.schema.json",
+        ),
+    )
+    schema.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="write the schema to FILE (overwritten) instead of standard output",
     )
     schema.set_defaults(func=cmd_schema)
 
-    from ._check_cli import add_check_parser
+    new = sub.add_parser(
+        "new",
+        help="write a new scenario file to start from",
+        description="Write a commented starter scenario called NAME (or, with --from, a copy of a"
+        " bundled scenario or a file, renamed NAME) to NAME.yaml or -o PATH. The file validates"
+        " as written; an existing file is kept unless --force.",
+        formatter_class=formatter,
+        epilog=examples(
+            "fakeprovider new my-render                  # writes my-render.yaml",
+            "fakeprovider new flaky --from transient-5xx -o tests/scenarios/flaky.yaml",
+            "fakeprovider new my-render -o -             # print it instead",
+        ),
+    )
+    new.add_argument("name", metavar="NAME", help="the scenario's name (and file name)")
+    new.add_argument(
+        "--from",
+        dest="source",
+        default=None,
+        metavar="SCENARIO",
+        help="copy this bundled scenario or file (comments kept) instead of the starter",
+    )
+    new.add_argument(
+        "-o",
+        "--output",
+        default=None,
+        metavar="PATH",
+        help="where to write it (default: NAME.yaml; '-' for standard output)",
+    )
+    new.add_argument("--force", action="store_true", help="overwrite PATH if it exists")
+    new.set_defaults(func=cmd_new)
+
+    from ._check_cli import add_check_parser, add_report_parser
+    from ._run_cli import add_run_parser
 
     add_check_parser(sub)
+    add_run_parser(sub)
+    add_report_parser(sub)
+
+    journal = sub.add_parser(
+        "journal",
+        help="print a journal as a table",
+        description="Print JOURNAL (a JSONL file written by 'serve --journal' or 'run') as a"
+        " table, one line per request: seq, time since its run started, request, answer, the job"
+        " status shown, error code, Retry-After and fault. Each run header is a line of its own.",
+        formatter_class=formatter,
+        epilog=examples(
+            "fakeprovider journal run.jsonl",
+            "fakeprovider journal run.jsonl | grep -v ' -> 200'   # only what was not a 200",
+        ),
+    )
+    journal.add_argument(
+        "journal", metavar="JOURNAL", help="the JSONL journal file ('-' for stdin)"
+    )
+    journal.set_defaults(func=cmd_journal)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    given = list(sys.argv[1:] if argv is None else argv)
+    command: list[str] | None = None
+    if given[:1] == ["run"] and "--" in given:
+        # argparse hands what follows '--' to the top parser, not to the subcommand
+        cut = given.index("--")
+        given, command = given[:cut], given[cut + 1 :]
+    args = build_parser().parse_args(given)
+    if command is not None:
+        args.command = [*args.command, *command]
     func: Command = args.func
     try:
         return func(args)
@@ -402,6 +600,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 1
+    except Exception as exc:
+        # A bug of ours, never the user's input: exit 3 (not 1, "invalid" or "violations",
+        # nor 2, "bad input") with one line; FAKEPROVIDER_DEBUG=1 shows the traceback.
+        if os.environ.get("FAKEPROVIDER_DEBUG"):
+            import traceback
+
+            traceback.print_exc()
+        print(internal_error(args.command, exc), file=sys.stderr)
+        return 3
+
+
+def internal_error(command: str | None, exc: BaseException) -> str:
+    """The one line an internal error is reported with."""
+    text = " ".join(str(exc).split())
+    if len(text) > 200:
+        text = text[:197] + "..."
+    what = type(exc).__name__ + (f": {text}" if text else "")
+    return (
+        f"fakeprovider {command or ''}".rstrip()
+        + f": internal error ({what}); this is a bug in fakeprovider, please report it with"
+        " the command line (FAKEPROVIDER_DEBUG=1 shows the traceback)"
+    )
 
 
 if __name__ == "__main__":  # pragma: no cover

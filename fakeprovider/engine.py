@@ -15,7 +15,8 @@ import heapq
 import json
 import math
 import random
-from collections.abc import Callable, Mapping
+from collections import deque
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -72,6 +73,9 @@ class Request:
     select: Callable[[JobView], bool] | None = field(default=None, compare=False)
     page: tuple[int, int] | None = None
     newest_first: bool = False
+    #: For a cancel: the statuses a provider cancels from (any unfinished one when None).
+    #: Cancelling a job in another unfinished status is refused: 409 ``job_not_cancellable``.
+    cancel_from: frozenset[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -99,6 +103,9 @@ class JobView:
     error: JobError | None
     summary: Mapping[str, Any] | None
     callback_url: str | None
+    #: Accepted over the concurrency limit by a provider that queues such jobs (Runway's
+    #: ``THROTTLED``): the job is ``queued`` and its timeline has not started.
+    throttled: bool = False
 
     @property
     def done(self) -> bool:
@@ -169,6 +176,13 @@ class _Job:
     cancelled: bool = False
     #: True while the job has an entry in the engine's heap of timed steps.
     scheduled: bool = False
+    #: The clock reading its timeline counts from: its creation, or for a job accepted over
+    #: the concurrency limit (throttled) the instant a slot freed; None while it waits.
+    started: float | None = None
+
+    @property
+    def start(self) -> float:
+        return self.started if self.started is not None else self.created_at
 
     @property
     def status(self) -> str:
@@ -191,6 +205,8 @@ def _status_at(spec: JobSpec, step: int) -> str:
 
 #: How far below a whole token a bucket may be and still count as refilled (float sums).
 _TOKEN_SLACK = 1e-9
+#: The statuses whose answer may carry the result itself.
+_SUCCESS = frozenset({"succeeded", "completed_with_errors"})
 
 
 @dataclass
@@ -244,16 +260,26 @@ class Engine:
         epoch: float = 0.0,
         journal: Journal | None = None,
         new_id: Callable[[int, int], str] = default_job_id,
-        poll_hints: bool = True,
+        poll_hints: bool | Collection[str] = True,
+        inline_result: Callable[[Request, JobView], bool] | None = None,
+        queue_at_capacity: bool = False,
     ) -> None:
         self.scenario = scenario
         self.start = start
         self.epoch = epoch
         self.journal = journal if journal is not None else Journal()
         self._new_id = new_id
-        #: Whether the wire shows poll hints; if not, the journal records none (a client
-        #: cannot honour a hint it was never shown).
+        #: Which answers show poll hints on the wire: True for every answer about a job, False
+        #: for none, else the request kinds whose answers carry one. The journal records a hint
+        #: only where it was shown (a client cannot honour a hint it was never shown).
         self.poll_hints = poll_hints
+        #: Whether an answer showing a job succeeded carries the result itself (a video inline
+        #: in a status read): the journal marks such answers as retrievals.
+        self.inline_result = inline_result
+        #: What a submit over ``concurrency.max_active_jobs`` gets: a 429 (False), or accepted
+        #: and held ``queued`` (``JobView.throttled``) until a slot frees, as Runway does.
+        self.queue_at_capacity = queue_at_capacity
+        self._waiting: dict[str | None, deque[str]] = {}
         self._jobs: dict[str, _Job] = {}
         self._order: list[str] = []
         self._submits = 0
@@ -313,13 +339,6 @@ class Engine:
     def next_due(self) -> float | None:
         """The earliest clock reading at which some job's timeline reaches a timed step."""
         return self._due[0][0] if self._due else None
-
-    def job_status(self, job_id: str, now: float) -> str | None:
-        job = self._jobs.get(job_id)
-        if job is None:
-            return None
-        self._advance(job, now)
-        return job.status
 
     # -- decisions ------------------------------------------------------------------------
 
@@ -473,7 +492,8 @@ class Engine:
             )
         if kind == "status":
             view = self._view(job, now)
-            job.polls += 1
+            if not self._waits(job):
+                job.polls += 1
             self._advance(job, now)
             return Reply(seq=seq, request=request, status_code=200, respond_at=respond_at, job=view)
         if kind == "content":
@@ -518,6 +538,17 @@ class Engine:
                     f"Job {job.id} already ended {job.status!r}.",
                 )
                 return _replace(reply, job=self._view(job, now))
+            if request.cancel_from is not None and job.status not in request.cancel_from:
+                allowed = " or ".join(repr(s) for s in sorted(request.cancel_from))
+                reply = self._error(
+                    seq,
+                    request,
+                    respond_at,
+                    409,
+                    "job_not_cancellable",
+                    f"Job {job.id} is {job.status!r}; only a job that is {allowed} can be cancelled.",
+                )
+                return _replace(reply, job=self._view(job, now))
             job.cancelled = True
             self._changed(job, now)
             return Reply(
@@ -555,10 +586,12 @@ class Engine:
                     job=self._view(job, now),
                 )
         concurrency = self.scenario.concurrency
-        if (
+        full = (
             concurrency is not None
             and self._active_count(request.credential, now) >= concurrency.max_active_jobs
-        ):
+        )
+        if full and not self.queue_at_capacity:
+            assert concurrency is not None
             reply = self._error(
                 seq,
                 request,
@@ -583,18 +616,18 @@ class Engine:
             credential=request.credential,
             callback_url=request.callback_url,
             since=now,
+            started=None if full else now,
         )
         self._jobs[job_id] = job
+        if full:
+            self._waiting.setdefault(request.credential, deque()).append(job_id)
         self._order.append(job_id)
         if key is not None:
             self._idempotency[(request.credential, key)] = job_id
         self._changed(job, now)
         self._advance(job, now)
-        if concurrency is not None and not job.terminal:
-            self._active.setdefault(request.credential, set()).add(job_id)
-            end = job.spec.end_time
-            if end is not None:
-                heapq.heappush(self._ends, (now + end, job_id))
+        if concurrency is not None and not job.terminal and not full:
+            self._activate(job)
         held = self._held(job, now, request.hold)
         if held > 0:
             # nobody knows the job's id until this answer: running it to the end of the hold
@@ -615,11 +648,13 @@ class Engine:
         """How long a held submit waits: until the job's timeline ends, at most ``hold``."""
         if hold <= 0 or job.terminal:
             return 0.0
+        if job.started is None:
+            return hold  # throttled: when it will start is not known yet
         for step in job.spec.timeline[job.step + 1 :]:
             if step.after_polls is not None:
                 break  # only polls move it on, and nobody can poll a job it has not seen
             if step.status in TERMINAL_STATUSES:
-                return min(hold, max(0.0, job.created_at + (step.at or 0.0) - now))
+                return min(hold, max(0.0, job.start + (step.at or 0.0) - now))
         return hold
 
     # -- jobs -----------------------------------------------------------------------------
@@ -643,6 +678,10 @@ class Engine:
         """Move ``job`` along its timeline up to ``now`` (amortised O(1))."""
         if job.cancelled:
             return
+        if self._waits(job):
+            self._process_ends(now)  # jobs that ended by now free their slots first
+            if self._waits(job):
+                return
         timeline = job.spec.timeline
         while job.step + 1 < len(timeline):
             step = timeline[job.step + 1]
@@ -651,7 +690,7 @@ class Engine:
                     break
                 since = max(job.since, now)
             else:
-                at = job.created_at + (step.at or 0.0)
+                at = job.start + (step.at or 0.0)
                 if at > now:
                     break
                 since = max(job.since, at)
@@ -666,11 +705,13 @@ class Engine:
         """Put ``job``'s next timed step on the heap (at most one entry per job)."""
         if job.scheduled or job.cancelled or job.step + 1 >= len(job.spec.timeline):
             return
+        if job.started is None:
+            return  # throttled: scheduled once a slot frees
         step = job.spec.timeline[job.step + 1]
         if step.after_polls is not None:
             return  # a request moves it; ``_advance`` reschedules then
         self._due_counter += 1
-        heapq.heappush(self._due, (job.created_at + (step.at or 0.0), self._due_counter, job.id))
+        heapq.heappush(self._due, (job.start + (step.at or 0.0), self._due_counter, job.id))
         job.scheduled = True
 
     def _changed(self, job: _Job, at: float) -> None:
@@ -681,11 +722,42 @@ class Engine:
                 active.discard(job.id)
         if self.on_change is not None:
             self.on_change(change)
+        if job.terminal and self._waiting:
+            self._promote(at)
 
-    def _active_count(self, credential: str | None, now: float) -> int:
+    def _waits(self, job: _Job) -> bool:
+        """Whether ``job`` is throttled: accepted, waiting for a slot, its timeline not begun."""
+        return job.started is None and not job.cancelled
+
+    def _activate(self, job: _Job) -> None:
+        """Count ``job`` against its credential's concurrency limit until it ends."""
+        self._active.setdefault(job.credential, set()).add(job.id)
+        end = job.spec.end_time
+        if end is not None:
+            heapq.heappush(self._ends, (job.start + end, job.id))
+
+    def _promote(self, at: float) -> None:
+        """Start the oldest throttled jobs of every credential with a free slot, at ``at``."""
+        concurrency = self.scenario.concurrency
+        assert concurrency is not None
+        for credential, waiting in self._waiting.items():
+            active = self._active.setdefault(credential, set())
+            while waiting and len(active) < concurrency.max_active_jobs:
+                job = self._jobs[waiting.popleft()]
+                if job.cancelled:
+                    continue
+                job.started = at
+                self._activate(job)
+                self._schedule(job)
+
+    def _process_ends(self, now: float) -> None:
+        """Advance every active job whose timeline ends by ``now`` (freeing its slot)."""
         while self._ends and self._ends[0][0] <= now:
             _, job_id = heapq.heappop(self._ends)
             self._advance(self._jobs[job_id], now)
+
+    def _active_count(self, credential: str | None, now: float) -> int:
+        self._process_ends(now)
         active = self._active.get(credential, set())
         for job_id in [j for j in active if self._jobs[j].terminal]:
             active.discard(job_id)
@@ -724,6 +796,7 @@ class Engine:
             error=spec.error if status == "failed" else None,
             summary=spec.summary if status == "completed_with_errors" else None,
             callback_url=job.callback_url,
+            throttled=self._waits(job),
         )
 
     # -- faults ---------------------------------------------------------------------------
@@ -817,6 +890,11 @@ class Engine:
             error=ApiError(code, message),
         )
 
+    def _shows_hint(self, kind: str) -> bool:
+        if isinstance(self.poll_hints, bool):
+            return self.poll_hints
+        return kind in self.poll_hints
+
     def _entry(self, reply: Reply, now: float) -> Entry:
         request = reply.request
         job = reply.job
@@ -845,9 +923,16 @@ class Engine:
             status_since=true_job.since if true_job is not None else None,
             poll_after=(
                 job.poll_after
-                if shown is not None and job is not None and self.poll_hints
+                if shown is not None and job is not None and self._shows_hint(request.kind)
                 else None
             ),
+            inline_result=True
+            if shown in _SUCCESS
+            and job is not None
+            and 200 <= reply.status_code < 300
+            and self.inline_result is not None
+            and self.inline_result(request, job)
+            else None,
             error_code=reply.error.code if reply.error is not None else None,
             credential=_fingerprint(request.credential),
             idempotency_key=request.idempotency_key,

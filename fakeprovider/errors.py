@@ -4,8 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-__all__ = ["FakeProviderError", "InvariantViolation", "Problem", "ScenarioError"]
+if TYPE_CHECKING:
+    from .invariants import Report
+
+__all__ = [
+    "FakeProviderError",
+    "InvariantViolation",
+    "NotInterceptedError",
+    "Problem",
+    "ScenarioError",
+]
 
 
 class FakeProviderError(Exception):
@@ -38,3 +48,10 @@ class ScenarioError(FakeProviderError):
 
 class InvariantViolation(FakeProviderError, AssertionError):
     """A client broke one or more invariants; the message is the readable report."""
+
+    #: The ``fakeprovider.invariants.Report`` behind the message (None when raised by hand).
+    report: Report | None = None
+
+
+class NotInterceptedError(FakeProviderError):
+    """A client that in-process mode does not intercept tried to reach an in-process fake."""

@@ -1,40 +1,50 @@
-"""The in-process adapter: a ``FakeProvider`` behind httpx, through respx, in virtual time.
+"""The in-process adapter: a ``FakeProvider`` for httpx, httpx2 and requests, in virtual time.
 
-``InProcessTransport`` is an httpx transport (sync and async) that hands each request to a
-``FakeProvider``: it builds the neutral ``HttpRequest``, waits the scripted ``delay`` on the
-provider's clock, answers with the dialect's response plus a ``Date`` header, and turns scripted
-connection drops into the errors a real socket gives (``httpx.ReadError`` for ``reset``,
-``httpx.RemoteProtocolError`` for ``lose_response``).
-
-``virtual_provider(scenario)`` puts it all together for tests, with or without pytest::
+``virtual_provider(scenario)`` serves a scenario without sockets, for tests with or without
+pytest::
 
     with virtual_provider("long-render") as fp:
-        outcome = my_client.run(fp.url)      # any httpx.Client/AsyncClient, built anywhere
+        outcome = my_client.run(fp.url)      # any httpx, httpx2 or requests client, built anywhere
         assert fp.journal.last.status_code == 200
 
-While the block runs, respx routes every httpx request for ``fp.url`` to the fake (other hosts
-pass through), and ``VirtualTime`` makes the calling thread's ``time``, ``datetime`` and asyncio
-follow the fake's ``VirtualClock`` (see ``fakeprovider._virtualtime`` for exactly what is patched).
-httpx and respx are imported by this module only; ``import fakeprovider`` does not need them.
+While the block runs, every request for ``fp.url`` is answered by the fake (other hosts pass
+through): httpx clients (sync and async) through respx, httpx2 clients (sync and async, what
+``openai`` 3.x and ``google-genai`` 3.x use) through a patch of httpcore2, requests through a
+patch of urllib3 (see ``fakeprovider._intercept``); httpx2 and requests are served when they are
+installed and not needed otherwise. Any other client fails with ``NotInterceptedError`` when it
+looks up the fake's host. ``VirtualTime`` makes the calling thread's ``time``, ``datetime`` and
+asyncio follow the fake's ``VirtualClock`` (see ``fakeprovider._virtualtime``).
+
+A scripted delay advances the clock; scripted connection drops become the errors a real socket
+gives (``httpx.ReadError`` for ``reset``, ``httpx.RemoteProtocolError`` for ``lose_response``,
+and the same in httpx2; ``requests.ConnectionError`` wrapping ``ConnectionResetError`` or
+``RemoteDisconnected``). This module needs httpx and respx (the ``pytest`` extra);
+``import fakeprovider`` does not.
 """
 
 from __future__ import annotations
 
-import asyncio
 import sys
-import time
 from collections.abc import Awaitable
 from pathlib import Path
 from types import TracebackType
 from urllib.parse import urlsplit
 
-import httpx
-import respx
+from ._extras import missing_extra
 
-from ._virtualtime import VirtualTime, _current
+try:
+    import httpx
+    import respx
+except ModuleNotFoundError as _missing:
+    raise missing_extra("The in-process mode of fakeprovider", _missing) from None
+
+from . import _intercept
+from ._exchange import Answer, Dropped, Exchange, Origin
+from ._virtualtime import VirtualTime
 from .clock import DEFAULT_EPOCH, VirtualClock
-from .dialects import HttpRequest, HttpResponse
+from .dialects import HttpResponse
 from .engine import Reply
+from .errors import NotInterceptedError
 from .journal import Journal
 from .scenario import Scenario
 from .service import FakeProvider
@@ -42,6 +52,7 @@ from .service import FakeProvider
 __all__ = [
     "DEFAULT_BASE_URL",
     "InProcessTransport",
+    "NotInterceptedError",
     "VirtualProvider",
     "VirtualTime",
     "virtual_provider",
@@ -50,84 +61,54 @@ __all__ = [
 #: Where in-process fakes answer (``.invalid`` never resolves, so a leak fails fast).
 DEFAULT_BASE_URL = "http://fakeprovider.invalid"
 
-_PEER = "in-process"
-
 
 class InProcessTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
     """An httpx transport answering from ``provider`` without sockets.
 
     A scripted delay advances a ``VirtualClock`` (in async code under ``VirtualTime``, it is an
     ``asyncio.sleep`` on the virtual loop, so concurrent requests overlap); on a real clock it
-    sleeps for real.
+    sleeps for real. ``httpx.Client(transport=InProcessTransport(provider))`` works without
+    respx routing or virtual time.
     """
 
     def __init__(self, provider: FakeProvider) -> None:
         self.provider = provider
+        #: The library-neutral half (httpx2 and requests are served through it too).
+        self.exchange = Exchange(provider)
 
-    # -- httpx -> neutral -> httpx -------------------------------------------------------
-
-    def _neutral(self, request: httpx.Request, body: bytes) -> HttpRequest:
+    def _receive(self, request: httpx.Request, body: bytes) -> tuple[Reply, HttpResponse]:
         url = request.url
-        port = f":{url.port}" if url.port is not None else ""
-        return HttpRequest(
+        return self.exchange.receive(
             method=request.method,
+            scheme=url.scheme,
+            host=url.host,
+            port=url.port,
             path=url.path,
             query=dict(url.params),
-            headers={k.lower(): v for k, v in request.headers.items()},
+            headers=dict(request.headers.items()),
             body=body,
-            peer=_PEER,
-            base_url=f"{url.scheme}://{url.host}{port}",
         )
 
-    def _finish(
-        self, request: httpx.Request, reply: Reply, response: HttpResponse
-    ) -> httpx.Response:
-        clock = self.provider.clock
-        if reply.action != "respond":
-            now = clock.now()
-            self.provider.sent(reply, started=now, completed=now, status_code=None)
-            if reply.action == "reset":
-                raise httpx.ReadError("[Errno 104] Connection reset by peer", request=request)
-            raise httpx.RemoteProtocolError(
-                "Server disconnected without sending a response.", request=request
+    def _response(self, request: httpx.Request, answer: Answer | Dropped) -> httpx.Response:
+        if isinstance(answer, Answer):
+            return httpx.Response(
+                answer.status, headers=list(answer.headers), content=answer.body, request=request
             )
-        headers: list[tuple[str, str]] = []
-        if response.media_type is not None:
-            headers.append(("content-type", response.media_type))
-        headers.extend(response.headers)
-        headers.append(("date", self.provider.date_header(reply)))
-        started = clock.now()
-        out = httpx.Response(
-            response.status, headers=headers, content=response.body, request=request
+        if answer.action == "reset":
+            raise httpx.ReadError("[Errno 104] Connection reset by peer", request=request)
+        raise httpx.RemoteProtocolError(
+            "Server disconnected without sending a response.", request=request
         )
-        self.provider.sent(
-            reply, started=started, completed=clock.now(), status_code=response.status
-        )
-        return out
-
-    # -- sync ----------------------------------------------------------------------------
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
-        reply, response = self.provider.receive(self._neutral(request, request.read()))
-        if reply.delay > 0:
-            clock = self.provider.clock
-            if isinstance(clock, VirtualClock):
-                clock.advance(reply.delay)
-            else:
-                time.sleep(reply.delay)
-        return self._finish(request, reply, response)
-
-    # -- async ---------------------------------------------------------------------------
+        reply, rendered = self._receive(request, request.read())
+        self.exchange.wait(reply)
+        return self._response(request, self.exchange.answer(reply, rendered))
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        reply, response = self.provider.receive(self._neutral(request, await request.aread()))
-        if reply.delay > 0:
-            clock = self.provider.clock
-            if isinstance(clock, VirtualClock) and _current() is None:
-                clock.advance(reply.delay)  # no virtual loop on this thread: jump at once
-            else:
-                await asyncio.sleep(reply.delay)
-        return self._finish(request, reply, response)
+        reply, rendered = self._receive(request, await request.aread())
+        await self.exchange.wait_async(reply)
+        return self._response(request, self.exchange.answer(reply, rendered))
 
 
 def _called_from_async_respx() -> bool:
@@ -143,7 +124,8 @@ def _called_from_async_respx() -> bool:
 
 
 class VirtualProvider:
-    """A ``FakeProvider`` on a ``VirtualClock``, reachable by httpx at ``url`` while entered."""
+    """A ``FakeProvider`` on a ``VirtualClock``, reachable at ``url`` while entered by httpx,
+    httpx2 and requests clients."""
 
     def __init__(
         self,
@@ -188,10 +170,15 @@ class VirtualProvider:
         if self._router is not None:
             raise RuntimeError("This VirtualProvider is already active; enter it once at a time.")
         parts = urlsplit(self.url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(
+                f"base_url={self.url!r} is not an http:// or https:// URL with a host."
+            )
         router = respx.mock(assert_all_called=False, assert_all_mocked=False)
-        route = router.route(scheme=parts.scheme, host=parts.hostname)
         if parts.port is not None:
             route = router.route(scheme=parts.scheme, host=parts.hostname, port=parts.port)
+        else:
+            route = router.route(scheme=parts.scheme, host=parts.hostname)
         route.mock(side_effect=self._side_effect)
         router.route().pass_through()
         if self.patch_time:
@@ -199,6 +186,13 @@ class VirtualProvider:
             self._time.__enter__()
         try:
             router.start()
+            try:
+                _intercept.enter(
+                    Origin.of(parts.scheme, parts.hostname, parts.port), self.transport.exchange
+                )
+            except BaseException:
+                router.stop(quiet=True)
+                raise
         except BaseException:
             if self._time is not None:
                 self._time.__exit__(None, None, None)
@@ -216,6 +210,7 @@ class VirtualProvider:
         router, self._router = self._router, None
         try:
             if router is not None:
+                _intercept.leave(self.transport.exchange)
                 router.stop(quiet=True)
         finally:
             if self._time is not None:
@@ -236,7 +231,8 @@ def virtual_provider(
     base_url: str = DEFAULT_BASE_URL,
     patch_time: bool = True,
 ) -> VirtualProvider:
-    """A context manager: ``scenario`` served in-process to httpx at ``.url``, in virtual time.
+    """A context manager: ``scenario`` served in-process at ``.url`` to httpx, httpx2 and
+    requests clients, in virtual time.
 
     ``patch_time=False`` keeps real ``time``/``datetime``/asyncio (the clock then moves only by
     scripted delays or your own ``fp.clock.advance()``).

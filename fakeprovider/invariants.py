@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ._durations import parse_duration
-from ._report import coverage, metrics, render
+from ._report import MAX_VIOLATIONS, coverage, metrics, render
 from ._rules import (
     CLIENT_RULES,
     Violation,
@@ -37,6 +39,7 @@ __all__ = [
     "assert_invariants",
     "check",
     "expected_outcome",
+    "invariant_violation",
     "runs_with_headers",
     "split_runs",
 ]
@@ -75,6 +78,14 @@ class Limits:
     date_slack: float = 1.0
 
     def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if f.name == "retry_after_scope" or value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise ValueError(f"limit {f.name} must be a number, got {value!r}")
+            if not math.isfinite(value):
+                raise ValueError(f"limit {f.name} must be a finite number, got {value!r}")
         for name in ("max_retries", "deadline_slack", "poll_tolerance", "ack_limit", "date_slack"):
             if getattr(self, name) < 0:
                 raise ValueError(f"limit {name} must not be negative, got {getattr(self, name)!r}")
@@ -197,9 +208,21 @@ class Report:
             "limits": self.limits.to_dict(),
         }
 
-    def render(self) -> str:
-        """The report as text: each violation with the job's timeline around it."""
-        return render(self.violations, self.entries, self.metrics, self.warnings)
+    def render(self, max_violations: int | None = MAX_VIOLATIONS) -> str:
+        """The report as text: the count per rule, then each violation with the job's timeline
+        around it (the first ``max_violations``; None or 0: every one)."""
+        return render(self.violations, self.entries, self.metrics, self.warnings, max_violations)
+
+    def rule_counts(self) -> dict[str, int]:
+        """How many violations each broken rule has, most first."""
+        return dict(Counter(v.invariant for v in self.violations).most_common())
+
+    def summary(self) -> str:
+        """One line: the broken rules with their counts, or that none was broken."""
+        if self.ok:
+            return "no invariant violations"
+        rules = ", ".join(f"{name} x{n}" for name, n in self.rule_counts().items())
+        return f"{len(self.violations)} invariant violation(s): {rules}"
 
     def __str__(self) -> str:
         return self.render()
@@ -235,21 +258,35 @@ def runs_with_headers(entries: Iterable[Entry]) -> list[tuple[dict[str, Any] | N
 def _judge(run: list[Entry], limits: Limits, number: int) -> list[Violation]:
     found: list[Violation] = []
     webhooks = [e for e in run if e.kind == "webhook"]
+    hooks_of: dict[str, list[Entry]] = {}
+    for w in webhooks:
+        if w.job_id is not None:
+            hooks_of.setdefault(w.job_id, []).append(w)
     clients: dict[str, list[Entry]] = {}
     for e in run:
         if e.kind not in ("webhook", "unknown"):
             clients.setdefault(e.client, []).append(e)
     for entries in clients.values():
+        # only the webhooks about this client's jobs: each client costs what it touched
+        jobs = {job for e in entries for job in _jobs_of(e)}
+        mine = [w for job in jobs for w in hooks_of.get(job, ())]
         for name, rule in CLIENT_RULES:
             if name == "no_premature_retrieval":
-                rule = functools.partial(no_premature_retrieval, webhooks=webhooks)
+                rule = functools.partial(no_premature_retrieval, webhooks=mine)
             elif name == "honours_poll_after":
-                rule = functools.partial(honours_poll_after, webhooks=webhooks)
+                rule = functools.partial(honours_poll_after, webhooks=mine)
             found.extend(rule(entries, limits))
     found.extend(webhook_ack(webhooks, limits))
     order = {name: index for index, name in enumerate(INVARIANTS)}
     found.sort(key=lambda v: (v.seqs[-1], order[v.invariant]))
-    return [dataclasses.replace(v, run=number) for v in found]
+    return [dataclasses.replace(v, run=number) for v in found] if number else found
+
+
+def _jobs_of(e: Entry) -> Iterable[str]:
+    if e.job_id is not None:
+        yield e.job_id
+    if e.listed:
+        yield from (job for job, _ in e.listed)
 
 
 def check(
@@ -292,8 +329,15 @@ def assert_invariants(
     """``check``, raising ``InvariantViolation`` (an AssertionError) with the rendered report."""
     report = check(journal, limits, **overrides)
     if not report.ok:
-        raise InvariantViolation(report.render())
+        raise invariant_violation(report)
     return report
+
+
+def invariant_violation(report: Report) -> InvariantViolation:
+    """``InvariantViolation`` with the rendered report, and the report as ``.report``."""
+    error = InvariantViolation(report.render())
+    error.report = report
+    return error
 
 
 def expected_outcome(scenario: Scenario, deadline: float | str | None = None) -> Outcome:

@@ -13,7 +13,7 @@ import json
 import logging
 import threading
 from collections import deque
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Literal, overload
@@ -88,6 +88,9 @@ class Entry:
     #: For a run header (an ``admin`` entry that starts a run): what was played and how
     #: (scenario, digest, dialect, time_scale, seed, version, started, limits).
     run: dict[str, Any] | None = None
+    #: True when the answer carried the job's result itself (a status read whose body holds
+    #: the video inline): such an answer is a retrieval, as a content download is.
+    inline_result: bool | None = None
 
     @property
     def is_header(self) -> bool:
@@ -123,21 +126,13 @@ class Entry:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Entry:
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = set(data) - known
-        if unknown:
-            raise ValueError(f"unknown journal field(s): {', '.join(sorted(unknown))}")
-        for required in ("seq", "kind", "method", "path", "client", "received_at"):
-            if required not in data:
-                raise ValueError(f"missing journal field {required!r}")
-        values = {"job_id": None, **data}
-        ra = values.get("retry_after")
-        if isinstance(ra, dict):
-            values["retry_after"] = RetryAfterRecord(**ra)
-        listed = values.get("listed")
-        if isinstance(listed, dict):
-            values["listed"] = tuple((str(k), str(v)) for k, v in listed.items())
-        return cls(**values)
+        """The entry a decoded journal line stands for.
+
+        Raises ``ValueError`` naming the field and what it expected (``_journal_schema``).
+        """
+        from ._journal_schema import entry_from_dict
+
+        return entry_from_dict(data)
 
 
 _FIELD_NAMES = tuple(f.name for f in dataclasses.fields(Entry))
@@ -174,6 +169,8 @@ class Journal(Sequence[Entry]):
         #: The run header written to the sink when the current run started without an admin
         #: request (a server start, ``FakeProvider.reset()``); not one of the entries.
         self.header: Entry | None = None
+        #: Called with every entry as it is written (``serve --log-requests``); must not raise.
+        self.listener: Callable[[Entry], None] | None = None
 
     def next_seq(self) -> int:
         with self._lock:
@@ -272,6 +269,8 @@ class Journal(Sequence[Entry]):
 
     def _write(self, entry: Entry) -> None:
         sink = self.sink
+        if self.listener is not None:
+            self.listener(entry)
         if sink is None or self.sink_error is not None:
             return
         try:
@@ -360,24 +359,17 @@ def order_entries(entries: Iterable[Entry]) -> list[Entry]:
     return out
 
 
-def read_journal(source: str | Path | IO[str]) -> list[Entry]:
-    """Entries from a JSONL file (or open text stream), sorted by ``seq`` (``order_entries``).
+def read_journal(source: str | Path | IO[str] | IO[bytes]) -> list[Entry]:
+    """Entries from a JSONL file (or open text or binary stream), sorted by ``seq``
+    (``order_entries``).
 
-    Raises ``ValueError`` naming the line of the first bad entry.
+    Raises ``ValueError`` as ``FILE:LINE: field: what was expected`` for the first line that
+    is not an entry (not UTF-8, not JSON, a field missing or of the wrong type).
     """
+    from ._journal_schema import parse_lines
+
     if isinstance(source, (str, Path)):
-        with open(source, encoding="utf-8") as handle:
-            return read_journal(handle)
-    entries = []
+        with open(source, "rb") as handle:
+            return order_entries(parse_lines(handle, str(source)))
     name = getattr(source, "name", "<journal>")
-    for number, line in enumerate(source, start=1):
-        if not line.strip():
-            continue
-        try:
-            data = json.loads(line)
-            if not isinstance(data, dict):
-                raise ValueError("expected a JSON object")
-            entries.append(Entry.from_dict(data))
-        except (ValueError, TypeError) as exc:
-            raise ValueError(f"{name}:{number}: not a journal entry: {exc}") from None
-    return order_entries(entries)
+    return order_entries(parse_lines(source, str(name)))

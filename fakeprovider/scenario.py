@@ -328,7 +328,8 @@ class RateLimit:
 
 @dataclass(frozen=True)
 class Concurrency:
-    """A cap on jobs running at once for the account; over it, submits get 429."""
+    """A cap on jobs running at once for the account; over it, submits get 429 (in the `runway`
+    dialect they are accepted and shown THROTTLED until a slot frees, as Runway does)."""
 
     max_active_jobs: PositiveInt = doc("Non-terminal jobs allowed at once.")
     retry_after: Duration | RetryAfter = doc("Retry-After sent with the 429.", 10.0)
@@ -467,7 +468,16 @@ class Expect:
 
 #: The wire dialects, one ``fakeprovider.dialects`` class each.
 DialectName = Literal[
-    "generic", "openai-videos", "runway", "replicate", "fal", "google-veo", "luma", "ark"
+    "generic",
+    "openai-videos",
+    "runway",
+    "replicate",
+    "fal",
+    "google-veo",
+    "gemini",
+    "luma",
+    "ark",
+    "dashscope",
 ]
 DIALECT_NAMES: tuple[str, ...] = get_args(DialectName)
 
@@ -662,13 +672,14 @@ def _locate(
     return positions.get(probe, (1, 1))
 
 
+#: The schema's ``$id``: a name, not a location (nothing is ever fetched from it; editors read
+#: the file they are pointed at). The number changes only when the format changes incompatibly.
+SCHEMA_ID = "urn:fakeprovider:scenario:1"
+
+
 def scenario_schema() -> dict[str, Any]:
     """The JSON Schema of the scenario format (also shipped as ``scenario.schema.json``)."""
-    return json_schema(
-        Scenario,
-        title="fakeprovider scenario",
-        schema_id="https://fakeprovider.invalid/schema/scenario.schema.json",
-    )
+    return json_schema(Scenario, title="fakeprovider scenario", schema_id=SCHEMA_ID)
 
 
 def dump_schema() -> str:

@@ -135,11 +135,15 @@ def bind_socket(host: str = DEFAULT_HOST, port: int = 0) -> socket.socket:
     # proto=IPPROTO_TCP matters: asyncio only sets TCP_NODELAY on accepted sockets of such a
     # listener, and without it every small response waits ~40 ms for a delayed ACK (Nagle).
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    sock.bind((host, port))
-    sock.listen(128)
-    sock.set_inheritable(True)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.bind((host, port))
+        sock.listen(128)
+        sock.set_inheritable(True)
+    except OSError:
+        sock.close()  # a port already taken, say: no socket left behind
+        raise
     return sock
 
 

@@ -210,6 +210,8 @@ class FakeProvider:
                 journal=self.journal,
                 new_id=self.dialect.new_job_id,
                 poll_hints=self.dialect.poll_hints,
+                inline_result=self.dialect.inline_result,
+                queue_at_capacity=self.dialect.queues_at_capacity,
             )
             if header:
                 first = not self._started

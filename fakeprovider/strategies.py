@@ -30,10 +30,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
 
-import hypothesis
-from hypothesis import strategies as st
-from hypothesis.control import current_build_context
-from hypothesis.errors import InvalidArgument
+from ._extras import missing_extra
+
+try:
+    import hypothesis
+    from hypothesis import strategies as st
+    from hypothesis.control import current_build_context
+    from hypothesis.errors import InvalidArgument
+except ModuleNotFoundError as _missing:
+    raise missing_extra("fakeprovider.strategies", _missing) from None
 
 from ._durations import format_duration, parse_duration
 from ._model import INVALID, Duration, convert, format_path

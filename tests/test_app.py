@@ -264,10 +264,15 @@ _SUBMITS = {
         "/v1beta1/publishers/google/models/veo-3:predictLongRunning",
         {"instances": [{"prompt": "x"}]},
     ),
+    "gemini": ("/v1beta/interactions", {"input": "x", "model": "veo-3", "background": True}),
     "luma": ("/dream-machine/v1/generations", {"prompt": "x", "model": "ray-2"}),
     "ark": (
         "/api/v3/contents/generations/tasks",
         {"model": "seedance", "content": [{"type": "text", "text": "x"}]},
+    ),
+    "dashscope": (
+        "/api/v1/services/aigc/video-generation/video-synthesis",
+        {"model": "wan2.2-t2v-plus", "input": {"prompt": "x"}},
     ),
 }
 _STATUS = {
@@ -276,8 +281,11 @@ _STATUS = {
     "runway": "/v1/tasks/{id}",
     "replicate": "/v1/predictions/{id}",
     "fal": "/fal-ai/veo3/requests/{id}/status",
+    "gemini": "/v1beta/interactions/{id}",
     "luma": "/dream-machine/v1/generations/{id}",
     "ark": "/api/v3/contents/generations/tasks/{id}",
+    # (a GET of an unknown task id is 200 UNKNOWN on DashScope: GET the cancel route, a 405)
+    "dashscope": "/api/v1/tasks/{id}/cancel",
 }
 _HOSTILE_BODIES = {
     "lone surrogate": b'{"prompt": "\\ud800", "promptText": "\\ud800", "model": "\\udfff"}',
@@ -306,7 +314,10 @@ def _raw_request(
 @pytest.fixture(scope="module", params=sorted(_SUBMITS))
 def dialect_server(request: pytest.FixtureRequest) -> Iterator[tuple[ServerThread, bytes]]:
     """A server per dialect, and the header lines every request to it needs."""
-    extra = b"X-Runway-Version: 2024-11-06\r\n" if request.param == "runway" else b""
+    extra = {
+        "runway": b"X-Runway-Version: 2024-11-06\r\n",
+        "dashscope": b"X-DashScope-Async: enable\r\n",
+    }.get(request.param, b"")
     with ServerThread(FakeProvider("quick-preview", dialect=request.param)) as running:
         yield running, extra
 

@@ -14,14 +14,15 @@ from pathlib import Path
 import httpx
 import pytest
 
+from fakeprovider._starter import copy_of, starter
 from fakeprovider.cli import build_parser, main
 from fakeprovider.dialects import DIALECTS
 from fakeprovider.journal import read_journal
-from fakeprovider.scenario import bundled_scenarios
+from fakeprovider.scenario import bundled_scenarios, dump_schema
 
 
 @pytest.mark.parametrize(
-    "command", ["serve", "validate", "scenarios", "explain", "schema", "check"]
+    "command", ["serve", "validate", "scenarios", "explain", "schema", "new", "check"]
 )
 def test_every_command_has_help_with_examples(
     command: str, capsys: pytest.CaptureFixture[str]
@@ -242,6 +243,73 @@ def test_check_piped_into_a_reader_that_quits_ends_without_a_traceback(tmp_path:
         reader.stdout.close()  # like `| head -1`: the report is far larger than a pipe holds
         assert reader.wait(timeout=60) == 1
         assert reader.stderr.read() == b""
+
+
+def test_new_writes_a_starter_that_validates_and_names_the_next_step(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["new", "my-render"]) == 0
+    assert capsys.readouterr().err == (
+        "wrote a starter scenario to my-render.yaml; next: fakeprovider explain my-render.yaml\n"
+    )
+    assert (tmp_path / "my-render.yaml").read_text() == starter("my-render")
+    assert main(["validate", "my-render.yaml"]) == 0
+
+
+def test_new_refuses_to_overwrite_without_force(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = tmp_path / "sub" / "flaky.yaml"
+    assert main(["new", "flaky", "--from", "transient-5xx", "-o", str(target)]) == 0
+    assert capsys.readouterr().err == (
+        f"wrote a copy of transient-5xx to {target}; next: fakeprovider explain {target}\n"
+    )
+    target.write_text("# mine\n")
+    assert main(["new", "flaky", "-o", str(target)]) == 2
+    assert capsys.readouterr().err == (
+        f"fakeprovider new: {target} already exists; choose another -o PATH, or --force to"
+        " overwrite it\n"
+    )
+    assert target.read_text() == "# mine\n"
+    assert main(["new", "flaky", "-o", str(target), "--force"]) == 0
+    assert target.read_text() == starter("flaky")
+
+
+def test_new_prints_to_standard_output_with_dash(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["new", "preview", "--from", "quick-preview", "-o", "-"]) == 0
+    assert capsys.readouterr().out == copy_of("quick-preview", "preview")
+
+
+def test_new_refuses_a_bad_name_and_a_missing_source(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["new", "my render", "-o", str(tmp_path / "x.yaml")]) == 2
+    assert capsys.readouterr().err == (
+        "fakeprovider new: NAME names the scenario and its file: use letters, digits, '.', '_'"
+        " and '-', got 'my render'\n"
+    )
+    assert main(["new", "x", "--from", "slow-succes", "-o", str(tmp_path / "x.yaml")]) == 2
+    assert capsys.readouterr().err == (
+        "slow-succes: no such file and no bundled scenario named 'slow-succes' (did you mean"
+        f" 'slow-success'?); bundled: {', '.join(bundled_scenarios())}\n"
+    )
+    assert not (tmp_path / "x.yaml").exists()
+
+
+def test_schema_writes_the_schema_to_a_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = tmp_path / "fakeprovider.schema.json"
+    assert main(["schema", "-o", str(target)]) == 0
+    assert capsys.readouterr() == ("", f"wrote the scenario schema to {target}\n")
+    assert target.read_text() == dump_schema()
+    assert json.loads(target.read_text())["$id"] == "urn:fakeprovider:scenario:1"
+    assert main(["schema", "-o", str(tmp_path / "missing" / "s.json")]) == 2
+    assert capsys.readouterr().err == (
+        f"fakeprovider schema: cannot write {tmp_path / 'missing' / 's.json'}: No such file or"
+        " directory\n"
+    )
 
 
 def _serve(tmp_path: Path, scenario: str, *options: str) -> subprocess.Popen[str]:

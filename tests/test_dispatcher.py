@@ -184,15 +184,17 @@ def test_receiver_gets_every_scripted_delivery_and_duplicates_share_the_id(recei
 def test_state_changes_are_delivered_at_their_scripted_time_without_polls(receiver, serve):
     server = serve(scenario(receiver, "  events: [job.processing, job.succeeded]\n"))
     submit(server)
-    start = time.monotonic()
     settle(server, 0.5)
     entries = [e for e in server.provider.journal if e.kind == "webhook"]
     assert [e.event for e in entries] == ["job.processing", "job.succeeded"]
     assert [e.kind for e in server.provider.journal] == ["submit", "webhook", "webhook"]
-    # sent on the scenario clock: 100 ms and 300 ms after the submit, give or take a tick
+    # sent on the scenario clock, never before the change: 100 ms and 300 ms after the submit
     submitted = server.provider.journal[0].received_at
-    assert [round(e.received_at - submitted, 1) for e in entries] == [0.1, 0.3]
-    assert receiver.received[1].at - start < 0.45
+    assert [e.received_at - submitted >= at for e, at in zip(entries, [0.1, 0.3], strict=True)] == [
+        True,
+        True,
+    ]
+    assert [r.type for r in receiver.received] == ["job.processing", "job.succeeded"]
 
 
 def test_a_503_is_retried_and_the_callback_url_wins(receiver, serve):
@@ -311,7 +313,9 @@ def test_a_reset_drops_planned_deliveries(receiver, serve):
 
 
 def test_a_slow_receiver_does_not_delay_status_responses(receiver, serve):
-    receiver.answer = lambda n: (200, {}, 5.0)
+    # the receiver holds every delivery until the test ends: a fake that waited on its receiver
+    # would answer no status read meanwhile (each read below would time out)
+    receiver.answer = lambda n: (200, {}, 60.0)
     server = serve(
         scenario(
             receiver,
@@ -320,31 +324,30 @@ def test_a_slow_receiver_does_not_delay_status_responses(receiver, serve):
         )
     )
     job_id = submit(server)
-    # Up to three one-second windows while the receiver holds every delivery (5 s): a fake that
-    # waits on its receiver is slow in every window; a machine that hiccups once is not.
-    worst: list[float] = []
-    with httpx.Client(base_url=server.url) as client:
-        client.get(f"/v1/jobs/{job_id}")  # warm the connection
-        for _ in range(3):
-            latencies = []
-            deadline = time.monotonic() + 1.0
-            while time.monotonic() < deadline:
-                before = time.perf_counter()
-                answer = client.get(f"/v1/jobs/{job_id}")
-                latencies.append(time.perf_counter() - before)
-                assert answer.status_code == 200
-                time.sleep(0.02)
-            in_flight = [
-                e for e in server.provider.journal if e.kind == "webhook" and e.completed_at is None
-            ]
-            assert len(in_flight) >= 8  # the receiver is holding every delivery
-            worst.append(max(latencies))
-            if worst[-1] < 0.05:
-                break
-    print(
-        f"status latency with a 5 s receiver: worst per 1 s window {[round(w * 1000, 1) for w in worst]} ms"
-    )
-    assert worst[-1] < 0.05, worst
+    try:
+        held = settle_until(server, lambda: len(in_flight(server)) >= 8)
+        assert held, "the receiver never held eight deliveries at once"
+        with httpx.Client(base_url=server.url, timeout=10.0) as client:
+            answers = [client.get(f"/v1/jobs/{job_id}").status_code for _ in range(10)]
+        assert answers == [200] * 10
+        # still held (released below): the ten reads were answered without waiting for them
+        assert len(in_flight(server)) >= 8
+    finally:
+        receiver.release.set()
+
+
+def in_flight(server: ServerThread) -> list[object]:
+    return [e for e in server.provider.journal if e.kind == "webhook" and e.completed_at is None]
+
+
+def settle_until(server: ServerThread, condition: Callable[[], bool], limit: float = 5.0) -> bool:
+    """Wait (at most ``limit`` seconds, polling) until ``condition()`` holds; whether it did."""
+    deadline = time.monotonic() + limit
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fakeprovider.clock import DEFAULT_EPOCH
-from fakeprovider.engine import Engine, Request
+from fakeprovider.engine import ApiError, Engine, Request
 from fakeprovider.scenario import load_scenario, parse_scenario
 
 
@@ -469,3 +469,97 @@ def test_a_list_shows_the_filtered_page_and_counts_every_match() -> None:
     assert listed(select=done, page=(1, 1)) == (3, [ids[2]])
     assert listed(select=done, page=(0, 2), newest_first=True) == (3, [ids[3], ids[2]])
     assert engine.journal.snapshot()[-1].listed == ((ids[3], "succeeded"), (ids[2], "succeeded"))
+
+
+def test_a_cancel_can_be_limited_to_some_statuses() -> None:
+    engine = engine_for("jobs: [{timeline: [{status: queued}, {at: 1s, status: processing}]}]\n")
+    job_id = engine.handle(Request("submit", "POST", "/", body={}), 0.0).job.id  # type: ignore[union-attr]
+    queued_only = frozenset({"queued"})
+    refused = engine.handle(
+        Request("cancel", "POST", "/", job_id=job_id, cancel_from=queued_only), 2.0
+    )
+    assert (refused.status_code, refused.error) == (
+        409,
+        ApiError(
+            "job_not_cancellable",
+            f"Job {job_id} is 'processing'; only a job that is 'queued' can be cancelled.",
+        ),
+    )
+    assert refused.job is not None
+    assert refused.job.status == "processing"
+    second = engine.handle(Request("submit", "POST", "/", body={}), 2.0).job.id  # type: ignore[union-attr]
+    accepted = engine.handle(
+        Request("cancel", "POST", "/", job_id=second, cancel_from=queued_only), 2.5
+    )
+    assert (accepted.status_code, accepted.job.status) == (200, "cancelled")  # type: ignore[union-attr]
+
+
+THROTTLING = """
+jobs:
+  - timeline: [{status: queued}, {at: 1s, status: processing}, {at: 10s, status: succeeded}]
+  - timeline: [{status: queued}, {at: 2s, status: processing}, {at: 5s, status: succeeded}]
+concurrency: {max_active_jobs: 1, retry_after: 7s}
+"""
+
+
+def test_over_capacity_a_queueing_provider_holds_the_job_until_a_slot_frees() -> None:
+    engine = Engine(parse_scenario(THROTTLING), epoch=DEFAULT_EPOCH, queue_at_capacity=True)
+    first = engine.handle(Request("submit", "POST", "/", body={"prompt": "a"}), 0.0)
+    second = engine.handle(Request("submit", "POST", "/", body={"prompt": "b"}), 1.0)
+    assert (second.status_code, second.job.status, second.job.throttled) == (202, "queued", True)  # type: ignore[union-attr]
+    job_id = second.job.id  # type: ignore[union-attr]
+
+    def read(at: float) -> tuple[str, bool]:
+        view = engine.handle(Request("status", "GET", "/", job_id=job_id), at).job
+        assert view is not None
+        return view.status, view.throttled
+
+    # its timeline starts when the first job ends (10 s): processing at 12 s, done at 15 s
+    assert [read(t) for t in (5.0, 9.9, 10.0, 11.9, 12.0, 15.0)] == [
+        ("queued", True),
+        ("queued", True),
+        ("queued", False),
+        ("queued", False),
+        ("processing", False),
+        ("succeeded", False),
+    ]
+    assert first.job is not None
+    changes = [(c.job_id, c.status, c.at) for c in engine.changes]
+    assert changes == [
+        (first.job.id, "queued", 0.0),
+        (job_id, "queued", 1.0),
+        (first.job.id, "processing", 1.0),
+        (first.job.id, "succeeded", 10.0),
+        (job_id, "processing", 12.0),
+        (job_id, "succeeded", 15.0),
+    ]
+
+
+def test_a_throttled_job_starts_on_time_without_requests_and_can_be_cancelled() -> None:
+    engine = Engine(parse_scenario(THROTTLING), epoch=DEFAULT_EPOCH, queue_at_capacity=True)
+    engine.handle(Request("submit", "POST", "/", body={"prompt": "a"}), 0.0)
+    waiting = engine.handle(Request("submit", "POST", "/", body={"prompt": "b"}), 0.0).job
+    cancelled = engine.handle(Request("submit", "POST", "/", body={"prompt": "c"}), 0.0).job
+    assert waiting is not None
+    assert cancelled is not None
+    engine.handle(Request("cancel", "POST", "/", job_id=cancelled.id), 0.5)
+    # the dispatcher's advance_all alone moves every job at its scripted time
+    changes = engine.advance_all(20.0)
+    assert [(c.job_id, c.status, c.at) for c in changes] == [
+        (engine.jobs[0].id, "processing", 1.0),
+        (engine.jobs[0].id, "succeeded", 10.0),
+        (waiting.id, "processing", 12.0),
+        (waiting.id, "succeeded", 15.0),
+    ]
+    assert [view.status for view in engine.jobs] == ["succeeded", "succeeded", "cancelled"]
+
+
+def test_over_capacity_a_refusing_provider_answers_429() -> None:
+    engine = Engine(parse_scenario(THROTTLING), epoch=DEFAULT_EPOCH)
+    engine.handle(Request("submit", "POST", "/", body={"prompt": "a"}), 0.0)
+    refused = engine.handle(Request("submit", "POST", "/", body={"prompt": "b"}), 1.0)
+    assert (refused.status_code, refused.error.code, refused.headers) == (  # type: ignore[union-attr]
+        429,
+        "too_many_active_jobs",
+        (("Retry-After", "7"),),
+    )

@@ -197,6 +197,21 @@ def test_retries_beyond_max_retries_after_consecutive_failures() -> None:
     assert messages(entries, max_retries=3) == []
 
 
+def test_a_request_rejected_with_a_4xx_other_than_401_403_counts_as_a_failed_attempt() -> None:
+    # a typo in the request (422) sent again and again gets the same answer every time
+    rejected = [
+        e(n, "submit", n * 1.0, code=422, job=None, request_digest="d") for n in range(1, 5)
+    ]
+    assert messages(rejected, max_retries=2) == [
+        (
+            "bounded_retries",
+            "submit #4 at 4.000 s was retry 3 after 3 consecutive failed attempts (#1 to #3);"
+            " max_retries is 2",
+        )
+    ]
+    assert messages(rejected, max_retries=3) == []
+
+
 # -- honours_retry_after --------------------------------------------------------------------------
 
 
@@ -260,6 +275,21 @@ def test_http_dates_get_one_second_of_slack() -> None:
             "honours_retry_after",
             "status read #2 for job j_1 at 8.990 s came 1.010 s before the Retry-After"
             " 'Thu, 01 Jan 2026 00:00:10 GMT' of #1 (429, account scope) allowed it at 10.000 s",
+        )
+    ]
+
+
+def test_a_429_binds_requests_with_its_own_credential_only() -> None:
+    # one client holding two API keys: the 429 for cred_1 says nothing of cred_2's budget
+    throttled = e(1, "status", 1.0, code=429, retry_after=ra("5", 6.0), credential="cred_1")
+    other_key = e(2, "status", 2.0, job="j_2", status="processing", credential="cred_2")
+    assert messages([throttled, other_key]) == []
+    same_key = e(3, "status", 3.0, job="j_2", status="processing", credential="cred_1")
+    assert messages([throttled, other_key, same_key]) == [
+        (
+            "honours_retry_after",
+            "status read #3 for job j_2 at 3.000 s came 3.000 s before the Retry-After '5' of #1"
+            " (429, account scope) allowed it at 6.000 s",
         )
     ]
 
@@ -410,6 +440,23 @@ def test_no_retry_with_the_same_credential_after_401() -> None:
     ]
 
 
+def test_a_request_in_flight_when_the_401_arrived_or_with_new_credentials_is_not_a_retry() -> None:
+    # #2 was sent before #1's 401 reached the client (at 1.500 s); #3 was sent after it
+    refused = e(1, "status", 1.0, took=0.5, code=401, credential="cred_1")
+    in_flight = e(2, "status", 1.2, job="j_2", code=401, credential="cred_1")
+    assert messages([refused, in_flight]) == []
+    new_key = e(3, "status", 2.0, status="processing", credential="cred_2")
+    assert messages([refused, in_flight, new_key]) == []  # new credentials: not a retry
+    retry = e(3, "status", 2.0, code=401, credential="cred_1")
+    assert messages([refused, in_flight, retry]) == [
+        (
+            "no_retry_on_auth_error",
+            "status read #3 for job j_1 at 2.000 s was sent with the same credential cred_1"
+            " after status read #1 for job j_1 was refused with 401 at 1.500 s",
+        )
+    ]
+
+
 def test_deadline_counts_from_the_submit_with_slack() -> None:
     entries = [e(1, "submit", 2.0, status="queued"), e(2, "status", 63.0), e(3, "status", 63.5)]
     assert messages(entries, deadline=60.0) == [
@@ -429,6 +476,20 @@ def test_status_rate_is_opt_in_and_counts_all_jobs_in_a_sliding_window() -> None
         (
             "status_rate",
             "status read #3 at 1.500 s was read 3 within 10.000 s (since #1 at 0.500 s); the budget"
+            " of 0.2 per second allows 2",
+        )
+    ]
+
+
+def test_the_status_rate_window_excludes_a_read_exactly_one_window_earlier() -> None:
+    # 0.2 reads per second over 10 s allows 2 per window; (0 s, 10 s] holds #2 and #3 only
+    reads = [e(n, "status", at, status="processing") for n, at in [(1, 0.0), (2, 5.0), (3, 10.0)]]
+    assert messages(reads, status_rate=0.2) == []
+    crowded = [*reads[:2], e(3, "status", 9.875, status="processing")]
+    assert messages(crowded, status_rate=0.2) == [
+        (
+            "status_rate",
+            "status read #3 at 9.875 s was read 3 within 10.000 s (since #1 at 0.000 s); the budget"
             " of 0.2 per second allows 2",
         )
     ]
@@ -613,6 +674,86 @@ def test_limits_come_from_expect_and_text() -> None:
         Limits(max_retries=-1)
 
 
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"max_retries": -1}, "limit max_retries must not be negative, got -1"),
+        ({"deadline_slack": -0.5}, "limit deadline_slack must not be negative, got -0.5"),
+        ({"poll_tolerance": -0.1}, "limit poll_tolerance must not be negative, got -0.1"),
+        ({"ack_limit": -2.0}, "limit ack_limit must not be negative, got -2.0"),
+        ({"date_slack": -1}, "limit date_slack must not be negative, got -1"),
+        ({"deadline": 0.0}, "limit deadline must be positive, got 0.0"),
+        ({"deadline": -60}, "limit deadline must be positive, got -60"),
+        ({"retrievals": -1}, "limit retrievals must not be negative, got -1"),
+        ({"status_rate": 0}, "limit status_rate must be positive, got 0"),
+        ({"status_rate_window": 0.0}, "limit status_rate_window must be positive, got 0.0"),
+        ({"poll_tolerance": 1.5}, "limit poll_tolerance must be between 0 and 1, got 1.5"),
+        (
+            {"retry_after_scope": "global"},
+            "limit retry_after_scope must be 'auto', 'account' or 'job', got 'global'",
+        ),
+    ],
+)
+def test_every_limit_is_validated_with_a_message_naming_it(
+    values: dict[str, object], message: str
+) -> None:
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        Limits(**values)  # type: ignore[arg-type]
+
+
+def test_the_edges_of_the_limits_are_allowed() -> None:
+    edges = Limits(
+        max_retries=0,
+        deadline_slack=0.0,
+        retrievals=0,
+        poll_tolerance=1.0,
+        ack_limit=0.0,
+        date_slack=0.0,
+        retry_after_scope="job",
+    )
+    assert (edges.max_retries, edges.poll_tolerance, edges.retrievals) == (0, 1.0, 0)
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "message"),
+    [
+        ("max_retries", "three", "limit max_retries must be a whole number, got 'three'"),
+        ("retrievals", "1.5", "limit retrievals must be a whole number, got '1.5'"),
+        ("poll_tolerance", "lots", "limit poll_tolerance must be a number, got 'lots'"),
+        ("status_rate", "fast", "limit status_rate must be a number, got 'fast'"),
+        ("ack_limit", "5 parsecs", "limit ack_limit must be a duration like '90s', got '5 parsecs'"),
+        ("max_retries", "-2", "limit max_retries must not be negative, got -2"),
+        ("max_retries", "none", "limit max_retries must be a whole number, got 'none'"),
+        ("retry_after_scope", "world", "limit retry_after_scope must be 'auto', 'account' or"
+         " 'job', got 'world'"),
+    ],
+)  # fmt: skip
+def test_limits_from_text_name_the_bad_value(name: str, text: str, message: str) -> None:
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        Limits.from_strings({name: text})
+
+
+def test_limits_from_text_read_durations_seconds_and_off() -> None:
+    base = Limits(deadline=60.0, retrievals=1, status_rate=2.0)
+    parsed = Limits.from_strings(
+        {
+            "deadline": " none ",
+            "retrievals": "OFF",
+            "status_rate": "",
+            "ack_limit": "250ms",
+            "date_slack": "2",
+            "status_rate_window": "1m",
+            "retry_after_scope": " job ",
+            "poll_tolerance": "0.25",
+        },
+        base,
+    )
+    assert (parsed.deadline, parsed.retrievals, parsed.status_rate) == (None, None, None)
+    assert (parsed.ack_limit, parsed.date_slack, parsed.status_rate_window) == (0.25, 2.0, 60.0)
+    assert (parsed.retry_after_scope, parsed.poll_tolerance) == ("job", 0.25)
+    assert Limits.from_strings({}, base) == base
+
+
 def test_the_rendered_report_shows_the_timeline_around_the_violation() -> None:
     entries = [
         e(
@@ -630,8 +771,9 @@ def test_the_rendered_report_shows_the_timeline_around_the_violation() -> None:
     ]
     with pytest.raises(InvariantViolation) as caught:
         assert_invariants(entries)
-    assert str(caught.value).splitlines()[:9] == [
+    assert str(caught.value).splitlines()[:10] == [
         "1 invariant violation(s) in 4 request(s) from 1 client(s):",
+        "  by rule: honours_retry_after 1",
         "",
         "  honours_retry_after: status read #4 for job j_1 at 7.000 s came 3.010 s before the"
         " Retry-After '4' of #3 (429, account scope) allowed it at 10.010 s",

@@ -178,7 +178,7 @@ def test_a_test_that_fails_before_its_fake_exists_shows_no_other_journal(
         [
             "The fakeprovider marker of test_a_test_that_fails_before_its_fake_exists_shows_no_other_journal.py"
             "::test_second: unknown dialect 'openai' (did you mean 'openai-videos'?); known"
-            " dialects: ark, fal, generic, google-veo,"
+            " dialects: ark, dashscope, fal, gemini, generic, google-veo,"
             " luma, openai-videos, replicate, runway",
         ]
     )
@@ -302,11 +302,12 @@ def test_a_failing_client_shows_the_violation_and_the_timeline(child: pytest.Pyt
     child.makepyfile(test_contract=CONTRACT)
     from fakeprovider import bundled_scenarios
 
-    result = child.runpytest("-k", "hasty")
+    result = child.runpytest("-k", "hasty", "-rf")
     result.assert_outcomes(failed=1, deselected=len(bundled_scenarios()) + 1)
     result.stdout.fnmatch_lines(
         [
             "E*fakeprovider.errors.InvariantViolation: * invariant violation(s) in * request(s) from 1 client(s):",
+            "E*  by rule: honours_poll_after *",
             "E*  honours_poll_after: status read #2 for job job_* at 1.000 s came 1.000 s after #1 answered,"
             " sooner than its poll hint of 5.000 s (less 10% tolerance)",
             "E*    timeline of job job_* for client 'in-process':",
@@ -314,6 +315,7 @@ def test_a_failing_client_shows_the_violation_and_the_timeline(child: pytest.Pyt
             "E*    >> #2 * GET /v1/jobs/job_* -> 200 'queued' (answered 1.000 s) hint 5 s",
             "*- fakeprovider journal (inprocess, scenario 'slow-success') -*",
             "  #1 * 0.000s  POST /v1/jobs -> 202  queued",
+            "FAILED test_contract.py::test_hasty*slow-success* - honours_poll_after x9*",
         ]
     )
 
@@ -349,6 +351,38 @@ def test_failing_tests_journals_are_written_to_the_journal_dir(child: pytest.Pyt
             "*- fakeprovider journal (server, scenario 'slow-success') -*",
             "  #* POST /v1/jobs -> 202  queued",
         ]
+    )
+
+
+def test_failing_tests_html_reports_are_written_to_the_report_dir(
+    child: pytest.Pytester,
+) -> None:
+    child.makepyfile(
+        test_r="""
+        import httpx, pytest
+
+        @pytest.mark.fakeprovider("quick-preview")
+        def test_hasty(fakeprovider):
+            job = httpx.post(fakeprovider.url + "/v1/jobs", json={"prompt": "x"}).json()
+            for _ in range(3):
+                httpx.get(f"{fakeprovider.url}/v1/jobs/{job['job_id']}")
+            fakeprovider.assert_invariants()
+
+        def test_passes(fakeprovider):
+            httpx.post(fakeprovider.url + "/v1/jobs", json={"prompt": "x"})
+        """
+    )
+    result = child.runpytest("--fakeprovider-report", "reports", "-rf")
+    result.assert_outcomes(passed=1, failed=1)
+    written = sorted(p.name for p in (child.path / "reports").iterdir())
+    assert written == ["test_r.py_test_hasty.html"]
+    page = (child.path / "reports" / written[0]).read_text(encoding="utf-8")
+    assert page.startswith("<!DOCTYPE html>")
+    assert "<h1>test_r.py::test_hasty</h1>" in page
+    assert "Run 0: quick-preview" in page
+    assert page.count('<span class="rule">honours_poll_after</span>') == 3
+    result.stdout.fnmatch_lines(
+        ["FAILED test_r.py::test_hasty - honours_poll_after x3 (3 invariant violations)"]
     )
 
 

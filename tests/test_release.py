@@ -83,3 +83,16 @@ def test_installed_wheel_serves_bundled_scenarios_by_name_outside_the_repo(
         [str(python), "-c", code], cwd=tmp_path, check=True, capture_output=True, text=True
     )
     assert out.stdout.split() == ["True", "True", "slow-success"]
+
+
+def test_the_pytest_extra_brings_exactly_what_client_projects_need(wheel: Path) -> None:
+    """fixtures (pytest), in-process mode (respx, httpx), strategies (hypothesis); nothing else."""
+    (metadata,) = [n for n in zipfile.ZipFile(wheel).namelist() if n.endswith("METADATA")]
+    text = zipfile.ZipFile(wheel).read(metadata).decode()
+    wanted = [
+        line.removeprefix("Requires-Dist: ").split(";")[0].strip()
+        for line in text.splitlines()
+        if line.startswith("Requires-Dist:") and "extra == 'pytest'" in line
+    ]
+    assert wanted == ["httpx>=0.27", "hypothesis>=6.100", "pytest>=8.0", "respx>=0.22"]
+    assert "Provides-Extra: pytest" in text

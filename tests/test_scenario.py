@@ -5,8 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import jsonschema
 import pytest
+import yaml
 
+from fakeprovider._starter import starter
 from fakeprovider.errors import ScenarioError
 from fakeprovider.scenario import (
     RetryAfter,
@@ -261,7 +264,7 @@ BAD_DOCUMENTS = [
     pytest.param(
         "dialect: openai\njobs:\n  - timeline: [{status: queued}]\n",
         "bad.yaml:1:10: dialect: expected one of 'generic', 'openai-videos', 'runway', 'replicate',"
-        " 'fal', 'google-veo', 'luma', 'ark', got 'openai' (did you mean 'openai-videos'?)",
+        " 'fal', 'google-veo', 'gemini', 'luma', 'ark', 'dashscope', got 'openai' (did you mean 'openai-videos'?)",
         id="unknown_dialect",
     ),
     pytest.param(
@@ -398,6 +401,40 @@ def test_schema_is_generated_from_the_model_and_shipped() -> None:
     assert step["properties"]["status"]["anyOf"][0]["enum"][:2] == ["queued", "processing"]
     assert schema["$ref"] == "#/$defs/Scenario"
     assert schema["$defs"]["Scenario"]["required"] == ["jobs"]
+
+
+def test_the_schema_id_is_a_stable_name_editors_never_fetch() -> None:
+    assert scenario_schema()["$id"] == "urn:fakeprovider:scenario:1"
+    jsonschema.Draft202012Validator.check_schema(scenario_schema())
+
+
+@pytest.mark.parametrize("name", sorted(bundled_scenarios()))
+def test_each_bundled_scenario_validates_against_the_schema(name: str) -> None:
+    # an independent implementation of JSON Schema judges the schema editors are given
+    validator = jsonschema.Draft202012Validator(scenario_schema())
+    document = yaml.safe_load(bundled_scenarios()[name].read_text(encoding="utf-8"))
+    assert [error.message for error in validator.iter_errors(document)] == []
+
+
+def test_the_starter_validates_against_the_schema() -> None:
+    validator = jsonschema.Draft202012Validator(scenario_schema())
+    assert [e.message for e in validator.iter_errors(yaml.safe_load(starter("x")))] == []
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        ("jobs: [{timeline: [{status: procesing}]}]", ["jobs", 0, "timeline", 0, "status"]),
+        ("jobs: [{timeline: [{status: queued}], every_nth: 2}]", ["jobs", 0]),
+        ("jobs: [{timeline: [{status: queued, at: soon}]}]", ["jobs", 0, "timeline", 0, "at"]),
+        ("name: x", []),
+    ],
+)
+def test_the_schema_flags_what_an_editor_should_underline(text: str, where: list[object]) -> None:
+    validator = jsonschema.Draft202012Validator(scenario_schema())
+    errors = list(validator.iter_errors(yaml.safe_load(text)))
+    assert errors
+    assert [list(e.absolute_path) for e in errors] == [where]
 
 
 @pytest.mark.parametrize("name", sorted(bundled_scenarios()))

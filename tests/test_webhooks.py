@@ -281,7 +281,7 @@ webhooks:
                     ("job.processing", "forged"),
                 ],
             )
-            for name in ("generic", "runway", "google-veo")
+            for name in ("generic", "runway", "google-veo", "dashscope")
         ],
         # OpenAI: only the end, signed
         (
@@ -306,8 +306,16 @@ webhooks:
             )
             for name in ("luma", "ark")
         ],
-        # fal: only the end, unsigned
-        ("fal", [("job.succeeded", None), ("job.succeeded", "duplicate")]),
+        # fal: only the end, signed (ED25519)
+        (
+            "fal",
+            [
+                ("job.succeeded", None),
+                ("job.succeeded", "duplicate"),
+                ("job.succeeded", "forged"),
+                ("job.succeeded", "stale"),
+            ],
+        ),
     ],
 )
 def test_the_dialect_decides_which_events_and_sends_are_planned(dialect, expected):

@@ -6,7 +6,9 @@ from collections.abc import Callable
 
 from .ark import ArkDialect
 from .base import Dialect, HttpRequest, HttpResponse, Route
+from .dashscope import DashScopeDialect
 from .fal import FalDialect
+from .gemini import GeminiDialect
 from .generic import GenericDialect
 from .google_veo import GoogleVeoDialect
 from .luma import LumaDialect
@@ -14,7 +16,15 @@ from .openai_videos import OpenAIVideosDialect
 from .replicate import ReplicateDialect
 from .runway import RunwayDialect
 
-__all__ = ["DIALECTS", "Dialect", "HttpRequest", "HttpResponse", "Route", "get_dialect"]
+__all__ = [
+    "DIALECTS",
+    "Dialect",
+    "HttpRequest",
+    "HttpResponse",
+    "Route",
+    "describe_dialects",
+    "get_dialect",
+]
 
 #: Dialect name -> factory. Provider dialects register here.
 DIALECTS: dict[str, Callable[[], Dialect]] = {
@@ -24,8 +34,10 @@ DIALECTS: dict[str, Callable[[], Dialect]] = {
     "replicate": ReplicateDialect,
     "fal": FalDialect,
     "google-veo": GoogleVeoDialect,
+    "gemini": GeminiDialect,
     "luma": LumaDialect,
     "ark": ArkDialect,
+    "dashscope": DashScopeDialect,
 }
 
 
@@ -43,3 +55,10 @@ def unknown_dialect(name: str) -> str:
 
     known = ", ".join(sorted(DIALECTS))
     return f"unknown dialect {name!r}{did_you_mean(name, DIALECTS)}; known dialects: {known}"
+
+
+def describe_dialects() -> str:
+    """Every dialect name, in registration order, each with its note (``openai-videos (sunset
+    API: ...)``): what ``serve --help`` lists."""
+    notes = ((name, get_dialect(name).note) for name in DIALECTS)
+    return ", ".join(f"{name} ({note})" if note else name for name, note in notes)

@@ -11,8 +11,9 @@ Point the SDK at ``Ark(base_url=f"{fake}/api/v3", api_key=...)``. The wire, read
   ``content.video_url``;
 - ``GET /api/v3/contents/generations/tasks`` with ``page_num``, ``page_size``,
   ``filter.status``, ``filter.model``, ``filter.task_ids``: ``{"total", "items"}``;
-- ``DELETE /api/v3/contents/generations/tasks/{id}``: cancels a task not yet ended, deletes
-  the record of a finished one (the fake keeps it readable); answers ``{}``.
+- ``DELETE /api/v3/contents/generations/tasks/{id}``: cancels a queued task, deletes the record
+  of a finished one (the fake keeps it readable); answers ``{}``. A running task cannot be
+  cancelled (400).
 
 Errors are ``{"error": {"code", "message", "param", "type"}}``. Ark sends no poll hint.
 ``callback_url`` receives the task object, as ``GET`` shows it, on every change of status,
@@ -63,6 +64,7 @@ _ERRORS = {
     422: ("InvalidParameter", "BadRequest"),
     429: ("RateLimitExceeded", "TooManyRequests"),
 }
+_CANCELLABLE = frozenset({"queued"})
 #: Seedance's defaults for a text-to-video task.
 _DEFAULTS = {"resolution": "720p", "ratio": "16:9", "duration": 5}
 _FPS = 24
@@ -90,6 +92,10 @@ class ArkDialect(Dialect):
     ) -> Request:
         if route.kind == "list":
             return self._list(http, common)
+        if route.kind == "cancel":
+            # Ark cancels a queued task only (and deletes a finished one's record)
+            job_id = params["job_id"]
+            return Request(kind="cancel", job_id=job_id, cancel_from=_CANCELLABLE, **common)
         if route.kind != "submit":
             return Request(kind=route.kind, job_id=params.get("job_id"), **common)
         body = read_json_object(http)
@@ -219,6 +225,15 @@ class ArkDialect(Dialect):
             execution_expires_after=given("execution_expires_after", _EXPIRES_AFTER),
         )
         return out
+
+    def render_refusal(self, reply: Reply, http: HttpRequest) -> HttpResponse:
+        assert reply.error is not None
+        if reply.error.code == "job_not_cancellable" and reply.job is not None:
+            status = self.status(reply.job)
+            message = f"The task {reply.job.id} is {status}; only a queued task can be cancelled."
+            error = ApiError(reply.error.code, message)
+            return self.render_error(400, error, reply.headers)
+        return super().render_refusal(reply, http)
 
     def render_error(
         self, status: int, error: ApiError, headers: Sequence[tuple[str, str]] = ()

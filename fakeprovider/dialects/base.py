@@ -135,6 +135,8 @@ class Dialect:
     """Base class: routing, common parsing, and the generic error rendering."""
 
     name = "base"
+    #: Said beside the name wherever dialects are listed (``serve --help``): a sunset API...
+    note = ""
     routes: Sequence[Route] = ()
     #: Unix time of clock reading 0, set by ``FakeProvider`` so that dialects can show
     #: timestamps (``created_at``...) as providers do. Job times in a ``JobView`` are clock
@@ -143,10 +145,23 @@ class Dialect:
     #: The scenario's ``--time-scale``, set by ``FakeProvider``: durations a request asks the
     #: provider for (Replicate's ``Prefer: wait=N``) run at the scenario's speed.
     time_scale: float = 1.0
-    #: Whether this wire shape tells clients when to poll again (a header or a body field).
-    #: When it does not, the journal records no poll hint, so ``honours_poll_after`` only
-    #: judges clients that were shown one.
-    poll_hints: bool = True
+    #: Which answers tell clients when to poll again (a header or a body field), as the
+    #: provider sends them on the wire: True for every answer about a job, False for none, or
+    #: the request kinds (``{"status"}``) whose answers carry a hint. The journal records a
+    #: hint only on those answers, so ``honours_poll_after`` judges only clients that were
+    #: shown one. Never claim a hint the real provider does not send.
+    poll_hints: bool | frozenset[str] = True
+
+    #: Whether the provider accepts a create over the scenario's ``concurrency`` limit and
+    #: holds it queued until a slot frees (Runway's ``THROTTLED``) instead of refusing it 429.
+    queues_at_capacity: bool = False
+
+    def inline_result(self, request: Request, job: JobView) -> bool:
+        """Whether this dialect's answer to ``request``, showing ``job`` succeeded, carries the
+        result itself (the video inline, as Google's operations do). Such an answer is journaled
+        with ``inline_result`` and counts as a retrieval, as a content download does. By default
+        no answer does: the result is fetched from a content route."""
+        return False
 
     def match(self, method: str, path: str) -> tuple[Route, dict[str, str]] | None:
         for route in self.routes:

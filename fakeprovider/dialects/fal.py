@@ -12,20 +12,27 @@ from fal's ingress (nginx) in front of the app.
 
 Webhooks (``?fal_webhook=``) are sent once a request ends, as fal shapes them:
 ``{"request_id", "gateway_request_id", "status": "OK", "payload": {...result...}, "error": null}``
-or ``"status": "ERROR"`` with ``error`` and ``payload: {"detail", "error_type"}``. They are
-unsigned: fal signs with ED25519 keys published at its own JWKS URL, which a fake cannot sign
-for without a key of fal's (and a new dependency), so a scenario's ``forged:`` and ``stale:``
-send nothing in this dialect.
+or ``"status": "ERROR"`` with ``error`` and ``payload: {"detail", "error_type"}``, signed the fal
+way: ED25519 over ``{request_id}\n{user_id}\n{timestamp}\n{sha256 hex of the body}``, the
+signature hex in ``X-Fal-Webhook-Signature`` beside ``X-Fal-Webhook-Request-Id``, ``-User-Id``
+and ``-Timestamp`` (Unix seconds). The fake signs with its own fixed test key, whose public half
+it serves as a JWKS at ``GET /.well-known/jwks.json`` (fal publishes its keys at
+``https://rest.alpha.fal.ai/.well-known/jwks.json``). A forged copy is signed with another key,
+a stale one carries a timestamp 10 minutes old (fal's receivers allow 5).
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import math
 import re
 from collections.abc import Sequence
 from typing import Any
 
+from .. import _ed25519
 from ..engine import ApiError, JobView, Reply, Request, RequestKind
-from ..webhooks import Outgoing, WebhookMessage, unsigned_message
+from ..webhooks import STALE_AGE, Outgoing, WebhookMessage, json_body
 from . import _common
 from .base import (
     Dialect,
@@ -50,12 +57,22 @@ _ROUTES = {
     ("GET", ""): Route("GET", "/{app}/requests/{job_id}", "content"),
 }
 _SUBMIT_ROUTE = Route("POST", "/{app}", "submit")
+#: The fake's JWKS: no job request (journaled ``unknown``, judged by no invariant).
+_JWKS_ROUTE = Route("GET", "/.well-known/jwks.json", "unknown")
+JWKS_PATH = _JWKS_ROUTE.template
+
+#: The fake's webhook signing key (a published test key: anyone can sign with it), its key
+#: id, and the user id its webhooks name; a forged copy is signed with ``_FORGED_SEED``.
+SIGNING_SEED = hashlib.sha256(b"fakeprovider fal webhook signing key").digest()
+KEY_ID = "fakeprovider-fal-1"
+USER_ID = "fakeprovider"
+_FORGED_SEED = hashlib.sha256(b"fakeprovider forged fal webhook key").digest()
 
 
 class FalDialect(Dialect):
     name = "fal"
     poll_hints = False
-    routes = (*_ROUTES.values(), _SUBMIT_ROUTE, _common.FILE_ROUTE)
+    routes = (*_ROUTES.values(), _SUBMIT_ROUTE, _common.FILE_ROUTE, _JWKS_ROUTE)
 
     def new_job_id(self, seed: int, number: int) -> str:
         return _common.uuid_id(seed, number, self.name)
@@ -64,6 +81,8 @@ class FalDialect(Dialect):
         return http.token("key", "bearer")
 
     def match(self, method: str, path: str) -> tuple[Route, dict[str, str]] | None:
+        if path == JWKS_PATH:
+            return (_JWKS_ROUTE, {}) if method == "GET" else None
         found = _FILE.match(path)
         if found is not None:
             return (_common.FILE_ROUTE, found.groupdict()) if method == "GET" else None
@@ -79,7 +98,7 @@ class FalDialect(Dialect):
         return None
 
     def allowed_methods(self, path: str) -> list[str]:
-        if _FILE.match(path):
+        if _FILE.match(path) or path == JWKS_PATH:
             return ["GET"]
         found = _REQUEST.match(path)
         if found is not None:
@@ -90,6 +109,16 @@ class FalDialect(Dialect):
     def parse_route(
         self, route: Route, params: dict[str, str], http: HttpRequest, common: dict[str, Any]
     ) -> Request:
+        if route is _JWKS_ROUTE:
+            # answered by the dialect, not the engine: an ``unknown`` request whose "problem"
+            # is a 200, so that it passes no auth, rate limit or job logic (faults still apply)
+            return Request(
+                kind="unknown",
+                problem="The fake's webhook public keys.",
+                problem_status=200,
+                problem_code="public_keys",
+                **common,
+            )
         if route.kind != "submit":
             return Request(kind=route.kind, job_id=params.get("job_id"), **common)
         body = read_json_object(http)
@@ -116,6 +145,8 @@ class FalDialect(Dialect):
 
     def render_refusal(self, reply: Reply, http: HttpRequest) -> HttpResponse:
         assert reply.error is not None
+        if reply.error.code == "public_keys" and reply.status_code == 200:
+            return json_response(200, jwks(), reply.headers)
         if reply.request.kind == "content" and reply.job is not None:
             return self._no_result(reply.job, reply)
         if cancel_after_end(reply):
@@ -200,8 +231,6 @@ class FalDialect(Dialect):
 
     # -- webhooks -------------------------------------------------------------------------
 
-    webhook_signed = False
-
     def webhook_event(self, event: str, job: JobView) -> str | None:
         """fal sends one webhook, when the request ends (OK or ERROR)."""
         return ("ERROR" if job.result is None else "OK") if job.done else None
@@ -221,7 +250,7 @@ class FalDialect(Dialect):
             payload.update(
                 status="ERROR", payload={"detail": detail, "error_type": code}, error=detail
             )
-        return unsigned_message(payload)
+        return signed_message(payload, send)
 
     def render_error(
         self, status: int, error: ApiError, headers: Sequence[tuple[str, str]] = ()
@@ -229,3 +258,31 @@ class FalDialect(Dialect):
         return json_response(
             status, {"detail": error.message, "error_type": error.code}, tuple(headers)
         )
+
+
+def jwks() -> dict[str, Any]:
+    """The JWKS of the fake's webhook signing key (RFC 8037 ``OKP`` / ``Ed25519``)."""
+    public = _ed25519.public_key(SIGNING_SEED)
+    x = base64.urlsafe_b64encode(public).rstrip(b"=").decode("ascii")
+    key = {"kty": "OKP", "crv": "Ed25519", "x": x, "kid": KEY_ID, "alg": "EdDSA", "use": "sig"}
+    return {"keys": [key]}
+
+
+def signed_message(payload: dict[str, Any], send: Outgoing) -> WebhookMessage:
+    """``payload`` signed the fal way (forged sends with another key, stale ones 10 min old)."""
+    body = json_body(payload)
+    delivery = send.delivery
+    timestamp = math.floor(send.sent_at)
+    if delivery.variant == "stale":
+        timestamp -= int(STALE_AGE)
+    seed = _FORGED_SEED if delivery.variant == "forged" else SIGNING_SEED
+    digest = hashlib.sha256(body).hexdigest()
+    signed = f"{delivery.job_id}\n{USER_ID}\n{timestamp}\n{digest}".encode()
+    headers = {
+        "x-fal-webhook-request-id": delivery.job_id,
+        "x-fal-webhook-user-id": USER_ID,
+        "x-fal-webhook-timestamp": str(timestamp),
+        "x-fal-webhook-signature": _ed25519.sign(seed, signed).hex(),
+        "content-type": "application/json",
+    }
+    return WebhookMessage(body, headers)

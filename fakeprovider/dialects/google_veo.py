@@ -93,6 +93,16 @@ class GoogleVeoDialect(Dialect):
     def allowed_methods(self, path: str) -> list[str]:
         return ["POST"] if any(p.match(path) for p in (_CREATE, _FETCH, _CANCEL)) else []
 
+    def inline_result(self, request: Request, job: JobView) -> bool:
+        # a finished operation carries the video inline, unless it was written to storageUri
+        return request.kind in ("submit", "status") and self._storage(job) is None
+
+    @staticmethod
+    def _storage(job: JobView) -> str | None:
+        parameters = job.request.get("parameters")
+        storage = parameters.get("storageUri") if isinstance(parameters, dict) else None
+        return storage if isinstance(storage, str) and storage else None
+
     def parse_route(
         self, route: Route, params: dict[str, str], http: HttpRequest, common: dict[str, Any]
     ) -> Request:
@@ -167,10 +177,9 @@ class GoogleVeoDialect(Dialect):
 
     def _response(self, job: JobView, resource: str) -> dict[str, Any]:
         assert job.result is not None
-        parameters = job.request.get("parameters")
-        storage = parameters.get("storageUri") if isinstance(parameters, dict) else None
+        storage = self._storage(job)
         video: dict[str, str]
-        if isinstance(storage, str) and storage:
+        if storage is not None:
             video = {
                 "gcsUri": f"{storage.rstrip('/')}/{job.id}/sample_0.mp4",
                 "mimeType": "video/mp4",

@@ -1,5 +1,8 @@
 """The ``openai-videos`` dialect: OpenAI's Videos API (Sora) as ``openai`` 3.57 speaks it.
 
+A sunset API: OpenAI shut it down on 2026-09-24 (every ``videos`` method of the SDK carries
+that deprecation since 3.1.0). Kept for clients of the old API.
+
 Point the SDK at ``OpenAI(base_url=f"{fake}/v1", api_key=...)``. Create is multipart (the
 SDK always sends multipart, even without a file); JSON is accepted too. The provider has no
 cancel: ``DELETE /v1/videos/{id}`` is journaled as ``cancel`` (a running job stops, a finished
@@ -67,7 +70,11 @@ def _error_type(status: int) -> str:
 
 class OpenAIVideosDialect(Dialect):
     name = "openai-videos"
+    note = "sunset API: OpenAI shut it down on 2026-09-24"
     late_cancel_succeeds = True
+    #: ``openai-poll-after-ms`` comes on status reads only (``videos.poll`` reads it from
+    #: ``retrieve``); nothing shows OpenAI sending it on the create answer.
+    poll_hints = frozenset({"status"})
     routes = (
         Route("POST", "/v1/videos", "submit"),
         Route("GET", "/v1/videos", "list"),
@@ -138,8 +145,8 @@ class OpenAIVideosDialect(Dialect):
             return video_response(reply)
         if kind == "cancel":
             return self._deleted(job, reply)
-        headers = reply.headers  # status and create answers both carry the hint
-        if not job.done and job.poll_after is not None:
+        headers = reply.headers
+        if kind == "status" and not job.done and job.poll_after is not None:
             hint = max(1, math.ceil(job.poll_after * 1000))
             headers = (*headers, ("openai-poll-after-ms", str(hint)))
         return json_response(200, self.video(job), headers)

@@ -5,6 +5,9 @@ Point the SDK at ``RunwayML(base_url=fake, api_key=...)`` (no ``/v1``: paths car
 running task and deletes a finished one (204 either way). Task outputs are URLs on the fake's
 ``/files/{id}.mp4`` route, the stand-in for Runway's CDN.
 
+A create over the scenario's ``concurrency.max_active_jobs`` is accepted, as Runway accepts it,
+and shows ``THROTTLED`` until a running task ends; its timeline starts then.
+
 Runway's API has no webhooks (``runwayml`` 5.24 has no callback parameter): a scenario's
 ``webhooks:`` block sends the generic shape, for receivers that want one anyway.
 """
@@ -50,6 +53,7 @@ class RunwayDialect(Dialect):
     name = "runway"
     late_cancel_succeeds = True
     poll_hints = False
+    queues_at_capacity = True
     routes = (
         Route("POST", "/v1/text_to_video", "submit"),
         Route("POST", "/v1/image_to_video", "submit"),
@@ -129,7 +133,7 @@ class RunwayDialect(Dialect):
         return seconds * _CREDITS_PER_SECOND
 
     def task(self, job: JobView, http: HttpRequest) -> dict[str, Any]:
-        status = _STATUS[job.status]
+        status = "THROTTLED" if job.throttled else _STATUS[job.status]
         out: dict[str, Any] = {
             "id": job.id,
             "createdAt": _common.iso_time(self.epoch, job.created_at),

@@ -106,8 +106,11 @@ def run_contract(
         if problems:
             from fakeprovider.errors import InvariantViolation
 
-            error = InvariantViolation if not report.ok else AssertionError
-            raise error("\n\n".join(problems))
+            if report.ok:
+                raise AssertionError("\n\n".join(problems))
+            error = InvariantViolation("\n\n".join(problems))
+            error.report = report
+            raise error
 
 
 async def _awaited(result: Awaitable[str]) -> str:

@@ -7,6 +7,7 @@ when a fixture is first used, so the plugin costs nothing in test runs that do n
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,6 +38,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="write the journal of every failing test that used a fakeprovider fixture to DIR/<test id>.jsonl",
     )
+    group.addoption(
+        "--fakeprovider-report",
+        metavar="DIR",
+        default=None,
+        help="write the HTML timeline report of every failing test that used a fakeprovider"
+        " fixture to DIR/<test id>.html",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -45,8 +53,13 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    # a test that fails before making its own fake must not be shown the last test's journal
-    forget_last_handles()
+    # a test that fails before making its own fake must not be shown the last test's journal;
+    # its scenario paths are looked for next to its file, then in the rootdir
+    forget_last_handles(_search_dirs(item))
+
+
+def _search_dirs(item: pytest.Item) -> list[tuple[Path, str]]:
+    return [(item.path.parent, "next to the test file"), (item.config.rootpath, "in the rootdir")]
 
 
 def _marker_scenario(request: pytest.FixtureRequest) -> Scenario:
@@ -56,7 +69,7 @@ def _marker_scenario(request: pytest.FixtureRequest) -> Scenario:
 
     marker = request.node.get_closest_marker("fakeprovider")
     if marker is None:
-        return prepare_scenario(DEFAULT_SCENARIO)
+        return prepare_scenario(DEFAULT_SCENARIO, search_dirs=_search_dirs(request.node))
     if len(marker.args) > 1:
         pytest.fail(
             "The fakeprovider marker takes one scenario (a name, path or YAML text),"
@@ -66,7 +79,7 @@ def _marker_scenario(request: pytest.FixtureRequest) -> Scenario:
     scenario = marker.args[0] if marker.args else marker.kwargs.get("scenario", DEFAULT_SCENARIO)
     overrides = {k: v for k, v in marker.kwargs.items() if k != "scenario"}
     try:
-        return prepare_scenario(scenario, **overrides)
+        return prepare_scenario(scenario, search_dirs=_search_dirs(request.node), **overrides)
     except (TypeError, ValueError, ScenarioError) as exc:
         problem = str(exc)
     pytest.fail(f"The fakeprovider marker of {request.node.nodeid}: {problem}", pytrace=False)
@@ -97,11 +110,24 @@ def fakeprovider(
     fakeprovider_session.raise_errors()
 
 
+def _missing_inprocess_dependency() -> str | None:
+    """The one-sentence error when in-process mode cannot be imported (respx missing)."""
+    try:
+        import fakeprovider.inprocess  # noqa: F401  (needs respx: the pytest extra)
+    except ModuleNotFoundError as exc:
+        return str(exc)
+    return None
+
+
 @pytest.fixture
 def fakeprovider_inprocess(
     request: pytest.FixtureRequest, fakeprovider_session: FakeproviderSession
 ) -> Iterator[ProviderHandle]:
-    """The marker's scenario in-process for httpx clients, with the test's time made virtual."""
+    """The marker's scenario in-process for httpx, httpx2 and requests clients, with the test's
+    time made virtual."""
+    missing = _missing_inprocess_dependency()
+    if missing is not None:
+        pytest.fail(missing, pytrace=False)
     scenario = _marker_scenario(request)
     with fakeprovider_session.example(scenario, inprocess=True) as handle:
         handle.time_scale = _marker_time_scale(request)
@@ -129,6 +155,7 @@ def pytest_runtest_makereport(
     report: TestReport = outcome.get_result()
     if not report.failed or report.when == "teardown":
         return
+    _name_the_broken_rules(report, call)
     handles = _handles(item)
     if not handles:
         return
@@ -139,13 +166,38 @@ def pytest_runtest_makereport(
                 handle.timeline(),
             )
         )
+    stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", item.nodeid).strip("_")
     folder = item.config.getoption("fakeprovider_journal_dir")
     if folder:
         directory = Path(folder)
         directory.mkdir(parents=True, exist_ok=True)
-        stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", item.nodeid).strip("_")
         for index, handle in enumerate(handles):
             suffix = "" if index == 0 else f".{handle.mode}"
             (directory / f"{stem}{suffix}.jsonl").write_text(
                 handle.journal.to_jsonl(), encoding="utf-8"
             )
+    folder = item.config.getoption("fakeprovider_report")
+    if folder:
+        directory = Path(folder)
+        directory.mkdir(parents=True, exist_ok=True)
+        for index, handle in enumerate(handles):
+            suffix = "" if index == 0 else f".{handle.mode}"
+            handle.write_report(directory / f"{stem}{suffix}.html", title=item.nodeid)
+
+
+def _name_the_broken_rules(report: TestReport, call: pytest.CallInfo[None]) -> None:
+    """Make the failure's one-line summary (``-r f``) the broken rules and their counts, first
+    (rather than a truncated ``fakeprovider.errors.InvariantViolation: ...``)."""
+    errors = sys.modules.get("fakeprovider.errors")  # not loaded: no fakeprovider failure
+    excinfo = call.excinfo
+    if (
+        errors is None
+        or excinfo is None
+        or not isinstance(excinfo.value, errors.InvariantViolation)
+    ):
+        return
+    found = excinfo.value.report
+    crash = getattr(report.longrepr, "reprcrash", None)
+    if found is not None and crash is not None:
+        rules = ", ".join(f"{name} x{n}" for name, n in found.rule_counts().items())
+        crash.message = f"{rules} ({len(found.violations)} invariant violations)"

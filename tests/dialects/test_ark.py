@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import httpx
 import pytest
 
 from .helpers import (
@@ -27,6 +28,7 @@ from .helpers import (
     violations,
     virtual,
 )
+from .sdk import needs, optional
 
 P = "/api/v3/contents/generations/tasks"
 MODEL = "doubao-seedance-1-0-pro-250528"
@@ -227,19 +229,35 @@ def test_list_filters_and_pages_and_the_journal_shows_only_the_page() -> None:
     )
 
 
-def test_delete_cancels_an_unfinished_task_and_deletes_a_finished_one() -> None:
+def test_delete_cancels_a_queued_task_refuses_a_running_one_and_deletes_a_finished_one() -> None:
     provider, clock = virtual("ark")
     job_id = call(provider, "POST", P, json_body=CREATE)[2]["id"]
     assert call(provider, "DELETE", f"{P}/{job_id}")[:3:2] == (200, {})
     assert call(provider, "GET", f"{P}/{job_id}")[2]["status"] == "cancelled"
-    done = call(provider, "POST", P, json_body=CREATE)[2]["id"]
+    running = call(provider, "POST", P, json_body=CREATE)[2]["id"]
+    clock.advance(10)
+    status, _, payload = call(provider, "DELETE", f"{P}/{running}")
+    assert (status, payload) == (
+        400,
+        {
+            "error": {
+                "code": "InvalidParameter",
+                "message": f"The task {running} is running; only a queued task can be cancelled.",
+                "param": "",
+                "type": "BadRequest",
+            }
+        },
+    )
     clock.advance(100)
-    assert call(provider, "DELETE", f"{P}/{done}")[:3:2] == (200, {})
+    assert call(provider, "DELETE", f"{P}/{running}")[:3:2] == (200, {})
     assert [
-        (e.kind, e.status_code, e.job_status) for e in provider.entries if e.kind == "cancel"
+        (e.kind, e.status_code, e.job_status, e.error_code)
+        for e in provider.entries
+        if e.kind == "cancel"
     ] == [
-        ("cancel", 200, "cancelled"),
-        ("cancel", 200, "succeeded"),
+        ("cancel", 200, "cancelled", None),
+        ("cancel", 400, "processing", "job_not_cancellable"),
+        ("cancel", 200, "succeeded", "job_already_terminal"),
     ]
 
 
@@ -273,8 +291,8 @@ def test_callbacks_post_the_task_for_every_change_unsigned() -> None:
 
 # -- the real SDK ----------------------------------------------------------------------------
 
-ark = pytest.importorskip("volcenginesdkarkruntime")
-httpx = pytest.importorskip("httpx")
+ark = optional("volcenginesdkarkruntime")
+needs_ark = needs("volcenginesdkarkruntime")
 
 TERMINAL = ("succeeded", "failed", "cancelled", "expired")
 
@@ -309,6 +327,7 @@ def run_sdk(url: str, *, interval: float = 0.1, timeout: float = 10) -> Any:
     return done
 
 
+@needs_ark
 def test_sdk_slow_success() -> None:
     with serve("ark", "slow-success") as (provider, url):
         done = run_sdk(url)
@@ -318,6 +337,7 @@ def test_sdk_slow_success() -> None:
         assert violated(provider) == set()
 
 
+@needs_ark
 def test_sdk_terminal_failure_is_a_failed_task() -> None:
     with serve("ark", "terminal-failure") as (provider, url):
         done = run_sdk(url)
@@ -326,6 +346,7 @@ def test_sdk_terminal_failure_is_a_failed_task() -> None:
         assert violated(provider) == set()
 
 
+@needs_ark
 def test_finding_sdk_retries_5xx_before_their_retry_after() -> None:
     """It retries the 503s (0.5 s, then 1 s, jittered) but never reads their ``Retry-After``."""
     with serve("ark", "transient-5xx") as (provider, url):
@@ -335,12 +356,14 @@ def test_finding_sdk_retries_5xx_before_their_retry_after() -> None:
         assert {(v.invariant, v.seqs) for v in found} == {("honours_retry_after", (3, 4))}
 
 
+@needs_ark
 def test_sdk_cancelled() -> None:
     with serve("ark", "cancelled") as (provider, url):
         assert run_sdk(url).status == "cancelled"
         assert violated(provider) == set()
 
 
+@needs_ark
 def test_sdk_rate_limited_retries_the_429s() -> None:
     """Its 0.5 s and 1 s backoffs happen to clear these HTTP-date ``Retry-After`` values (1 s
     granularity, scaled): clean here, though it never reads them (see the 5xx finding)."""
@@ -351,6 +374,7 @@ def test_sdk_rate_limited_retries_the_429s() -> None:
         assert violated(provider) == set()
 
 
+@needs_ark
 def test_finding_sdk_retries_a_lost_create_without_a_key() -> None:
     """A create whose answer is lost is retried (any exception is), with no Idempotency-Key."""
     with serve("ark", "ambiguous-submit") as (provider, url):
@@ -363,6 +387,7 @@ def test_finding_sdk_retries_a_lost_create_without_a_key() -> None:
         assert violated(provider) == {"no_resubmission"}
 
 
+@needs_ark
 def test_sdk_callbacks_parse_as_tasks() -> None:
     from volcenginesdkarkruntime.types.content_generation.content_generation_task import (
         ContentGenerationTask,

@@ -146,3 +146,20 @@ def test_read_json_object_accepts_paired_surrogates_and_63_levels() -> None:
 def test_json_response_escapes_a_lone_surrogate_instead_of_failing() -> None:
     response = json_response(200, {"prompt": "a\ud800b", "ok": "é"})
     assert response.body == b'{"prompt":"a\\ud800b","ok":"\xc3\xa9"}'
+
+
+def test_serve_help_lists_every_dialect_and_marks_the_sunset_api(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from fakeprovider.cli import main
+    from fakeprovider.dialects import DIALECTS, describe_dialects
+
+    described = describe_dialects()
+    assert described.startswith(
+        "generic, openai-videos (sunset API: OpenAI shut it down on 2026-09-24), runway,"
+    )
+    assert [part.split(" (")[0] for part in described.split(", ")] == list(DIALECTS)
+    with pytest.raises(SystemExit):
+        main(["serve", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert f"wire dialect, one of: {described} (default: the scenario's, else generic)" in help_text

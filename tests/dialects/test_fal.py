@@ -2,25 +2,33 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
+from fakeprovider.clock import DEFAULT_EPOCH as EPOCH
 from fakeprovider.scenario import parse_scenario
 
 from .helpers import (
     CLIENT_HEADERS,
     body_of,
     call,
+    fal_judge,
+    hook_receiver,
+    hook_rows,
     hook_scenario,
     planned_messages,
+    sent_hooks,
     serve,
+    serve_hooks,
     settled,
     unusual,
     violated,
     virtual,
 )
+from .sdk import needs, optional
 
 
 def test_submit_status_result_and_file() -> None:
@@ -129,14 +137,14 @@ def test_failed_result_cancel_and_unknown() -> None:
 # -- webhooks --------------------------------------------------------------------------------
 
 EVERY_EVENT = "  events: [job.queued, job.processing, job.succeeded, job.failed, job.cancelled]\n"
-#: Every misbehaviour: unsigned providers get duplicates but no forged or stale sends.
+#: Every misbehaviour: duplicates, a forged copy and a stale replay of each end.
 MISBEHAVING = EVERY_EVENT + (
     "  duplicates: 1\n  duplicate_gap: 50ms\n"
     "  forged: [job.succeeded, job.failed]\n  stale: [job.succeeded, job.failed]\n"
 )
 
 
-def test_webhooks_announce_the_end_only_in_fals_shape_unsigned() -> None:
+def test_webhooks_announce_the_end_only_in_fals_shape_signed_the_fal_way() -> None:
     provider, clock = virtual("fal", hook_scenario(None, MISBEHAVING))
     query = {"fal_webhook": "http://127.0.0.1:9/h"}
     done, failed, cancelled = (
@@ -155,8 +163,25 @@ def test_webhooks_announce_the_end_only_in_fals_shape_unsigned() -> None:
         ("job.failed", failed, None),
         ("job.succeeded", done, "duplicate"),
         ("job.failed", failed, "duplicate"),
+        ("job.succeeded", done, "forged"),
+        ("job.failed", failed, "forged"),
+        ("job.succeeded", done, "stale"),
+        ("job.failed", failed, "stale"),
     ]
-    assert [dict(m.headers) for _, m in sends] == [{"content-type": "application/json"}] * 6
+    # the fal headers on every send; the body is what the signature covers
+    for delivery, message in sends:
+        headers = dict(message.headers)
+        signature = headers.pop("x-fal-webhook-signature")
+        assert len(bytes.fromhex(signature)) == 64
+        sent = int(headers["x-fal-webhook-timestamp"])
+        assert headers == {
+            "x-fal-webhook-request-id": delivery.job_id,
+            "x-fal-webhook-user-id": "fakeprovider",
+            "x-fal-webhook-timestamp": str(sent),
+            "content-type": "application/json",
+        }
+        stale = delivery.variant == "stale"
+        assert sent == math.floor(EPOCH + delivery.at) - (600 if stale else 0)
     assert body_of(sends[2][1]) == {
         "request_id": done,
         "gateway_request_id": done,
@@ -187,8 +212,76 @@ def test_webhooks_announce_the_end_only_in_fals_shape_unsigned() -> None:
     }
 
 
-fal_client = pytest.importorskip("fal_client")
-import fal_client.client as fal_module  # noqa: E402
+def test_the_fake_serves_its_jwks_and_only_genuine_fresh_sends_verify() -> None:
+    pytest.importorskip("cryptography")
+    provider, clock = virtual("fal", hook_scenario(None, MISBEHAVING))
+    query = {"fal_webhook": "http://127.0.0.1:9/h"}
+    for _ in range(2):
+        call(provider, "POST", "/fal-ai/veo3", json_body={"prompt": "a cat"}, query=query)
+    status, _, keys = call(provider, "GET", "/.well-known/jwks.json")
+    assert status == 200
+    assert keys == {
+        "keys": [
+            {
+                "kty": "OKP",
+                "crv": "Ed25519",
+                "x": keys["keys"][0]["x"],
+                "kid": "fakeprovider-fal-1",
+                "alg": "EdDSA",
+                "use": "sig",
+            }
+        ]
+    }
+    entry = provider.entries[-1]
+    assert (entry.kind, entry.status_code, entry.error_code) == ("unknown", 200, "public_keys")
+    sends = planned_messages(provider, clock, 1.0)
+    judge = fal_judge(keys, now=lambda: clock.epoch + clock.now())
+    verdicts = [(d.variant, judge(m.body, dict(m.headers))) for d, m in sends]
+    assert verdicts == [
+        (None, None),
+        (None, None),
+        ("duplicate", None),
+        ("duplicate", None),
+        ("forged", "no key of the JWKS verifies the signature"),
+        ("forged", "no key of the JWKS verifies the signature"),
+        ("stale", f"timestamp {math.floor(EPOCH + sends[-2][0].at) - 600} is not within 300 s"),
+        ("stale", f"timestamp {math.floor(EPOCH + sends[-1][0].at) - 600} is not within 300 s"),
+    ]
+    # a body changed in transit no longer verifies
+    _, genuine = sends[0]
+    assert judge(genuine.body.replace(b"OK", b"ER"), dict(genuine.headers)) == (
+        "no key of the JWKS verifies the signature"
+    )
+    # the JWKS answers GET only
+    assert call(provider, "POST", "/.well-known/jwks.json")[0] == 405
+
+
+def test_a_receiver_that_verifies_accepts_the_genuine_sends_and_rejects_the_rest() -> None:
+    pytest.importorskip("cryptography")
+    import httpx
+
+    with serve_hooks("fal", hook_scenario(None, MISBEHAVING)) as (provider, server):
+        keys = httpx.get(f"{server.url}/.well-known/jwks.json").json()
+        with hook_receiver(fal_judge(keys)) as receiver:
+            query = {"fal_webhook": receiver.url}
+            httpx.post(f"{server.url}/fal-ai/veo3", json={"prompt": "a cat"}, params=query)
+            entries = sent_hooks(server)
+    assert hook_rows(entries) == [
+        ("job.succeeded", "succeeded", None, 1, 204),
+        ("job.succeeded", "succeeded", "duplicate", 1, 204),
+        ("job.succeeded", "succeeded", "forged", 1, 400),
+        ("job.succeeded", "succeeded", "stale", 1, 400),
+    ]
+    assert [h.verdict for h in receiver.hooks][2:] == [
+        "no key of the JWKS verifies the signature",
+        f"timestamp {receiver.hooks[3].headers['x-fal-webhook-timestamp']} is not within 300 s",
+    ]
+    assert violated(provider) == set()
+
+
+fal_client = optional("fal_client")
+fal_module = optional("fal_client.client")
+needs_fal_client = needs("fal_client")
 
 
 @pytest.fixture
@@ -207,6 +300,7 @@ def subscribe(client: Any, url: str, monkeypatch: pytest.MonkeyPatch) -> Any:
     )
 
 
+@needs_fal_client
 def test_sdk_slow_success(client: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     with serve("fal", "slow-success") as (provider, url):
         result = subscribe(client, url, monkeypatch)
@@ -215,6 +309,7 @@ def test_sdk_slow_success(client: Any, monkeypatch: pytest.MonkeyPatch) -> None:
         assert violated(provider) == set()
 
 
+@needs_fal_client
 def test_finding_sdk_fetches_the_result_of_a_failed_request(
     client: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -230,6 +325,7 @@ def test_finding_sdk_fetches_the_result_of_a_failed_request(
         assert violated(provider) == {"no_premature_retrieval"}
 
 
+@needs_fal_client
 def test_finding_sdk_does_not_retry_app_5xx(client: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """fal-client retries 502-504 only from nginx without x-fal-request-id: an app 503 ends the wait."""
     with serve("fal", "transient-5xx") as (provider, url):
@@ -243,6 +339,7 @@ def test_finding_sdk_does_not_retry_app_5xx(client: Any, monkeypatch: pytest.Mon
         assert violated(provider) == set()
 
 
+@needs_fal_client
 def test_sdk_cancelled(client: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     with serve("fal", "cancelled") as (provider, url):
         with pytest.raises(fal_client.FalClientHTTPError) as caught:
@@ -251,6 +348,7 @@ def test_sdk_cancelled(client: Any, monkeypatch: pytest.MonkeyPatch) -> None:
         assert violated(provider) == {"no_premature_retrieval"}
 
 
+@needs_fal_client
 def test_sdk_rate_limited_succeeds(client: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     with serve("fal", "rate-limited") as (provider, url):
         assert subscribe(client, url, monkeypatch)["video"]["file_size"] == 262144
@@ -271,6 +369,7 @@ expect: {outcome: succeeded, retrievals: 1}
 """
 
 
+@needs_fal_client
 def test_finding_sdk_ignores_retry_after(client: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """fal-client backs off 0.05-0.15 s after a 429 whatever its Retry-After says."""
     with serve("fal", parse_scenario(RETRY_AFTER), time_scale=1.0) as (provider, url):
@@ -278,5 +377,7 @@ def test_finding_sdk_ignores_retry_after(client: Any, monkeypatch: pytest.Monkey
         entries = settled(provider)
         throttled = next(e for e in entries if e.status_code == 429)
         retry = entries[entries.index(throttled) + 1]
-        assert retry.received_at - throttled.completed_at < 1.0
+        assert throttled.retry_after is not None
+        assert throttled.retry_after.not_before is not None
+        assert retry.received_at < throttled.retry_after.not_before  # sooner than it allowed
         assert violated(provider) == {"honours_retry_after"}

@@ -10,7 +10,18 @@ import pytest
 
 from fakeprovider.engine import video_bytes
 
-from .helpers import CLIENT_HEADERS, call, last_status, serve, settled, unusual, violated, virtual
+from .helpers import (
+    CLIENT_HEADERS,
+    call,
+    last_status,
+    serve,
+    settled,
+    unusual,
+    violated,
+    violations,
+    virtual,
+)
+from .sdk import needs, optional
 
 MODEL = "publishers/google/models/veo-3.0-generate-001"
 REGIONAL = f"projects/p/locations/us-central1/{MODEL}"
@@ -103,12 +114,17 @@ def test_success_with_storage_uri_gives_a_gcs_uri() -> None:
 
 # -- the real SDK ----------------------------------------------------------------------------
 
-genai = pytest.importorskip("google.genai")
-from google.genai import errors, types  # noqa: E402
+genai = optional("google.genai")
+needs_genai = needs("google.genai")
+errors = optional("google.genai.errors")
+types = optional("google.genai.types")
 
 
-def run_sdk(url: str) -> Any:
-    """google-genai has no waiter: poll operations.get as its docstring shows, every 0.1 s."""
+def run_sdk(url: str, *, reread: bool = False) -> Any:
+    """google-genai has no waiter: poll operations.get as its docstring shows, every 0.1 s.
+
+    ``reread``: a buggy client that reads the finished operation once more (to "fetch the
+    result"), which downloads the inline video a second time."""
     client = genai.Client(
         vertexai=True,
         api_key="test-api-key",
@@ -120,20 +136,59 @@ def run_sdk(url: str) -> Any:
     while not operation.done:
         time.sleep(0.1)
         operation = client.operations.get(operation)
+    if reread:
+        operation = client.operations.get(operation)
     client.close()
     return operation
 
 
+@needs_genai
 def test_sdk_slow_success() -> None:
     with serve("google-veo", "slow-success") as (provider, url):
         operation = run_sdk(url)
         video = operation.result.generated_videos[0].video
         assert (len(video.video_bytes), video.mime_type) == (1048576, "video/mp4")
-        assert unusual(settled(provider)) == [("submit", 200, None)]
-        # The video comes inline in the last status read: there is no download to count.
-        assert violated(provider, retrievals=None) == set()
+        entries = settled(provider)
+        assert unusual(entries) == [("submit", 200, None)]
+        # The video comes inline in the status read that shows the operation done: that read
+        # is the retrieval, so the scenario's ``retrievals: 1`` holds with no download.
+        assert [e.seq for e in entries if e.inline_result] == [entries[-1].seq]
+        assert entries[-1].job_status == "succeeded"
+        assert violated(provider) == set()
 
 
+@needs_genai
+def test_a_client_that_rereads_the_finished_operation_retrieves_the_video_twice() -> None:
+    with serve("google-veo", "slow-success") as (provider, url):
+        run_sdk(url, reread=True)
+        entries = settled(provider)
+        first, second = (e for e in entries if e.inline_result)
+        assert violated(provider) == {"single_retrieval", "stops_at_terminal"}
+        [twice] = [v for v in violations(provider) if v.invariant == "single_retrieval"]
+        assert twice.seqs == (first.seq, second.seq)
+        assert twice.message == (
+            f"status read #{second.seq} for job {second.job_id} at"
+            f" {second.received_at:.3f} s received the result inline again; #{first.seq} had"
+            f" already retrieved it at {first.received_at:.3f} s and it may be fetched once"
+        )
+
+
+def test_an_operation_written_to_storage_is_no_inline_retrieval() -> None:
+    provider, clock = virtual("google-veo")
+    create = {**CREATE, "parameters": {"storageUri": "gs://bucket/out"}}
+    _, _, operation = call(
+        provider, "POST", f"/v1beta1/{MODEL}:predictLongRunning", json_body=create
+    )
+    clock.advance(100)
+    fetch = f"/v1beta1/{MODEL}:fetchPredictOperation"
+    call(provider, "POST", fetch, json_body={"operationName": operation["name"]})
+    assert [(e.job_status, e.inline_result) for e in provider.entries] == [
+        ("queued", None),
+        ("succeeded", None),
+    ]
+
+
+@needs_genai
 def test_sdk_terminal_failure() -> None:
     with serve("google-veo", "terminal-failure") as (provider, url):
         operation = run_sdk(url)
@@ -141,6 +196,7 @@ def test_sdk_terminal_failure() -> None:
         assert violated(provider) == set()
 
 
+@needs_genai
 def test_sdk_cancelled() -> None:
     with serve("google-veo", "cancelled") as (provider, url):
         operation = run_sdk(url)
@@ -149,6 +205,7 @@ def test_sdk_cancelled() -> None:
         assert violated(provider) == set()
 
 
+@needs_genai
 def test_finding_sdk_does_not_retry_5xx_by_default() -> None:
     with serve("google-veo", "transient-5xx") as (provider, url):
         with pytest.raises(errors.ServerError) as caught:
@@ -161,6 +218,7 @@ def test_finding_sdk_does_not_retry_5xx_by_default() -> None:
         assert violated(provider) == set()
 
 
+@needs_genai
 def test_finding_sdk_does_not_retry_429_by_default() -> None:
     with serve("google-veo", "rate-limited") as (provider, url):
         with pytest.raises(errors.ClientError) as caught:

@@ -5,8 +5,6 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import pytest
-
 from .helpers import (
     CLIENT_HEADERS,
     body_of,
@@ -26,6 +24,7 @@ from .helpers import (
     violated,
     virtual,
 )
+from .sdk import needs, optional
 
 P = "/dream-machine/v1"
 CREATE = {"model": "ray-2", "prompt": "a cat", "aspect_ratio": "16:9", "duration": "5s"}
@@ -123,7 +122,8 @@ def test_callbacks_post_the_generation_for_every_change_unsigned() -> None:
     )
 
 
-lumaai = pytest.importorskip("lumaai")
+lumaai = optional("lumaai")
+needs_lumaai = needs("lumaai")
 
 
 def run_sdk(url: str) -> Any:
@@ -143,6 +143,7 @@ def run_sdk(url: str) -> Any:
     return made
 
 
+@needs_lumaai
 def test_sdk_slow_success() -> None:
     with serve("luma", "slow-success") as (provider, url):
         assert run_sdk(url).state == "completed"
@@ -150,6 +151,7 @@ def test_sdk_slow_success() -> None:
         assert violated(provider) == set()
 
 
+@needs_lumaai
 def test_sdk_terminal_failure() -> None:
     with serve("luma", "terminal-failure") as (provider, url):
         made = run_sdk(url)
@@ -160,6 +162,7 @@ def test_sdk_terminal_failure() -> None:
         assert violated(provider) == set()
 
 
+@needs_lumaai
 def test_sdk_transient_5xx_retries() -> None:
     with serve("luma", "transient-5xx") as (provider, url):
         assert run_sdk(url).state == "completed"
@@ -167,12 +170,14 @@ def test_sdk_transient_5xx_retries() -> None:
         assert violated(provider) == set()
 
 
+@needs_lumaai
 def test_sdk_rate_limited() -> None:
     with serve("luma", "rate-limited") as (provider, url):
         assert run_sdk(url).state == "completed"
         assert violated(provider) == set()
 
 
+@needs_lumaai
 def test_sdk_cancelled_reads_failed() -> None:
     with serve("luma", "cancelled") as (provider, url):
         assert run_sdk(url).state == "failed"
@@ -180,6 +185,7 @@ def test_sdk_cancelled_reads_failed() -> None:
         assert violated(provider) == set()
 
 
+@needs_lumaai
 def test_sdk_callbacks_parse_as_generations() -> None:
     with (
         hook_receiver(lambda body, headers: None) as receiver,

@@ -8,6 +8,7 @@ import pytest
 
 from .helpers import (
     CLIENT_HEADERS,
+    SCALE,
     call,
     download,
     last_status,
@@ -18,6 +19,7 @@ from .helpers import (
     violated,
     virtual,
 )
+from .sdk import needs, optional
 
 V = {"X-Runway-Version": "2024-11-06"}
 CREATE = {"model": "gen4.5", "promptText": "a cat", "ratio": "1280:720", "duration": 5}
@@ -132,15 +134,59 @@ def test_delete_cancels_a_running_task() -> None:
     assert (status, task["status"], task["cost"]) == (204, "CANCELLED", {"credits": 50})
 
 
+THROTTLING = """
+jobs:
+  - timeline: [{status: queued}, {at: 1s, status: processing}, {at: 10s, status: succeeded}]
+  - timeline: [{status: queued}, {at: 2s, status: processing}, {at: 5s, status: succeeded}]
+concurrency: {max_active_jobs: 1, retry_after: 7s}
+"""
+
+
+def test_a_task_over_the_concurrency_limit_is_accepted_and_throttled() -> None:
+    provider, clock = virtual("runway", THROTTLING)
+    call(provider, "POST", "/v1/text_to_video", json_body=CREATE, headers=V)
+    clock.advance(1)
+    status, _, payload = call(provider, "POST", "/v1/text_to_video", json_body=CREATE, headers=V)
+    assert status == 200  # accepted, not a 429
+    job_id = payload["id"]
+
+    def shown() -> str:
+        return str(call(provider, "GET", f"/v1/tasks/{job_id}", headers=V)[2]["status"])
+
+    states = [shown()]
+    for step in (8.9, 0.1, 2.0, 3.0):  # the first task ends at 10 s: this one starts then
+        clock.advance(step)
+        states.append(shown())
+    assert states == ["THROTTLED", "THROTTLED", "PENDING", "RUNNING", "SUCCEEDED"]
+    _, _, task = call(provider, "GET", f"/v1/tasks/{job_id}", headers=V)
+    assert task["createdAt"] == "2026-01-01T00:00:01.000Z"
+    assert [(e.kind, e.status_code, e.job_status) for e in provider.entries[:3]] == [
+        ("submit", 200, "queued"),
+        ("submit", 200, "queued"),
+        ("status", 200, "queued"),
+    ]
+
+
+def test_a_throttled_task_can_be_cancelled() -> None:
+    provider, _ = virtual("runway", THROTTLING)
+    call(provider, "POST", "/v1/text_to_video", json_body=CREATE, headers=V)
+    job_id = call(provider, "POST", "/v1/text_to_video", json_body=CREATE, headers=V)[2]["id"]
+    assert call(provider, "DELETE", f"/v1/tasks/{job_id}", headers=V)[0] == 204
+    assert call(provider, "GET", f"/v1/tasks/{job_id}", headers=V)[2]["status"] == "CANCELLED"
+
+
 # -- the real SDK ----------------------------------------------------------------------------
 
-runwayml = pytest.importorskip("runwayml")
-import runwayml.lib.polling as runway_polling  # noqa: E402
+runwayml = optional("runwayml")
+runway_polling = optional("runwayml.lib.polling")
+needs_runwayml = needs("runwayml")
 
 
 @pytest.fixture(autouse=True)
 def fast_waiter(monkeypatch: pytest.MonkeyPatch) -> None:
     """The sync waiter sleeps 6 s +/- 1.5 s before every poll (module constants, read per call)."""
+    if runway_polling is None:
+        return  # no SDK: nothing to speed up
     monkeypatch.setattr(runway_polling, "POLL_TIME", 0.1)
     monkeypatch.setattr(runway_polling, "POLL_JITTER", 0)
 
@@ -156,6 +202,7 @@ def run_sdk(url: str, timeout: float = 10) -> Any:
     return done
 
 
+@needs_runwayml
 def test_sdk_slow_success() -> None:
     with serve("runway", "slow-success") as (provider, url):
         done = run_sdk(url)
@@ -164,6 +211,7 @@ def test_sdk_slow_success() -> None:
         assert violated(provider) == set()
 
 
+@needs_runwayml
 def test_sdk_terminal_failure_raises_task_failed() -> None:
     with serve("runway", "terminal-failure") as (provider, url):
         with pytest.raises(runwayml.TaskFailedError) as caught:
@@ -175,6 +223,7 @@ def test_sdk_terminal_failure_raises_task_failed() -> None:
         assert violated(provider) == set()
 
 
+@needs_runwayml
 def test_sdk_transient_5xx_retries() -> None:
     with serve("runway", "transient-5xx") as (provider, url):
         assert run_sdk(url).status == "SUCCEEDED"
@@ -182,6 +231,7 @@ def test_sdk_transient_5xx_retries() -> None:
         assert violated(provider) == set()
 
 
+@needs_runwayml
 def test_sdk_rate_limited_honours_http_date_retry_after() -> None:
     with serve("runway", "rate-limited") as (provider, url):
         assert run_sdk(url).status == "SUCCEEDED"
@@ -190,6 +240,7 @@ def test_sdk_rate_limited_honours_http_date_retry_after() -> None:
         assert violated(provider) == set()
 
 
+@needs_runwayml
 def test_finding_sync_waiter_never_stops_on_cancelled() -> None:
     """runwayml 5.24's sync ``wait_for_task_output`` ignores CANCELLED and polls until its timeout."""
     with serve("runway", "cancelled") as (provider, url):
@@ -199,3 +250,29 @@ def test_finding_sync_waiter_never_stops_on_cancelled() -> None:
         after = [e for e in entries if e.kind == "status" and e.job_status == "cancelled"]
         assert len(after) > 3
         assert violated(provider) == {"stops_at_terminal"}
+
+
+@needs_runwayml
+def test_sdk_waits_through_throttled() -> None:
+    """Two tasks, one slot: the second is THROTTLED until the first ends, and
+    ``wait_for_task_output`` keeps polling through it (it stops on SUCCEEDED and FAILED only)."""
+    with serve("runway", THROTTLING) as (provider, url):
+        client = runwayml.RunwayML(api_key="key_test", base_url=url, default_headers=CLIENT_HEADERS)
+        made = [
+            client.text_to_video.create(
+                model="gen4.5", prompt_text=f"a cat {n}", ratio="1280:720", duration=5
+            )
+            for n in (1, 2)
+        ]
+        # wait for the throttled one first: its first reads come while the first task runs
+        done = [task.wait_for_task_output(timeout=10) for task in reversed(made)]
+        client.close()
+        for task in done:
+            download(task.output[0])
+        entries = settled(provider)
+        assert [task.status for task in done] == ["SUCCEEDED", "SUCCEEDED"]
+        first_ends = entries[0].received_at + 10 * SCALE  # the first task's scripted end
+        reads = [e for e in entries if e.job_id == done[0].id and e.kind == "status"]
+        assert reads[0].received_at < first_ends  # so it was shown THROTTLED
+        assert [e.kind for e in entries if e.status_code != 200] == []
+        assert violated(provider) == set()

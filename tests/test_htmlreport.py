@@ -1,0 +1,216 @@
+"""The HTML timeline report: its content, self-containment, and what a real browser draws."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import struct
+import subprocess
+import zlib
+from pathlib import Path
+
+import pytest
+
+from fakeprovider.cli import main
+from fakeprovider.htmlreport import COLOURS, html_report
+from fakeprovider.invariants import Limits, check
+from fakeprovider.journal import read_journal
+
+from .test_cli_check import served
+from .test_invariants import e, ra
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def story(tmp_path: Path) -> Path:
+    """A journal with every element: phases, a 503 and a 429 with Retry-After, poll hints,
+    a poll too early and a second download (two violations), a webhook."""
+    phase = {"true_status": "queued", "status_since": 0.0}
+    running = {"true_status": "processing", "status_since": 3.0}
+    done = {"true_status": "succeeded", "status_since": 20.0}
+    entries = [
+        e(1, "submit", 0.0, code=202, status="queued", poll_after=2.0, **phase),
+        e(2, "status", 2.5, code=200, status="queued", poll_after=2.0, **phase),
+        e(3, "status", 5.0, code=503, retry_after=ra("3", 8.01), **running),
+        e(4, "status", 9.0, status="processing", poll_after=2.0, **running),
+        e(5, "status", 9.5, status="processing", poll_after=2.0, **running),
+        e(6, "status", 13.0, code=429, retry_after=ra("4", 17.01), **running),
+        e(7, "status", 18.0, status="processing", poll_after=2.0, **running),
+        e(8, "status", 21.0, status="succeeded", **done),
+        e(9, "webhook", 20.2, code=200, client="hooks", event="job.succeeded"),
+        e(10, "content", 22.0, **done),
+        e(11, "content", 23.0, **done),
+    ]
+    return served(tmp_path / "story.jsonl", "quick-preview", entries)
+
+
+def test_the_report_names_every_violation_and_draws_every_request(tmp_path: Path) -> None:
+    report = check(read_journal(story(tmp_path)), Limits())
+    assert sorted(v.invariant for v in report.violations) == [
+        "honours_poll_after",
+        "single_retrieval",
+    ]
+    page = html_report(report)
+    for v in report.violations:
+        assert v.message.replace("'", "&#x27;") in page
+    assert len(re.findall(r'<g class="mark mark-\w+" data-seq="\d+">', page)) == 10
+    assert page.count('<g class="webhook">') == 1
+    assert page.count('class="halo"') == 4  # the hint and the poll too early; both downloads
+    assert page.count('class="retry-after"') == 2
+    assert "honours_poll_after &times; 1" in page
+    assert "quick-preview (sha256:" in page
+
+
+def test_the_report_is_self_contained(tmp_path: Path) -> None:
+    page = html_report(check(read_journal(story(tmp_path))))
+    assert not re.search(r"<(script|link|img|iframe)\b", page)
+    assert not re.search(r"\b(src|href)=", page)
+    urls = set(re.findall(r"https?://[^\s\"')]+", page))
+    assert urls == {"http://www.w3.org/2000/svg"}  # the SVG namespace, never fetched
+
+
+def test_the_report_command_writes_the_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "r.html"
+    assert main(["report", str(story(tmp_path)), "-o", str(out)]) == 0
+    assert capsys.readouterr().err == (
+        f"fakeprovider report: wrote {out} (2 invariant violation(s): honours_poll_after x1,"
+        " single_retrieval x1)\n"
+    )
+    assert out.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+    assert main(["report", str(tmp_path / "none.jsonl"), "-o", str(out)]) == 2
+
+
+# -- in a real browser ---------------------------------------------------------------------
+
+
+def read_png(path: Path) -> tuple[int, int, list[list[tuple[int, int, int]]]]:
+    """Width, height and RGB rows of an 8-bit, non-interlaced RGB or RGBA PNG."""
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, idat, header = 8, b"", b""
+    while pos < len(data):
+        (length,) = struct.unpack(">I", data[pos : pos + 4])
+        kind = data[pos + 4 : pos + 8]
+        body = data[pos + 8 : pos + 8 + length]
+        if kind == b"IHDR":
+            header = body
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + length
+    width, height, depth, colour, _, _, interlace = struct.unpack(">IIBBBBB", header)
+    assert (depth, interlace) == (8, 0)
+    channels = {2: 3, 6: 4}[colour]
+    raw = zlib.decompress(idat)
+    stride = width * channels
+    rows: list[list[tuple[int, int, int]]] = []
+    previous = bytearray(stride)
+    for y in range(height):
+        start = y * (stride + 1)
+        kind = raw[start]
+        line = bytearray(raw[start + 1 : start + 1 + stride])
+        for i in range(stride):
+            left = line[i - channels] if i >= channels else 0
+            up = previous[i]
+            corner = previous[i - channels] if i >= channels else 0
+            if kind == 1:
+                line[i] = (line[i] + left) & 0xFF
+            elif kind == 2:
+                line[i] = (line[i] + up) & 0xFF
+            elif kind == 3:
+                line[i] = (line[i] + (left + up) // 2) & 0xFF
+            elif kind == 4:
+                p = left + up - corner
+                pa, pb, pc = abs(p - left), abs(p - up), abs(p - corner)
+                pred = left if pa <= pb and pa <= pc else up if pb <= pc else corner
+                line[i] = (line[i] + pred) & 0xFF
+        rows.append([tuple(line[x : x + 3]) for x in range(0, stride, channels)])  # type: ignore[misc]
+        previous = line
+    return width, height, rows
+
+
+def rgb(name: str) -> tuple[int, int, int]:
+    value = COLOURS[name].lstrip("#")
+    return (int(value[0:2], 16), int(value[2:4], 16), int(value[4:6], 16))
+
+
+def screenshot(page: Path, out: Path, profile: Path, size: str = "1280,900") -> Path:
+    assert CHROMIUM is not None
+    subprocess.run(
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--hide-scrollbars",
+            "--force-device-scale-factor=1",
+            f"--user-data-dir={profile}",
+            f"--screenshot={out}",
+            f"--window-size={size}",
+            page.as_uri(),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    return out
+
+
+def longest_run(row: list[tuple[int, int, int]], colour: tuple[int, int, int]) -> tuple[int, int]:
+    """(start, length) of the longest horizontal run of ``colour`` in ``row``."""
+    best, start, length = (0, 0), 0, 0
+    for x, pixel in enumerate(row):
+        if pixel == colour:
+            if length == 0:
+                start = x
+            length += 1
+            if length > best[1]:
+                best = (start, length)
+        else:
+            length = 0
+    return best
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (.ci/run installs it)")
+def test_chromium_draws_the_lane_its_phases_marks_and_violations(tmp_path: Path) -> None:
+    page = tmp_path / "report.html"
+    assert main(["report", str(story(tmp_path)), "-o", str(page)]) == 0
+    width, height, rows = read_png(screenshot(page, tmp_path / "shot.png", tmp_path / "profile"))
+    assert (width, height) == (1280, 900)
+    # the job's lane: the row where the processing band is longest (legend swatches are short)
+    runs = [longest_run(row, rgb("processing"))[1] for row in rows]
+    band_rows = [y for y, length in enumerate(runs) if length > 100]
+    assert band_rows, "the processing phase is drawn as a long band"
+    assert band_rows[-1] - band_rows[0] < 30, "in one lane"
+    lane_y = (band_rows[0] + band_rows[-1]) // 2  # the band's middle row: the marks' centre
+    band = rows[lane_y - 7]  # inside the band, above the marks
+
+    def first(row: list[tuple[int, int, int]], name: str) -> int:
+        return row.index(rgb(name))
+
+    assert first(band, "queued") < first(band, "processing") < first(band, "succeeded"), (
+        "phases in time order along the axis"
+    )
+    # marks on the lane's centre line, coloured by answer, in time order
+    centre = rows[lane_y]
+
+    def xs(name: str) -> list[int]:
+        return [x for x, pixel in enumerate(centre) if pixel == rgb(name)]
+
+    assert xs("server_error"), "the 503 is drawn"
+    assert xs("rate_limited"), "the 429 is drawn"
+    assert xs("ok"), "the 2xx answers are drawn"
+    assert min(xs("ok")) < min(xs("server_error")) < min(xs("rate_limited"))
+    # the Retry-After windows (hatched above the band) and numbered violation badges
+    above = range(max(0, lane_y - 30), lane_y)
+    assert any(rgb("retry_after") in rows[y] for y in above)
+    assert sum(row.count(rgb("violation")) for row in rows[lane_y - 30 : lane_y + 10]) > 50
+    # the verdict banner's text is red on pink at the top of the page
+    top = [pixel for row in rows[80:140] for pixel in row]
+    assert (0xFE, 0xE2, 0xE2) in top

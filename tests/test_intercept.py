@@ -1,0 +1,307 @@
+"""In-process mode for httpx2 (sync and async) and requests clients, and the error for others."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import time
+import urllib.request
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from fakeprovider.errors import NotInterceptedError
+from fakeprovider.inprocess import virtual_provider
+from fakeprovider.invariants import assert_invariants
+
+TOKEN = {"Authorization": "Bearer sk-test-fakeprovider"}
+REAL_GETADDRINFO = socket.getaddrinfo
+
+NOT_INTERCEPTED = (
+    "A request for the in-process fake at 'fakeprovider.invalid' came from an HTTP client that"
+    " in-process mode does not intercept (it serves httpx, httpx2, requests and urllib3); test"
+    " this client against a real server instead: the fakeprovider fixture, or fakeprovider serve."
+)
+
+DROPS = """
+name: drops
+jobs:
+  - timeline: [{status: queued}, {at: 5s, status: succeeded}]
+faults:
+  - {name: reset-first, route: submit, nth: 1, action: reset}
+  - {name: lose-second, route: submit, nth: 2, action: lose_response, delay: 2s}
+"""
+
+#: One request: (method, path, json body) -> (status, headers, parsed JSON or raw bytes).
+Send = Callable[[str, str, Any], tuple[int, dict[str, str], Any]]
+
+
+def careful(send: Send, deadline: float = 900) -> str:
+    """A polite poller: honours poll hints and delay-seconds or HTTP-date Retry-After."""
+    started = time.monotonic()
+
+    def call(method: str, path: str, body: Any = None) -> tuple[int, Any]:
+        for _ in range(5):
+            status, headers, payload = send(method, path, body)
+            if status not in (429, 503):
+                return status, payload
+            raw = {k.lower(): v for k, v in headers.items()}.get("retry-after", "2")
+            if raw.isdigit():
+                time.sleep(float(raw))
+            else:
+                from email.utils import parsedate_to_datetime
+
+                time.sleep(max(0.0, parsedate_to_datetime(raw).timestamp() - time.time()) + 1)
+        raise AssertionError("still throttled after 5 attempts")
+
+    _, job = call("POST", "/v1/jobs", {"prompt": "a lighthouse"})
+    while not job["done"]:
+        if time.monotonic() - started > deadline:
+            return "timed_out"
+        time.sleep(float(job.get("poll_after_seconds") or 5))
+        _, job = call("GET", f"/v1/jobs/{job['job_id']}")
+    if job["status"] == "succeeded":
+        status, _ = call("GET", f"/v1/jobs/{job['job_id']}/content")
+        assert status == 200
+    return str(job["status"])
+
+
+def _decoded(content: bytes, content_type: str) -> Any:
+    import json
+
+    return json.loads(content) if "json" in content_type else content
+
+
+# -- httpx2 ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("scenario", ["long-render", "rate-limited"])
+def test_an_httpx2_client_runs_in_virtual_time(scenario: str) -> None:
+    httpx2 = pytest.importorskip("httpx2")
+    with virtual_provider(scenario) as fp, httpx2.Client(base_url=fp.url, headers=TOKEN) as client:
+
+        def send(method: str, path: str, body: Any) -> tuple[int, dict[str, str], Any]:
+            answer = client.request(method, path, json=body)
+            return (
+                answer.status_code,
+                dict(answer.headers),
+                _decoded(answer.content, answer.headers.get("content-type", "")),
+            )
+
+        assert careful(send) == "succeeded"
+        assert_invariants(fp.journal)
+        assert (fp.journal.last.kind, fp.journal.last.status_code) == ("content", 200)
+        if scenario == "long-render":
+            assert fp.clock.now() == 480.0
+        else:
+            faults = [e.fault for e in fp.journal if e.status_code == 429]
+            assert faults[:2] == ["throttled-rfc850", "throttled-asctime"]
+
+
+def test_an_httpx2_async_client_runs_in_virtual_time_with_overlapping_requests() -> None:
+    httpx2 = pytest.importorskip("httpx2")
+    scenario = """
+name: slow-read
+jobs:
+  - timeline: [{status: queued}, {at: 1s, status: succeeded}]
+faults:
+  - {name: slow-first-read, route: status, nth: 1, delay: 6s}
+"""
+
+    async def main(url: str) -> list[tuple[float, int]]:
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        async with httpx2.AsyncClient(base_url=url) as client:
+            job = (await client.post("/v1/jobs", json={"prompt": "x"})).json()["job_id"]
+
+            async def read_after(wait: float) -> tuple[float, int]:
+                await asyncio.sleep(wait)
+                answer = await client.get(f"/v1/jobs/{job}")
+                return loop.time() - start, answer.status_code
+
+            return list(await asyncio.gather(read_after(5), read_after(10)))
+
+    with virtual_provider(scenario) as fp:
+        assert asyncio.run(main(fp.url)) == [(11.0, 200), (10.0, 200)]
+        assert [(e.kind, e.received_at, e.completed_at) for e in fp.journal] == [
+            ("submit", 0.0, 0.0),
+            ("status", 5.0, 11.0),
+            ("status", 10.0, 10.0),
+        ]
+
+
+def test_scripted_drops_are_httpx2_transport_errors() -> None:
+    httpx2 = pytest.importorskip("httpx2")
+    with virtual_provider(DROPS) as fp, httpx2.Client(base_url=fp.url) as client:
+        with pytest.raises(httpx2.ReadError, match=r"^\[Errno 104\] Connection reset by peer$"):
+            client.post("/v1/jobs", json={"prompt": "x"})
+        with pytest.raises(
+            httpx2.RemoteProtocolError, match=r"^Server disconnected without sending a response\.$"
+        ):
+            client.post("/v1/jobs", json={"prompt": "x"})
+        answer = client.post("/v1/jobs", json={"prompt": "x"})
+        assert (answer.status_code, answer.headers["content-length"]) == (
+            202,
+            str(len(answer.content)),
+        )
+        assert [(e.kind, e.dropped, e.status_code) for e in fp.journal] == [
+            ("submit", "reset", None),
+            ("submit", "lose_response", None),
+            ("submit", None, 202),
+        ]
+        assert fp.clock.now() == 2.0
+
+
+def test_httpx2_requests_for_other_hosts_pass_through_and_the_patch_is_undone() -> None:
+    httpx2 = pytest.importorskip("httpx2")
+    import httpcore2
+
+    real = httpcore2.ConnectionPool.handle_request
+    with virtual_provider("slow-success"):
+        assert httpcore2.ConnectionPool.handle_request is not real
+        with pytest.raises(httpx2.ConnectError):
+            httpx2.get("http://127.0.0.1:9/", timeout=1)
+    assert httpcore2.ConnectionPool.handle_request is real
+
+
+# -- requests ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("scenario", ["long-render", "rate-limited"])
+def test_a_requests_client_runs_in_virtual_time(scenario: str) -> None:
+    requests = pytest.importorskip("requests")
+    with virtual_provider(scenario) as fp, requests.Session() as session:
+        session.headers.update(TOKEN)
+
+        def send(method: str, path: str, body: Any) -> tuple[int, dict[str, str], Any]:
+            answer = session.request(method, fp.url + path, json=body, timeout=30)
+            return (
+                answer.status_code,
+                dict(answer.headers),
+                _decoded(answer.content, answer.headers.get("content-type", "")),
+            )
+
+        assert careful(send) == "succeeded"
+        assert_invariants(fp.journal)
+        if scenario == "long-render":
+            assert fp.clock.now() == 480.0
+
+
+def test_a_mounted_urllib3_retry_honours_retry_after_in_virtual_time() -> None:
+    """requests' own retries (``HTTPAdapter(max_retries=Retry(...))``) still run: only the
+    connection is replaced, so a 429 is retried after its ``Retry-After`` on the virtual clock."""
+    requests = pytest.importorskip("requests")
+    from requests.adapters import HTTPAdapter
+    from urllib3.util.retry import Retry
+
+    scenario = """
+name: throttled-twice
+jobs:
+  - timeline: [{status: queued}, {at: 1s, status: succeeded}]
+faults:
+  - {name: throttle, route: status, nth: [1, 2], status: 429, retry_after: 7s}
+expect: {max_retries: 3}
+"""
+    retry = Retry(total=3, status_forcelist=[429], backoff_factor=0)
+    with virtual_provider(scenario) as fp, requests.Session() as session:
+        session.mount("http://", HTTPAdapter(max_retries=retry))
+        job = session.post(f"{fp.url}/v1/jobs", json={"prompt": "x"}).json()["job_id"]
+        answer = session.get(f"{fp.url}/v1/jobs/{job}")
+        assert (answer.status_code, answer.json()["status"]) == (200, "succeeded")
+        assert [(e.kind, e.status_code, e.received_at) for e in fp.journal] == [
+            ("submit", 202, 0.0),
+            ("status", 429, 0.0),
+            ("status", 429, 7.0),
+            ("status", 200, 14.0),
+        ]
+
+
+def test_scripted_drops_are_the_connection_errors_requests_raises() -> None:
+    requests = pytest.importorskip("requests")
+    with virtual_provider(DROPS) as fp, requests.Session() as session:
+        with pytest.raises(requests.ConnectionError) as reset:
+            session.post(f"{fp.url}/v1/jobs", json={"prompt": "x"})
+        assert str(reset.value) == (
+            "('Connection aborted.', ConnectionResetError(104, 'Connection reset by peer'))"
+        )
+        with pytest.raises(requests.ConnectionError) as lost:
+            session.post(f"{fp.url}/v1/jobs", json={"prompt": "x"})
+        assert str(lost.value) == (
+            "('Connection aborted.', RemoteDisconnected('Remote end closed connection without"
+            " response'))"
+        )
+        answer = session.post(f"{fp.url}/v1/jobs", json={"prompt": "x"}, stream=True)
+        assert (answer.status_code, answer.reason) == (202, "Accepted")
+        assert answer.json()["status"] == "queued"
+        assert [(e.kind, e.dropped, e.status_code) for e in fp.journal] == [
+            ("submit", "reset", None),
+            ("submit", "lose_response", None),
+            ("submit", None, 202),
+        ]
+
+
+def test_requests_for_other_hosts_pass_through_and_the_patch_is_undone() -> None:
+    requests = pytest.importorskip("requests")
+    from urllib3.connectionpool import HTTPConnectionPool
+
+    real = HTTPConnectionPool._make_request
+    with virtual_provider("slow-success"):
+        assert HTTPConnectionPool._make_request is not real
+        with pytest.raises(requests.ConnectionError, match="Connection refused"):
+            requests.get("http://127.0.0.1:9/", timeout=1)
+    assert HTTPConnectionPool._make_request is real
+
+
+# -- several fakes, and clients that are not intercepted ----------------------------------------
+
+
+def test_two_fakes_at_different_origins_each_serve_their_own_requests() -> None:
+    httpx2 = pytest.importorskip("httpx2")
+    requests = pytest.importorskip("requests")
+    first = virtual_provider("slow-success", patch_time=False, base_url="http://one.test:8080")
+    second = virtual_provider("cancelled", patch_time=False, base_url="https://two.test")
+    with first, second:
+        assert httpx2.post(f"{first.url}/v1/jobs", json={"prompt": "a"}).status_code == 202
+        assert requests.post(f"{second.url}/v1/jobs", json={"prompt": "b"}).status_code == 202
+        assert requests.get(f"{first.url}/v1/jobs").status_code == 200
+    assert [e.kind for e in first.journal] == ["submit", "list"]
+    assert [e.kind for e in second.journal] == ["submit"]
+
+
+def test_urllib_gets_an_error_naming_the_supported_clients() -> None:
+    with virtual_provider("slow-success") as fp:
+        with pytest.raises(NotInterceptedError) as caught:
+            urllib.request.urlopen(f"{fp.url}/v1/jobs", timeout=5)
+        assert str(caught.value) == NOT_INTERCEPTED
+        assert fp.journal.snapshot() == []
+    assert socket.getaddrinfo is REAL_GETADDRINFO
+
+
+def test_aiohttp_gets_an_error_naming_the_supported_clients() -> None:
+    aiohttp = pytest.importorskip("aiohttp")
+
+    async def main(url: str) -> None:
+        async with aiohttp.ClientSession() as session, session.get(f"{url}/v1/jobs"):
+            pass  # pragma: no cover - the request never leaves
+
+    with virtual_provider("slow-success") as fp:
+        with pytest.raises(NotInterceptedError) as caught:
+            asyncio.run(main(fp.url))
+        assert str(caught.value) == NOT_INTERCEPTED
+
+
+def test_an_httpx_client_reaches_a_fake_whose_base_url_has_a_port() -> None:
+    import httpx
+
+    with virtual_provider("slow-success", base_url="http://fake.test:8080") as fp:
+        answer = httpx.post(f"{fp.url}/v1/jobs", json={"prompt": "x"})
+        assert (answer.status_code, answer.json()["status"]) == (202, "queued")
+        assert [e.kind for e in fp.journal] == ["submit"]
+
+
+def test_a_base_url_that_is_not_http_is_refused() -> None:
+    with pytest.raises(
+        ValueError, match=r"^base_url='ftp://x' is not an http:// or https:// URL with a host\.$"
+    ):
+        virtual_provider("slow-success", base_url="ftp://x").__enter__()
