@@ -22,7 +22,7 @@ from typing import Any, Final
 from ._exchange import Exchange, Origin, Routes
 from .errors import NotInterceptedError
 
-__all__ = ["SUPPORTED", "enter", "intercepted_libraries", "leave", "not_intercepted"]
+__all__ = ["SUPPORTED", "enter", "leave", "not_intercepted"]
 
 #: The clients in-process mode serves, as the error and the docs name them.
 SUPPORTED: Final = "httpx, httpx2, requests and urllib3"
@@ -35,32 +35,30 @@ _INTERCEPTIONS: Final = (
 
 _REAL_GETADDRINFO: Final = socket.getaddrinfo
 
-_loaded: list[ModuleType] | None = None
-
 
 def _interceptions() -> list[ModuleType]:
-    """The interception modules whose library is importable (urllib3 only from 2.0 on)."""
-    global _loaded
-    if _loaded is None:
-        found = []
-        for library, module in _INTERCEPTIONS:
-            try:
-                lib = importlib.import_module(library)
-            except ImportError:
-                continue
-            if library == "urllib3" and not str(getattr(lib, "__version__", "2")).startswith("2"):
-                continue
-            found.append(importlib.import_module(module))
-        _loaded = found
-    return _loaded
+    """The interception modules whose library is importable (urllib3 only from 2.0 on).
+
+    Each is bound to the library module in ``sys.modules`` now: a library imported afresh since
+    (pytester's child runs restore ``sys.modules``) gets its interception module reloaded, so the
+    patch lands on the classes clients will use.
+    """
+    found = []
+    for library, name in _INTERCEPTIONS:
+        try:
+            lib = importlib.import_module(library)
+        except ImportError:
+            continue
+        if library == "urllib3" and not str(getattr(lib, "__version__", "2")).startswith("2"):
+            continue
+        module = importlib.import_module(name)
+        if module.LIBRARY is not lib:
+            module = importlib.reload(module)
+        found.append(module)
+    return found
 
 
-def intercepted_libraries() -> list[str]:
-    """The installed client libraries in-process mode serves (httpx always; respx serves it)."""
-    names = ["httpx"]
-    for module in _interceptions():
-        names.append("httpx2" if module.__name__.endswith("httpcore2") else "requests")
-    return names
+_installed: list[ModuleType] = []
 
 
 def not_intercepted(host: str) -> NotInterceptedError:
@@ -82,13 +80,14 @@ def _install() -> None:
     for module in _interceptions():
         install: Callable[[Routes], None] = module.install
         install(_routes)
+        _installed.append(module)
     socket.getaddrinfo = _guarded_getaddrinfo
 
 
 def _uninstall() -> None:
     socket.getaddrinfo = _REAL_GETADDRINFO
-    for module in _interceptions():
-        module.uninstall()
+    while _installed:
+        _installed.pop().uninstall()
 
 
 _routes: Final = Routes(_install, _uninstall)

@@ -50,12 +50,14 @@ def add_run_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         "run",
         help="serve a scenario, run a command against it, check the journal",
         usage="fakeprovider run SCENARIO [options] -- COMMAND [ARGS...]",
-        description="Serve SCENARIO on a free port, run COMMAND with FAKEPROVIDER_URL (the"
-        " base URL) and FAKEPROVIDER_JOURNAL (the journal file) in its environment, then stop"
-        " the server, check the journal and write the reports asked for. Exit 0 when the"
-        " command succeeded and no invariant was broken, 1 when the command failed, timed out"
-        " or made no request, or an invariant broke (the last line says which), 2 on bad"
-        " usage. The server never outlives the command, Ctrl+C included.",
+        description=(
+            "Serve SCENARIO on a free port, run COMMAND with FAKEPROVIDER_URL (the base URL) and\n"
+            "FAKEPROVIDER_JOURNAL (the journal file) in its environment, then stop the server,\n"
+            "check the journal and write the reports asked for.\n\n"
+            "Exit 0 when the command succeeded and no invariant was broken; 1 when the command\n"
+            "failed, timed out or made no request, or an invariant broke (the last line says\n"
+            "which); 2 on bad usage. The server never outlives the command, Ctrl+C included."
+        ),
         formatter_class=formatter,
         epilog=examples(
             'fakeprovider run transient-5xx -- node client.js "$FAKEPROVIDER_URL"',

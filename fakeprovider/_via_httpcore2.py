@@ -22,7 +22,11 @@ from ._exchange import Answer, Dropped, Exchange, Routes, split_target
 from .dialects import HttpResponse
 from .engine import Reply
 
-__all__ = ["install", "uninstall"]
+__all__ = ["LIBRARY", "install", "uninstall"]
+
+#: The httpcore2 module this interception patches (``_intercept`` reloads this module when
+#: ``sys.modules`` holds another).
+LIBRARY = httpcore2
 
 _REAL_SYNC = httpcore2.ConnectionPool.handle_request
 _REAL_ASYNC = httpcore2.AsyncConnectionPool.handle_async_request

@@ -21,12 +21,18 @@ from http import HTTPStatus
 from http.client import RemoteDisconnected
 from typing import Any
 
+import urllib3
+from urllib3 import HTTPHeaderDict
 from urllib3.connectionpool import HTTPConnectionPool
 from urllib3.response import BaseHTTPResponse, HTTPResponse
 
 from ._exchange import Dropped, Exchange, Routes, split_target
 
-__all__ = ["install", "uninstall"]
+__all__ = ["LIBRARY", "install", "uninstall"]
+
+#: The urllib3 module this interception patches (``_intercept`` reloads this module when
+#: ``sys.modules`` holds another).
+LIBRARY = urllib3
 
 _REAL = HTTPConnectionPool._make_request
 
@@ -93,8 +99,6 @@ def _make_request(
     out_headers = [*answer.headers]
     if not any(k.lower() == "content-length" for k, _ in out_headers):
         out_headers.append(("content-length", str(len(answer.body))))
-    from urllib3 import HTTPHeaderDict
-
     header_dict = HTTPHeaderDict()
     for name, value in out_headers:
         header_dict.add(name, value)

@@ -93,7 +93,8 @@ def _sleep(seconds: float) -> None:
     if seconds < 0:
         raise ValueError("sleep length must be non-negative")
     active.clock.advance(seconds)
-    _REAL_SLEEP(0)  # let other threads run, as a real sleep would
+    if threading.active_count() > 1:
+        _REAL_SLEEP(0)  # let other threads run, as a real sleep would (a syscall: only if any)
 
 
 def _monotonic() -> float:

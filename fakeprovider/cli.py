@@ -265,7 +265,8 @@ def cmd_journal(args: argparse.Namespace) -> int:
     from .journal import read_journal
 
     try:
-        entries = read_journal(sys.stdin) if args.journal == "-" else read_journal(args.journal)
+        source = getattr(sys.stdin, "buffer", sys.stdin) if args.journal == "-" else args.journal
+        entries = read_journal(source)
     except OSError as exc:
         print(
             f"fakeprovider journal: cannot read {args.journal}: {exc.strerror or exc}",
@@ -578,6 +579,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 1
+    except Exception as exc:
+        # A bug of ours, never the user's input: exit 3 (not 1, "invalid" or "violations",
+        # nor 2, "bad input") with one line; FAKEPROVIDER_DEBUG=1 shows the traceback.
+        if os.environ.get("FAKEPROVIDER_DEBUG"):
+            import traceback
+
+            traceback.print_exc()
+        print(internal_error(args.command, exc), file=sys.stderr)
+        return 3
+
+
+def internal_error(command: str | None, exc: BaseException) -> str:
+    """The one line an internal error is reported with."""
+    text = " ".join(str(exc).split())
+    if len(text) > 200:
+        text = text[:197] + "..."
+    what = type(exc).__name__ + (f": {text}" if text else "")
+    return (
+        f"fakeprovider {command or ''}".rstrip()
+        + f": internal error ({what}); this is a bug in fakeprovider, please report it with"
+        " the command line (FAKEPROVIDER_DEBUG=1 shows the traceback)"
+    )
 
 
 if __name__ == "__main__":  # pragma: no cover

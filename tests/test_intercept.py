@@ -289,3 +289,19 @@ def test_aiohttp_gets_an_error_naming_the_supported_clients() -> None:
         with pytest.raises(NotInterceptedError) as caught:
             asyncio.run(main(fp.url))
         assert str(caught.value) == NOT_INTERCEPTED
+
+
+def test_an_httpx_client_reaches_a_fake_whose_base_url_has_a_port() -> None:
+    import httpx
+
+    with virtual_provider("slow-success", base_url="http://fake.test:8080") as fp:
+        answer = httpx.post(f"{fp.url}/v1/jobs", json={"prompt": "x"})
+        assert (answer.status_code, answer.json()["status"]) == (202, "queued")
+        assert [e.kind for e in fp.journal] == ["submit"]
+
+
+def test_a_base_url_that_is_not_http_is_refused() -> None:
+    with pytest.raises(
+        ValueError, match=r"^base_url='ftp://x' is not an http:// or https:// URL with a host\.$"
+    ):
+        virtual_provider("slow-success", base_url="ftp://x").__enter__()

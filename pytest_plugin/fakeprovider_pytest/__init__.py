@@ -7,7 +7,7 @@ Importing this package imports pytest only; fakeprovider itself loads when a fix
 from __future__ import annotations
 
 from ._contract import DEFAULT_DEADLINE, Adapter, contract_suite
-from ._handle import ProviderHandle, prepare_scenario
+from ._handle import ProviderHandle, locate_scenario, prepare_scenario
 from ._session import DEFAULT_SCENARIO, FakeproviderSession
 
 __all__ = [
@@ -17,5 +17,6 @@ __all__ = [
     "FakeproviderSession",
     "ProviderHandle",
     "contract_suite",
+    "locate_scenario",
     "prepare_scenario",
 ]

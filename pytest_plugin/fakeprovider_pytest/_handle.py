@@ -7,6 +7,7 @@ method runs, so that loading the plugin stays cheap.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,7 +18,51 @@ if TYPE_CHECKING:
     from fakeprovider.scenario import Scenario
     from fakeprovider.service import FakeProvider
 
-__all__ = ["PLAY_OPTIONS", "ProviderHandle", "prepare_scenario"]
+__all__ = ["PLAY_OPTIONS", "ProviderHandle", "SearchDirs", "locate_scenario", "prepare_scenario"]
+
+#: Where a scenario path is looked for, in order: (folder, how the error names it).
+SearchDirs = Sequence[tuple[Path, str]]
+
+
+def locate_scenario(source: str | Path, search_dirs: SearchDirs) -> str | Path:
+    """``source`` as ``load_scenario`` takes it: a file found in ``search_dirs`` (in order; an
+    absolute path as it is), else a bundled name, else YAML text unchanged.
+
+    Raises ``ScenarioError`` listing every place looked in when there is no such scenario.
+    """
+    from fakeprovider.errors import Problem, ScenarioError
+    from fakeprovider.scenario import bundled_scenarios
+
+    if isinstance(source, str) and ("\n" in source or source.lstrip().startswith("{")):
+        return source
+    relative = Path(source)
+    if relative.is_absolute():
+        places = [f"{relative}"]
+        if relative.is_file():
+            return relative
+    else:
+        places = []
+        seen: set[Path] = set()
+        for folder, label in search_dirs:
+            candidate = folder / relative
+            if candidate in seen:
+                continue
+            seen.add(candidate)
+            if candidate.is_file():
+                return candidate
+            places.append(f"{candidate} ({label})")
+    bundled = bundled_scenarios()
+    if isinstance(source, str) and source in bundled:
+        return source
+    from fakeprovider._suggest import did_you_mean
+
+    names = ", ".join(bundled)
+    hint = did_you_mean(str(source), bundled)
+    message = (
+        f"no such scenario file or bundled scenario; looked for {', '.join(places)}"
+        f" and a bundled scenario named {str(source)!r}{hint} (bundled: {names})"
+    )
+    raise ScenarioError([Problem(str(source), 0, 0, "", message)])
 
 
 #: Marker and ``load`` keywords that change how the scenario is played (the rest set ``expect:``).
@@ -31,17 +76,26 @@ def prepare_scenario(
     time_scale: float = 1.0,
     seed: int | None = None,
     dialect: str | None = None,
+    search_dirs: SearchDirs | None = None,
     **expect: Any,
 ) -> Scenario:
     """``source`` loaded, with ``expect:`` overrides, scaled by ``time_scale``, seed and dialect set.
 
     Overrides are in scenario time (``deadline="2m"`` or seconds) and are scaled with the rest.
+    With ``search_dirs`` (the plugin passes the test file's folder, then the rootdir), a path is
+    looked for there, then among the bundled names (``locate_scenario``); without, as
+    ``load_scenario`` does (the working directory).
     """
     from fakeprovider._durations import parse_duration
     from fakeprovider._suggest import did_you_mean
     from fakeprovider.scenario import Expect, Scenario, load_scenario
 
-    scenario = source if isinstance(source, Scenario) else load_scenario(source)
+    if isinstance(source, Scenario):
+        scenario = source
+    elif search_dirs is not None:
+        scenario = load_scenario(locate_scenario(source, search_dirs))
+    else:
+        scenario = load_scenario(source)
     if expect:
         known = [f.name for f in dataclasses.fields(Expect)]
         for name in expect:
@@ -82,7 +136,13 @@ class ProviderHandle:
     """
 
     def __init__(
-        self, provider: FakeProvider, url: str, *, mode: str, time_scale: float = 1.0
+        self,
+        provider: FakeProvider,
+        url: str,
+        *,
+        mode: str,
+        time_scale: float = 1.0,
+        search_dirs: SearchDirs | None = None,
     ) -> None:
         self.provider = provider
         self.url = url
@@ -91,6 +151,8 @@ class ProviderHandle:
         #: The ``time_scale`` the scenario was prepared with: ``limits()`` divides the
         #: ``expect.status_rate`` budget by it (durations in ``expect`` are already scaled).
         self.time_scale = time_scale
+        #: Where ``load()`` looks for a scenario path (the test's folder, then the rootdir).
+        self.search_dirs = search_dirs
         self._start = provider.engine.start
 
     # -- what is playing -----------------------------------------------------------------
@@ -109,8 +171,11 @@ class ProviderHandle:
         return self.provider.clock
 
     def load(self, scenario: Scenario | str | Path, **overrides: Any) -> None:
-        """Play ``scenario`` from now on, from scratch (journal emptied); keywords as the marker."""
-        self.provider.load(prepare_scenario(scenario, **overrides))
+        """Play ``scenario`` from now on, from scratch (journal emptied); keywords as the marker.
+
+        A path is looked for next to the test file, then in the rootdir, then among the bundled
+        names, as the marker's is."""
+        self.provider.load(prepare_scenario(scenario, search_dirs=self.search_dirs, **overrides))
         self.time_scale = float(overrides.get("time_scale", 1.0))
         self._start = self.provider.engine.start
 
@@ -153,6 +218,15 @@ class ProviderHandle:
         return expected_outcome(self.scenario, deadline)
 
     # -- display -------------------------------------------------------------------------
+
+    def write_report(self, path: str | Path, *, title: str = "fakeprovider report") -> Path:
+        """Write the HTML timeline report of this journal (judged as ``check()``) to ``path``."""
+        from fakeprovider.htmlreport import write_html_report
+        from fakeprovider.invariants import check
+
+        header = self.journal.header
+        entries = [*([header] if header is not None else []), *self.journal.snapshot()]
+        return write_html_report(check(entries, self.limits()), path, title=title)
 
     def timeline(self) -> str:
         """Every journal entry on one line: seq, time since the scenario started, request, answer."""

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._handle import ProviderHandle, prepare_scenario
+from ._handle import ProviderHandle, SearchDirs, prepare_scenario
 
 if TYPE_CHECKING:
     from fakeprovider.scenario import Scenario
@@ -28,8 +28,15 @@ DEFAULT_SCENARIO = "slow-success"
 _SESSIONS: weakref.WeakSet[FakeproviderSession] = weakref.WeakSet()
 
 
-def forget_last_handles() -> None:
-    """A new test starts: no handle given out so far belongs to it."""
+#: Where the running test's scenario paths are looked for: its folder, then the rootdir.
+_search_dirs: SearchDirs | None = None
+
+
+def forget_last_handles(search_dirs: SearchDirs | None = None) -> None:
+    """A new test starts: no handle given out so far belongs to it; its scenario paths are
+    looked for in ``search_dirs``."""
+    global _search_dirs
+    _search_dirs = search_dirs
     for session in _SESSIONS:
         session.last_handle = None
 
@@ -67,9 +74,12 @@ class FakeproviderSession:
         server = self._ensure_server()
         assert self._provider is not None
         self._provider.take_errors()
-        self._provider.load(prepare_scenario(scenario, **overrides))
+        search = _search_dirs
+        self._provider.load(prepare_scenario(scenario, search_dirs=search, **overrides))
         scale = float(overrides.get("time_scale", 1.0))
-        handle = ProviderHandle(self._provider, server.url, mode="server", time_scale=scale)
+        handle = ProviderHandle(
+            self._provider, server.url, mode="server", time_scale=scale, search_dirs=search
+        )
         self.last_handle = handle
         return handle
 
@@ -109,10 +119,16 @@ class FakeproviderSession:
             return
         from fakeprovider.inprocess import VirtualProvider
 
-        with VirtualProvider(prepare_scenario(scenario, **overrides)) as virtual:
+        search = _search_dirs
+        prepared = prepare_scenario(scenario, search_dirs=search, **overrides)
+        with VirtualProvider(prepared) as virtual:
             scale = float(overrides.get("time_scale", 1.0))
             handle = ProviderHandle(
-                virtual.provider, virtual.url, mode="inprocess", time_scale=scale
+                virtual.provider,
+                virtual.url,
+                mode="inprocess",
+                time_scale=scale,
+                search_dirs=search,
             )
             self.last_handle = handle
             yield handle

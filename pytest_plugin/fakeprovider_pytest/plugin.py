@@ -38,6 +38,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="write the journal of every failing test that used a fakeprovider fixture to DIR/<test id>.jsonl",
     )
+    group.addoption(
+        "--fakeprovider-report",
+        metavar="DIR",
+        default=None,
+        help="write the HTML timeline report of every failing test that used a fakeprovider"
+        " fixture to DIR/<test id>.html",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -46,8 +53,13 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    # a test that fails before making its own fake must not be shown the last test's journal
-    forget_last_handles()
+    # a test that fails before making its own fake must not be shown the last test's journal;
+    # its scenario paths are looked for next to its file, then in the rootdir
+    forget_last_handles(_search_dirs(item))
+
+
+def _search_dirs(item: pytest.Item) -> list[tuple[Path, str]]:
+    return [(item.path.parent, "next to the test file"), (item.config.rootpath, "in the rootdir")]
 
 
 def _marker_scenario(request: pytest.FixtureRequest) -> Scenario:
@@ -57,7 +69,7 @@ def _marker_scenario(request: pytest.FixtureRequest) -> Scenario:
 
     marker = request.node.get_closest_marker("fakeprovider")
     if marker is None:
-        return prepare_scenario(DEFAULT_SCENARIO)
+        return prepare_scenario(DEFAULT_SCENARIO, search_dirs=_search_dirs(request.node))
     if len(marker.args) > 1:
         pytest.fail(
             "The fakeprovider marker takes one scenario (a name, path or YAML text),"
@@ -67,7 +79,7 @@ def _marker_scenario(request: pytest.FixtureRequest) -> Scenario:
     scenario = marker.args[0] if marker.args else marker.kwargs.get("scenario", DEFAULT_SCENARIO)
     overrides = {k: v for k, v in marker.kwargs.items() if k != "scenario"}
     try:
-        return prepare_scenario(scenario, **overrides)
+        return prepare_scenario(scenario, search_dirs=_search_dirs(request.node), **overrides)
     except (TypeError, ValueError, ScenarioError) as exc:
         problem = str(exc)
     pytest.fail(f"The fakeprovider marker of {request.node.nodeid}: {problem}", pytrace=False)
@@ -154,16 +166,23 @@ def pytest_runtest_makereport(
                 handle.timeline(),
             )
         )
+    stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", item.nodeid).strip("_")
     folder = item.config.getoption("fakeprovider_journal_dir")
     if folder:
         directory = Path(folder)
         directory.mkdir(parents=True, exist_ok=True)
-        stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", item.nodeid).strip("_")
         for index, handle in enumerate(handles):
             suffix = "" if index == 0 else f".{handle.mode}"
             (directory / f"{stem}{suffix}.jsonl").write_text(
                 handle.journal.to_jsonl(), encoding="utf-8"
             )
+    folder = item.config.getoption("fakeprovider_report")
+    if folder:
+        directory = Path(folder)
+        directory.mkdir(parents=True, exist_ok=True)
+        for index, handle in enumerate(handles):
+            suffix = "" if index == 0 else f".{handle.mode}"
+            handle.write_report(directory / f"{stem}{suffix}.html", title=item.nodeid)
 
 
 def _name_the_broken_rules(report: TestReport, call: pytest.CallInfo[None]) -> None:
