@@ -224,7 +224,8 @@ def judge(journal: str, args: argparse.Namespace, prog: str = "fakeprovider chec
     or a journal with no client request in it (nothing was tested).
     """
     try:
-        entries = read_journal(sys.stdin) if journal == "-" else read_journal(journal)
+        source = getattr(sys.stdin, "buffer", sys.stdin) if journal == "-" else journal
+        entries = read_journal(source)
     except OSError as exc:
         raise BadInput(f"{prog}: cannot read {journal}: {exc.strerror or exc}") from None
     except (ValueError, UnicodeDecodeError) as exc:
