@@ -70,9 +70,11 @@ def add_check_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
         "with no client request in it is bad input: nothing was tested).",
         formatter_class=formatter,
         epilog=examples(
-            "fakeprovider check run.jsonl",
+            "fakeprovider check run.jsonl       # limits from the journal's run header",
             "fakeprovider check run.jsonl --scenario transient-5xx   # its expect: limits",
             "fakeprovider check run.jsonl --deadline 5m --max-retries 3 --json",
+            "fakeprovider check run.jsonl --format junit > junit.xml   # one case per rule",
+            "fakeprovider check run.jsonl --format github   # annotations in GitHub Actions",
             "curl -s 'http://127.0.0.1:8000/__admin/report?deadline=5m'  # same, from the server",
         ),
     )
@@ -102,11 +104,13 @@ def add_report_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     parser = sub.add_parser(
         "report",
         help="write a journal's HTML timeline report",
-        description="Judge JOURNAL as 'check' does and write the verdict as one self-contained"
-        " HTML file (no network needed to view it): each job a lane on a time axis, its status"
-        " phases as bands, every request a mark coloured by its answer, poll hints and"
-        " Retry-After windows shaded, webhooks as arrows, violations ringed with their sentence,"
-        " and the metrics. Exit 0 once written (whatever the verdict), 2 on bad input.",
+        description=(
+            "Judge JOURNAL as 'check' does and write the verdict as one self-contained HTML file\n"
+            "(no script, nothing fetched): each job a lane on a time axis, its status phases as\n"
+            "bands, every request a mark coloured by its answer, poll hints and Retry-After\n"
+            "windows shaded, webhooks as arrows, violations ringed with their sentence, and the\n"
+            "metrics. Exit 0 once written (whatever the verdict), 2 on bad input."
+        ),
         formatter_class=formatter,
         epilog=examples(
             "fakeprovider report run.jsonl -o report.html",
@@ -209,6 +213,10 @@ class BadInput(Exception):
     """What ``judge`` could not judge, as the one line to print (exit 2)."""
 
 
+class NothingTested(BadInput):
+    """The journal holds no client request."""
+
+
 def judge(journal: str, args: argparse.Namespace, prog: str = "fakeprovider check") -> Report:
     """Read ``journal`` and judge it with the limits ``args`` ask for (see ``_run_limits``).
 
@@ -216,7 +224,8 @@ def judge(journal: str, args: argparse.Namespace, prog: str = "fakeprovider chec
     or a journal with no client request in it (nothing was tested).
     """
     try:
-        entries = read_journal(sys.stdin) if journal == "-" else read_journal(journal)
+        source = getattr(sys.stdin, "buffer", sys.stdin) if journal == "-" else journal
+        entries = read_journal(source)
     except OSError as exc:
         raise BadInput(f"{prog}: cannot read {journal}: {exc.strerror or exc}") from None
     except (ValueError, UnicodeDecodeError) as exc:
@@ -228,7 +237,7 @@ def judge(journal: str, args: argparse.Namespace, prog: str = "fakeprovider chec
     except ValueError as exc:
         raise BadInput(f"{prog}: {exc}") from None
     if not any(entry.kind not in ("admin", "webhook") for entry in entries):
-        raise BadInput(
+        raise NothingTested(
             f"{prog}: {journal} holds no client request, so nothing was tested;"
             " did the client reach the fake?"
         )

@@ -50,12 +50,14 @@ def add_run_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         "run",
         help="serve a scenario, run a command against it, check the journal",
         usage="fakeprovider run SCENARIO [options] -- COMMAND [ARGS...]",
-        description="Serve SCENARIO on a free port, run COMMAND with FAKEPROVIDER_URL (the"
-        " base URL) and FAKEPROVIDER_JOURNAL (the journal file) in its environment, then stop"
-        " the server, check the journal and write the reports asked for. Exit 0 when the"
-        " command succeeded and no invariant was broken, 1 when the command failed, timed out"
-        " or made no request, or an invariant broke (the last line says which), 2 on bad"
-        " usage. The server never outlives the command, Ctrl+C included.",
+        description=(
+            "Serve SCENARIO on a free port, run COMMAND with FAKEPROVIDER_URL (the base URL) and\n"
+            "FAKEPROVIDER_JOURNAL (the journal file) in its environment, then stop the server,\n"
+            "check the journal and write the reports asked for.\n\n"
+            "Exit 0 when the command succeeded and no invariant was broken; 1 when the command\n"
+            "failed, timed out or made no request, or an invariant broke (the last line says\n"
+            "which); 2 on bad usage. The server never outlives the command, Ctrl+C included."
+        ),
         formatter_class=formatter,
         epilog=examples(
             'fakeprovider run transient-5xx -- node client.js "$FAKEPROVIDER_URL"',
@@ -219,7 +221,7 @@ def _run_command(command: list[str], url: str, journal: Path, timeout: float | N
 
 
 def _verdict(args: argparse.Namespace, journal: Path, url: str, outcome: str | int) -> int:
-    from ._check_cli import BadInput, judge, report_name
+    from ._check_cli import BadInput, NothingTested, judge, report_name
     from ._formats import format_report
 
     if outcome == "not run":
@@ -233,10 +235,7 @@ def _verdict(args: argparse.Namespace, journal: Path, url: str, outcome: str | i
         problems.append(f"the command failed (exit status {outcome})")
     try:
         report = judge(str(journal), options, prog=PROG)
-    except BadInput as exc:
-        if "holds no client request" not in str(exc):
-            print(exc, file=sys.stderr)
-            return 2
+    except NothingTested:
         problems.append(
             f"the command made no request to the fake at {url}, so nothing was tested;"
             " does it read FAKEPROVIDER_URL?"
@@ -244,6 +243,9 @@ def _verdict(args: argparse.Namespace, journal: Path, url: str, outcome: str | i
         for problem in problems:
             _say(problem)
         return 1
+    except BadInput as exc:
+        print(exc, file=sys.stderr)
+        return 2
     name = report_name(report)
     text = format_report(report, args.format, max_violations=args.max_violations, name=name)
     print(text, flush=True)

@@ -155,8 +155,21 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.log_requests or args.log_level in ("info", "debug"):
         provider.journal.listener = request_logger(provider)
 
+    from .server import admin_token_for, is_loopback
+
+    admin_token = admin_token_for(args.host, args.admin_token)
+
     def ready(url: str) -> None:
         print(url, flush=True)
+        if not is_loopback(args.host):
+            shown = "given with --admin-token" if args.admin_token else f"token: {admin_token}"
+            print(
+                f"fakeprovider serve: warning: {args.host} is not a loopback address, so"
+                " anyone who can reach it can use the fake; the admin API wants"
+                f" 'Authorization: Bearer <token>' ({shown})",
+                file=sys.stderr,
+                flush=True,
+            )
         if args.ready_file is not None:
             write_ready_file(args.ready_file, url)
         scenario = provider.scenario
@@ -176,6 +189,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             log_level=args.log_level,
             on_ready=ready,
             idle_timeout=args.idle_timeout,
+            admin_token=admin_token,
         )
     except OSError as exc:
         print(
@@ -265,7 +279,8 @@ def cmd_journal(args: argparse.Namespace) -> int:
     from .journal import read_journal
 
     try:
-        entries = read_journal(sys.stdin) if args.journal == "-" else read_journal(args.journal)
+        source = getattr(sys.stdin, "buffer", sys.stdin) if args.journal == "-" else args.journal
+        entries = read_journal(source)
     except OSError as exc:
         print(
             f"fakeprovider journal: cannot read {args.journal}: {exc.strerror or exc}",
@@ -418,6 +433,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="PATH",
         help="write the base URL to PATH once listening (removed again on exit), for scripts"
         " that start the server in the background",
+    )
+    serve.add_argument(
+        "--admin-token",
+        default=None,
+        metavar="TOKEN",
+        help="require 'Authorization: Bearer TOKEN' on the admin API (health checks excepted);"
+        " on a non-loopback --host one is made up and printed when not given",
     )
     serve.add_argument(
         "--journal-memory",
@@ -578,6 +600,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 1
+    except Exception as exc:
+        # A bug of ours, never the user's input: exit 3 (not 1, "invalid" or "violations",
+        # nor 2, "bad input") with one line; FAKEPROVIDER_DEBUG=1 shows the traceback.
+        if os.environ.get("FAKEPROVIDER_DEBUG"):
+            import traceback
+
+            traceback.print_exc()
+        print(internal_error(args.command, exc), file=sys.stderr)
+        return 3
+
+
+def internal_error(command: str | None, exc: BaseException) -> str:
+    """The one line an internal error is reported with."""
+    text = " ".join(str(exc).split())
+    if len(text) > 200:
+        text = text[:197] + "..."
+    what = type(exc).__name__ + (f": {text}" if text else "")
+    return (
+        f"fakeprovider {command or ''}".rstrip()
+        + f": internal error ({what}); this is a bug in fakeprovider, please report it with"
+        " the command line (FAKEPROVIDER_DEBUG=1 shows the traceback)"
+    )
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -340,13 +340,6 @@ class Engine:
         """The earliest clock reading at which some job's timeline reaches a timed step."""
         return self._due[0][0] if self._due else None
 
-    def job_status(self, job_id: str, now: float) -> str | None:
-        job = self._jobs.get(job_id)
-        if job is None:
-            return None
-        self._advance(job, now)
-        return job.status
-
     # -- decisions ------------------------------------------------------------------------
 
     def _decide(self, seq: int, request: Request, now: float, job: _Job | None) -> Reply:

@@ -354,6 +354,38 @@ def test_failing_tests_journals_are_written_to_the_journal_dir(child: pytest.Pyt
     )
 
 
+def test_failing_tests_html_reports_are_written_to_the_report_dir(
+    child: pytest.Pytester,
+) -> None:
+    child.makepyfile(
+        test_r="""
+        import httpx, pytest
+
+        @pytest.mark.fakeprovider("quick-preview")
+        def test_hasty(fakeprovider):
+            job = httpx.post(fakeprovider.url + "/v1/jobs", json={"prompt": "x"}).json()
+            for _ in range(3):
+                httpx.get(f"{fakeprovider.url}/v1/jobs/{job['job_id']}")
+            fakeprovider.assert_invariants()
+
+        def test_passes(fakeprovider):
+            httpx.post(fakeprovider.url + "/v1/jobs", json={"prompt": "x"})
+        """
+    )
+    result = child.runpytest("--fakeprovider-report", "reports", "-rf")
+    result.assert_outcomes(passed=1, failed=1)
+    written = sorted(p.name for p in (child.path / "reports").iterdir())
+    assert written == ["test_r.py_test_hasty.html"]
+    page = (child.path / "reports" / written[0]).read_text(encoding="utf-8")
+    assert page.startswith("<!DOCTYPE html>")
+    assert "<h1>test_r.py::test_hasty</h1>" in page
+    assert "Run 0: quick-preview" in page
+    assert page.count('<span class="rule">honours_poll_after</span>') == 3
+    result.stdout.fnmatch_lines(
+        ["FAILED test_r.py::test_hasty - honours_poll_after x3 (3 invariant violations)"]
+    )
+
+
 def test_xdist_workers_each_get_their_own_server(child: pytest.Pytester) -> None:
     child.makepyfile(
         """

@@ -219,6 +219,15 @@ class ProviderHandle:
 
     # -- display -------------------------------------------------------------------------
 
+    def write_report(self, path: str | Path, *, title: str = "fakeprovider report") -> Path:
+        """Write the HTML timeline report of this journal (judged as ``check()``) to ``path``."""
+        from fakeprovider.htmlreport import write_html_report
+        from fakeprovider.invariants import check
+
+        header = self.journal.header
+        entries = [*([header] if header is not None else []), *self.journal.snapshot()]
+        return write_html_report(check(entries, self.limits()), path, title=title)
+
     def timeline(self) -> str:
         """Every journal entry on one line: seq, time since the scenario started, request, answer."""
         from fakeprovider._table import entry_line

@@ -38,6 +38,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="write the journal of every failing test that used a fakeprovider fixture to DIR/<test id>.jsonl",
     )
+    group.addoption(
+        "--fakeprovider-report",
+        metavar="DIR",
+        default=None,
+        help="write the HTML timeline report of every failing test that used a fakeprovider"
+        " fixture to DIR/<test id>.html",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -159,16 +166,23 @@ def pytest_runtest_makereport(
                 handle.timeline(),
             )
         )
+    stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", item.nodeid).strip("_")
     folder = item.config.getoption("fakeprovider_journal_dir")
     if folder:
         directory = Path(folder)
         directory.mkdir(parents=True, exist_ok=True)
-        stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", item.nodeid).strip("_")
         for index, handle in enumerate(handles):
             suffix = "" if index == 0 else f".{handle.mode}"
             (directory / f"{stem}{suffix}.jsonl").write_text(
                 handle.journal.to_jsonl(), encoding="utf-8"
             )
+    folder = item.config.getoption("fakeprovider_report")
+    if folder:
+        directory = Path(folder)
+        directory.mkdir(parents=True, exist_ok=True)
+        for index, handle in enumerate(handles):
+            suffix = "" if index == 0 else f".{handle.mode}"
+            handle.write_report(directory / f"{stem}{suffix}.html", title=item.nodeid)
 
 
 def _name_the_broken_rules(report: TestReport, call: pytest.CallInfo[None]) -> None:
