@@ -161,8 +161,21 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.log_requests or args.log_level in ("info", "debug"):
         provider.journal.listener = request_logger(provider)
 
+    from .server import admin_token_for, is_loopback
+
+    admin_token = admin_token_for(args.host, args.admin_token)
+
     def ready(url: str) -> None:
         print(url, flush=True)
+        if not is_loopback(args.host):
+            shown = "given with --admin-token" if args.admin_token else f"token: {admin_token}"
+            print(
+                f"fakeprovider serve: warning: {args.host} is not a loopback address, so"
+                " anyone who can reach it can use the fake; the admin API wants"
+                f" 'Authorization: Bearer <token>' ({shown})",
+                file=sys.stderr,
+                flush=True,
+            )
         if args.ready_file is not None:
             write_ready_file(args.ready_file, url)
         scenario = provider.scenario
@@ -182,6 +195,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             log_level=args.log_level,
             on_ready=ready,
             idle_timeout=args.idle_timeout,
+            admin_token=admin_token,
         )
     except OSError as exc:
         print(
@@ -425,6 +439,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="PATH",
         help="write the base URL to PATH once listening (removed again on exit), for scripts"
         " that start the server in the background",
+    )
+    serve.add_argument(
+        "--admin-token",
+        default=None,
+        metavar="TOKEN",
+        help="require 'Authorization: Bearer TOKEN' on the admin API (health checks excepted);"
+        " on a non-loopback --host one is made up and printed when not given",
     )
     serve.add_argument(
         "--journal-memory",
