@@ -87,6 +87,7 @@ SCENARIOS = (
     "auth-revoked",
     "duplicate-webhook",
     "forged-webhook",
+    "outage",
 )
 TOKEN = "sk-test-fakeprovider"
 #: How often the poll loops the test writes (google-genai, lumaai) and the SDKs whose interval

@@ -66,6 +66,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "auth-revoked": "raised AuthenticationError 401 ≠; -",
         "duplicate-webhook": "succeeded; -",
         "forged-webhook": "succeeded; -",
+        "outage": "raised InternalServerError 502 ≠; -",
     },
     "runwayml": {
         "slow-success": "succeeded; -",
@@ -84,6 +85,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "auth-revoked": "raised AuthenticationError 401 ≠; -",
         "duplicate-webhook": "succeeded; -",
         "forged-webhook": "succeeded; -",
+        "outage": "raised InternalServerError 502 ≠; -",
     },
     "replicate": {
         "slow-success": "succeeded; -",
@@ -102,6 +104,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "auth-revoked": "raised ReplicateError 401 ≠; -",
         "duplicate-webhook": "succeeded; -",
         "forged-webhook": "succeeded; -",
+        "outage": "raised ReplicateError 502 ≠; -",
     },
     "fal-client": {
         "slow-success": "succeeded; -",
@@ -120,6 +123,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "auth-revoked": "raised FalClientHTTPError 401 ≠; -",
         "duplicate-webhook": "succeeded; -",
         "forged-webhook": "succeeded; -",
+        "outage": "raised FalClientHTTPError 502 ≠; -",
     },
     "google-genai": {
         "slow-success": "succeeded; -",
@@ -138,6 +142,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "auth-revoked": "raised ClientError 401 ≠; -",
         "duplicate-webhook": "succeeded; -",
         "forged-webhook": "succeeded; -",
+        "outage": "raised ServerError 502 ≠; -",
     },
     "genai-interactions": {
         "slow-success": "succeeded; -",
@@ -156,6 +161,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "auth-revoked": "raised AuthenticationError 401 ≠; -",
         "duplicate-webhook": "succeeded; -",
         "forged-webhook": "succeeded; -",
+        "outage": "timed_out; bounded_retries",  # each call retries a 5xx 4 times
     },
     "lumaai": {
         "slow-success": "succeeded; -",
@@ -174,6 +180,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "auth-revoked": "raised AuthenticationError 401 ≠; -",
         "duplicate-webhook": "succeeded; -",
         "forged-webhook": "succeeded; -",
+        "outage": "raised InternalServerError 502 ≠; -",
     },
     "volcengine-ark": {
         "slow-success": "succeeded; -",
@@ -197,6 +204,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "auth-revoked": "raised ArkAuthenticationError 401 ≠; -",
         "duplicate-webhook": "succeeded; -",
         "forged-webhook": "succeeded; -",
+        "outage": "raised ArkInternalServerError 502 ≠; -",
     },
     "dashscope": {
         "slow-success": "succeeded; -",
@@ -215,6 +223,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "auth-revoked": "raised AuthenticationError 401 ≠; -",
         "duplicate-webhook": "succeeded; -",
         "forged-webhook": "succeeded; -",
+        "outage": "raised APIStatusError 502 ≠; -",
     },
 }
 
