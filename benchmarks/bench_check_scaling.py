@@ -1,71 +1,243 @@
 """How ``check`` scales with the journal: time per entry at N and at 10 N entries, same run.
 
-The journal is the hard case for the rules that compare requests with each other: one client
-submitting the same request body many times (a batch of identical prompts), each job shown done
-at its submit and read once more. Linear rules keep the time per entry flat; the ratio
-(time per entry at 10 N) / (time per entry at N) is the number that matters (1.0 is linear,
-10 would be quadratic).
+Every client shape the checker must stay linear on (issue 14), each built at N and at 10 N
+entries and judged with every rule switched on (deadline and status_rate included), the report
+rendered; then the largest journals once more through ``fakeprovider check`` (JSONL read,
+parsed, judged and printed, in process, output discarded). For each shape the script prints the
+time per entry at N and at 10 N and their ratio: 1.0 is linear, 10 would be quadratic.
 
-    python benchmarks/bench_check_scaling.py [--entries 1000] [--rounds 3] [--max-seconds 60]
+Shapes:
+
+- ``tight-poller``: one job read back to back (every other read overlapping the one before,
+  a poll hint on each answer, reads after the job ended): what no_overlap, honours_poll_after
+  and stops_at_terminal compare with each other.
+- ``resubmitter``: one client submitting the same request body again and again, each job
+  shown done and read once more (no_resubmission).
+- ``many-jobs``: thousands of jobs of one client, interleaved, each with a 503 + Retry-After
+  answered late, webhooks and a download (honours_retry_after's job scope, webhook lookups).
+- ``many-clients``: thousands of clients with a job each, webhooks for every job (per-client
+  work must not scan the run's webhooks).
+- ``retry-storm``: one job whose reads fail with 503 + Retry-After for ever, with a 429 for
+  the account every so often, under a raised max_retries.
+- ``auth-churn``: every request with its own credential, each refused with 401 (the scan for a
+  retry with the same credential).
+
+    python benchmarks/bench_check_scaling.py [--entries 10000] [--rounds 3] [--max-seconds 120]
+
+The contract (issue 14): 100,000 entries of any shape checked in under 3 s.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
+import json
 import statistics
+import sys
+import tempfile
 import time
+from collections.abc import Callable
+from pathlib import Path
 
+from fakeprovider.cli import main as cli_main
 from fakeprovider.invariants import Limits, check
-from fakeprovider.journal import Entry
+from fakeprovider.journal import Entry, RetryAfterRecord
+
+LIMITS = Limits(deadline=3600.0, status_rate=1000.0, max_retries=5)
 
 
-def journal(entries: int) -> list[Entry]:
-    out: list[Entry] = []
-    for n in range(1, entries // 2 + 1):
-        job = f"job_{n}"
-        for seq, kind, path in ((2 * n - 1, "submit", "/v1/jobs"), (2 * n, "status", job)):
-            out.append(
-                Entry(
-                    seq=seq,
-                    kind=kind,
-                    job_id=job,
-                    method="POST" if kind == "submit" else "GET",
-                    path=path,
-                    client="batch",
-                    received_at=float(seq),
-                    response_started_at=float(seq),
-                    completed_at=float(seq),
-                    status_code=202 if kind == "submit" else 200,
-                    job_status="succeeded",
-                    request_digest="same-prompt",
-                )
-            )
+def _entry(seq: int, kind: str, job: str | None, at: float, **extra: object) -> Entry:
+    took = float(extra.pop("took", 0.01))  # type: ignore[arg-type]
+    path = "/v1/jobs" if kind == "submit" else f"/v1/jobs/{job}"
+    if kind == "content":
+        path += "/content"
+    values: dict[str, object] = {
+        "method": "POST" if kind in ("submit", "webhook") else "GET",
+        "path": path,
+        "client": "c",
+        "received_at": at,
+        "response_started_at": at + took,
+        "completed_at": at + took,
+        "status_code": 200,
+        **extra,
+    }
+    return Entry(seq=seq, kind=kind, job_id=job, **values)  # type: ignore[arg-type]
+
+
+def tight_poller(n: int) -> list[Entry]:
+    out = [_entry(1, "submit", "j_1", 0.0, status_code=202, job_status="queued", poll_after=1.0)]
+    at = 0.0
+    for seq in range(2, n + 1):
+        # pairs: a read, then one sent before it answered (an overlap), both too soon
+        at += 0.001 if seq % 2 else 0.05
+        status = "succeeded" if seq > n * 0.9 else "processing"
+        out.append(_entry(seq, "status", "j_1", at, took=0.02, job_status=status, poll_after=1.0))
     return out
 
 
-def per_entry(entries: list[Entry], rounds: int, stop: float) -> float:
-    times = []
+def resubmitter(n: int) -> list[Entry]:
+    out = []
+    for k in range(1, n // 2 + 1):
+        job = f"j_{k}"
+        out.append(
+            _entry(
+                2 * k - 1, "submit", job, float(k), job_status="succeeded", request_digest="same"
+            )
+        )
+        out.append(_entry(2 * k, "status", job, k + 0.5, job_status="succeeded"))
+    return out
+
+
+def many_jobs(n: int) -> list[Entry]:
+    jobs = max(1, n // 6)
+    out: list[Entry] = []
+    seq = 0
+
+    def add(kind: str, job: str, at: float, **extra: object) -> None:
+        nonlocal seq
+        seq += 1
+        out.append(_entry(seq, kind, job, at, **extra))
+
+    for k in range(jobs):  # every job submitted first, then each phase for every job
+        add(
+            "submit",
+            f"j_{k}",
+            k * 0.01,
+            status_code=202,
+            job_status="queued",
+            request_digest=str(k),
+        )
+    for k in range(jobs):
+        ra = RetryAfterRecord(raw="30", not_before=100.0 + k * 0.01 + 30)
+        add("status", f"j_{k}", 100.0 + k * 0.01, status_code=503, retry_after=ra)
+    for k in range(jobs):
+        add("status", f"j_{k}", 200.0 + k * 0.01, job_status="succeeded")
+    for k in range(jobs):
+        add(
+            "webhook",
+            f"j_{k}",
+            150.0 + k * 0.01,
+            client="127.0.0.1:9",
+            path="/hook",
+            event="job.succeeded",
+            attempt=1,
+        )
+    for k in range(jobs):
+        add("content", f"j_{k}", 300.0 + k * 0.01)
+    for k in range(n - seq):
+        add("list", None, 400.0 + k, listed={})  # type: ignore[arg-type]
+    return out
+
+
+def many_clients(n: int) -> list[Entry]:
+    clients = max(1, n // 4)
+    out: list[Entry] = []
+    seq = 0
+    for k in range(clients):
+        job, client = f"j_{k}", f"client-{k}"
+        for kind, at, extra in (
+            ("submit", 0.0, {"status_code": 202, "job_status": "queued"}),
+            ("status", 10.0, {"job_status": "succeeded"}),
+            ("content", 20.0, {}),
+        ):
+            seq += 1
+            out.append(_entry(seq, kind, job, at + k * 0.001, client=client, **extra))
+        seq += 1
+        out.append(
+            _entry(
+                seq,
+                "webhook",
+                job,
+                15.0 + k * 0.001,
+                client="127.0.0.1:9",
+                path="/hook",
+                event="job.succeeded",
+                attempt=1,
+            )
+        )
+    return out
+
+
+def retry_storm(n: int) -> list[Entry]:
+    out = [_entry(1, "submit", "j_1", 0.0, status_code=202, job_status="queued")]
+    for seq in range(2, n + 1):
+        at = seq * 1.0
+        code = 429 if seq % 10 == 0 else 503
+        ra = RetryAfterRecord(raw="1", not_before=at + 1.0)
+        out.append(_entry(seq, "status", "j_1", at, status_code=code, retry_after=ra))
+    return out
+
+
+def auth_churn(n: int) -> list[Entry]:
+    return [
+        _entry(seq, "status", f"j_{seq % 50}", seq * 0.1, status_code=401, credential=f"k{seq}")
+        for seq in range(1, n + 1)
+    ]
+
+
+SHAPES: dict[str, Callable[[int], list[Entry]]] = {
+    "tight-poller": tight_poller,
+    "resubmitter": resubmitter,
+    "many-jobs": many_jobs,
+    "many-clients": many_clients,
+    "retry-storm": retry_storm,
+    "auth-churn": auth_churn,
+}
+
+
+def _median(run: Callable[[], object], rounds: int, stop: float) -> float:
+    times: list[float] = []
     for _ in range(rounds):
-        if time.monotonic() > stop:
+        if times and time.monotonic() > stop:
             break
         start = time.perf_counter()
-        check(entries, Limits()).render()
-        times.append((time.perf_counter() - start) / len(entries))
+        run()
+        times.append(time.perf_counter() - start)
     return statistics.median(times)
+
+
+def _cli(path: Path) -> None:
+    with contextlib.redirect_stdout(io.StringIO()):
+        cli_main(["check", str(path), "--deadline", "1h", "--status-rate", "1000"])
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--entries", type=int, default=1000)
+    parser.add_argument("--entries", type=int, default=10_000, help="N (default 10,000)")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--max-seconds", type=float, default=60.0)
+    parser.add_argument("--max-seconds", type=float, default=120.0)
+    parser.add_argument("--shape", choices=sorted(SHAPES), action="append")
     args = parser.parse_args()
     stop = time.monotonic() + args.max_seconds
-    small = per_entry(journal(args.entries), args.rounds, stop)
-    large = per_entry(journal(10 * args.entries), args.rounds, stop)
-    print(f"{args.entries:>7} entries: {small * 1e6:8.1f} us per entry")
-    print(f"{10 * args.entries:>7} entries: {large * 1e6:8.1f} us per entry")
-    print(f"ratio (10x journal / 1x journal, per entry): {large / small:.2f}")
+    n = args.entries
+    print(
+        f"{'shape':<14} {'N':>8} {'us/entry':>9} {'10N':>8} {'us/entry':>9} {'ratio':>6}  cli 10N"
+    )
+    worst = 0.0
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in args.shape or SHAPES:
+            build = SHAPES[name]
+            small, large = build(n), build(10 * n)
+            t_small = _median(lambda e=small: check(e, LIMITS).render(), args.rounds, stop)
+            t_large = _median(lambda e=large: check(e, LIMITS).render(), args.rounds, stop)
+            path = Path(tmp) / f"{name}.jsonl"
+            path.write_text(
+                "".join(json.dumps(e.to_dict()) + "\n" for e in large), encoding="utf-8"
+            )
+            t_cli = _median(lambda p=path: _cli(p), 1, stop)
+            ratio = (t_large / len(large)) / (t_small / len(small))
+            worst = max(worst, t_cli)
+            print(
+                f"{name:<14} {len(small):>8} {t_small / len(small) * 1e6:>9.1f}"
+                f" {len(large):>8} {t_large / len(large) * 1e6:>9.1f} {ratio:>6.2f}"
+                f"  {t_cli:6.2f} s",
+                flush=True,
+            )
+            if time.monotonic() > stop:
+                print("stopped: --max-seconds reached", file=sys.stderr)
+                break
+    print(f"slowest 'fakeprovider check' at 10 N: {worst:.2f} s")
 
 
 if __name__ == "__main__":

@@ -51,8 +51,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "no_overlap-ambiguous-window",
         RULES,
-        "read.received_at < _headers_at(a) - EPSILON",
-        "read.received_at < _seen_at(a) - EPSILON",
+        "starts.push(_headers_at(read) - EPSILON)",
+        "starts.push(_seen_at(read) - EPSILON)",
         "a read received between the previous read's response start and end counts as overlap",
     ),
     Mutation(
@@ -65,8 +65,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "no_premature_retrieval-ignores-webhooks",
         RULES,
-        ") or any(t <= fetch.received_at for t in notified):",
-        "):",
+        "if success_seen <= e.received_at + EPSILON or told_at <= e.received_at:",
+        "if success_seen <= e.received_at + EPSILON:",
         "a download after a genuine job.succeeded webhook is premature",
     ),
     Mutation(
@@ -86,8 +86,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "honours_retry_after-credential-scope",
         RULES,
-        "    if later.credential != source.credential:\n        return False\n",
-        "",
+        'if kind == "account":\n        return (kind, e.credential)',
+        'if kind == "account":\n        return (kind,)',
         "a 429 for one credential binds requests with another",
     ),
     Mutation(
@@ -114,8 +114,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "honours_retry_after-binds-concurrent-requests",
         RULES,
-        "if later.received_at < shown_at or not _in_scope(later, source, scope):",
-        "if not _in_scope(later, source, scope):",
+        "at = finder.first(position[index], _headers_at(source))",
+        "at = finder.first(position[index], -math.inf)",
         "a request sent before the 429 arrived is bound by it",
     ),
     Mutation(
@@ -149,15 +149,15 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "no_retry_on_auth_error-in-flight-counted",
         RULES,
-        "if later.credential == refused.credential and later.received_at >= _headers_at(refused):",
-        "if later.credential == refused.credential:",
+        "at = finder.first(p, _headers_at(entries[group[p]]))",
+        "at = finder.first(p, -math.inf)",
         "a request in flight when the 401 arrived counts as a retry",
     ),
     Mutation(
         "no_retry_on_auth_error-any-credential",
         RULES,
-        "if later.credential == refused.credential and later.received_at >= _headers_at(refused):",
-        "if later.received_at >= _headers_at(refused):",
+        "group = members.setdefault(e.credential, [])",
+        "group = members.setdefault(None, [])",
         "a request with new credentials after a 401 counts as a retry",
     ),
     Mutation(
@@ -170,8 +170,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "status_rate-window-edge",
         RULES,
-        "if r.received_at > read.received_at - window]",
-        "if r.received_at >= read.received_at - window]",
+        "while older <= index and times[older] <= start:",
+        "while older <= index and times[older] < start:",
         "a read exactly one window earlier still counts",
     ),
     Mutation(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -288,29 +289,70 @@ class _RunIndex:
                 self.groups.setdefault((e.client, e.job_id), []).append(e)
             if e.kind == "status":
                 self.groups.setdefault((e.client, None), []).append(e)
+        self.seqs = {key: [e.seq for e in group] for key, group in self.groups.items()}
 
-    def related(self, v: Violation) -> list[Entry]:
-        """The violation's own entries and its client's other entries about the job."""
+    def window(self, v: Violation) -> tuple[list[Entry], bool, bool]:
+        """What the timeline of ``v`` shows, and whether entries are left out before and after.
+
+        The related entries are the client's entries about the job and the violation's own, in
+        seq order; shown are those within ``_CONTEXT`` of the violation's own, or only its own
+        when that makes more than ``_MAX_LINES``. Worked out from positions (bisection), so a
+        violation in a job of thousands of entries costs what it shows, not the job.
+        """
         group = self.groups.get((v.client, v.job_id), [])
-        named = [self.by_seq[seq] for seq in v.seqs if seq in self.by_seq]
-        chosen = {id(e): e for e in (*group, *named)}
-        return sorted(chosen.values(), key=lambda e: e.seq)
+        seqs = self.seqs.get((v.client, v.job_id), [])
+        present = sorted({s for s in v.seqs if s in self.by_seq})
+        if not present:
+            return [], False, False
+        named = [self.by_seq[s] for s in present]
+        extras = [e for e in named if not _holds(group, seqs, e)]  # not in the group
+        extra_seqs = [e.seq for e in extras]
+        total = len(group) + len(extras)
+        # related = group and extras merged by seq, a group entry first on a tie
+        first = bisect.bisect_left(seqs, present[0]) + bisect.bisect_left(extra_seqs, present[0])
+        last = bisect.bisect_right(seqs, present[-1]) + bisect.bisect_right(extra_seqs, present[-1])
+        low = max(0, first - _CONTEXT)
+        high = min(total, last + _CONTEXT)
+        if high - low > _MAX_LINES:
+            mine: list[Entry] = []
+            for s in present:
+                at = bisect.bisect_left(seqs, s)
+                while at < len(seqs) and seqs[at] == s:
+                    mine.append(group[at])
+                    at += 1
+                mine.extend(e for e in extras if e.seq == s)
+            return mine, low > 0, high < total
+        # related[low:high]: each entry's index in related is its index in its own list plus
+        # the entries of the other list before it (a group entry first on a tie)
+        chosen: list[tuple[int, Entry]] = []
+        for g in range(max(0, low - len(extras)), min(high, len(group))):
+            at = g + bisect.bisect_left(extra_seqs, group[g].seq)
+            if low <= at < high:
+                chosen.append((at, group[g]))
+        for j, e in enumerate(extras):
+            at = j + bisect.bisect_right(seqs, e.seq)
+            if low <= at < high:
+                chosen.append((at, e))
+        chosen.sort(key=lambda item: item[0])
+        return [e for _, e in chosen], low > 0, high < total
+
+
+def _holds(group: list[Entry], seqs: list[int], e: Entry) -> bool:
+    at = bisect.bisect_left(seqs, e.seq)
+    while at < len(seqs) and seqs[at] == e.seq:
+        if group[at] is e:
+            return True
+        at += 1
+    return False
 
 
 def _timeline(v: Violation, index: _RunIndex) -> list[str]:
-    related = index.related(v)
-    positions = [i for i, e in enumerate(related) if e.seq in v.seqs]
-    if not positions:
+    shown, before, after = index.window(v)
+    if not shown:
         return []
-    low = max(0, positions[0] - _CONTEXT)
-    high = min(len(related), positions[-1] + _CONTEXT + 1)
-    shown = related[low:high]
-    if len(shown) > _MAX_LINES:
-        keep = {e.seq for e in shown if e.seq in v.seqs}
-        shown = [e for e in shown if e.seq in keep] or shown[:_MAX_LINES]
     title = f"job {v.job_id}" if v.job_id is not None else "status reads"
     lines = [f"    timeline of {title} for client {v.client!r}:"]
-    if low:
+    if before:
         lines.append("      ...")
     changes_seen: set[tuple[str | None, float]] = set()
     previous: Entry | None = None
@@ -329,7 +371,7 @@ def _timeline(v: Violation, index: _RunIndex) -> list[str]:
         changes_seen.add(change)
         previous = e
         lines.append("    " + _line(e, ">>" if e.seq in v.seqs else "  "))
-    if high < len(related):
+    if after:
         lines.append("      ...")
     return lines
 

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import itertools
 import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .journal import Entry
+from .journal import Entry, RetryAfterRecord
 from .scenario import TERMINAL_STATUSES
 
 if TYPE_CHECKING:
@@ -187,10 +188,13 @@ def no_overlap(entries: Sequence[Entry], limits: Limits) -> Iterator[Violation]:
     ambiguous window and not counted; a tie (received exactly at the start) is not an overlap.
     """
     for job_id, reads in _by_job(entries, "status").items():
-        for index, read in enumerate(reads):
-            pending = [a for a in reads[:index] if read.received_at < _headers_at(a) - EPSILON]
-            if pending:
-                prev = pending[-1]
+        # The earlier reads still pending at read r are those whose response started (less
+        # float noise) after r arrived; the latest of them is the one named.
+        starts = _LatestAbove()
+        for read in reads:
+            index = starts.latest_above(read.received_at)
+            if index is not None:
+                prev = reads[index]
                 yield Violation(
                     "no_overlap",
                     job_id,
@@ -200,6 +204,56 @@ def no_overlap(entries: Sequence[Entry], limits: Limits) -> Iterator[Violation]:
                     f" {fmt_time(prev.received_at)}) had not started its response",
                     read.client,
                 )
+            starts.push(_headers_at(read) - EPSILON)
+
+
+class _LatestAbove:
+    """Values pushed in order; ``latest_above(x)``: the index of the last one pushed that is
+    greater than ``x``, or None. A stack of suffix maxima (each value hides every earlier one
+    not greater than it), searched by bisection: amortised O(log n) per call."""
+
+    def __init__(self) -> None:
+        self._indexes: list[int] = []
+        self._negated: list[float] = []  # -value, increasing from bottom to top
+        self._count = 0
+
+    def push(self, value: float) -> None:
+        while self._negated and -self._negated[-1] <= value:
+            self._negated.pop()
+            self._indexes.pop()
+        self._indexes.append(self._count)
+        self._negated.append(-value)
+        self._count += 1
+
+    def latest_above(self, value: float) -> int | None:
+        # values on the stack decrease from bottom to top: those > value are a bottom part
+        above = bisect.bisect_left(self._negated, -value)
+        return self._indexes[above - 1] if above else None
+
+
+class _FirstAtLeast:
+    """For values ``a[0..n)`` given at once: ``first(i, x)``, the smallest j > i with
+    ``a[j] >= x``, or None. Queries must come with ``i`` decreasing (answered from a stack of
+    prefix maxima of the suffix, built right to left): O(log n) each, amortised."""
+
+    def __init__(self, values: Sequence[float]) -> None:
+        self._values = values
+        self._next = len(values) - 1  # the next index to take onto the stack
+        self._indexes: list[int] = []
+        self._negated: list[float] = []  # -value, increasing from bottom to top
+
+    def first(self, index: int, value: float) -> int | None:
+        while self._next > index:
+            v = self._values[self._next]
+            while self._negated and -self._negated[-1] <= v:
+                self._negated.pop()
+                self._indexes.pop()
+            self._indexes.append(self._next)
+            self._negated.append(-v)
+            self._next -= 1
+        # values on the stack decrease from bottom to top: those >= value are a bottom part
+        count = bisect.bisect_right(self._negated, -value)
+        return self._indexes[count - 1] if count else None
 
 
 def _retrieval(entry: Entry) -> bool:
@@ -256,34 +310,46 @@ def no_premature_retrieval(
     """A content fetch of J received before any response (a status read, a list, the submit)
     or webhook had shown J succeeded. An answer that carries the result inline shows J
     succeeded itself, so it is never premature."""
-    for job_id, job_entries in _by_job(entries, listed=True).items():
-        notified = [
-            w.received_at
-            for w in webhooks
-            if w.job_id == job_id
+    notified: dict[str, float] = {}  # job -> first genuine success webhook
+    for w in webhooks:
+        if (
+            w.job_id is not None
             and told(w)
             and (w.event or "").removeprefix("job.") in SUCCESS_STATUSES
-        ]
-        for fetch in (e for e in job_entries if e.kind == "content"):
-            before = [e for e in job_entries if e.seq < fetch.seq]
-            if any(
-                e.job_status in SUCCESS_STATUSES and _seen_at(e) <= fetch.received_at + EPSILON
-                for e in before
-            ) or any(t <= fetch.received_at for t in notified):
+        ):
+            notified[w.job_id] = min(w.received_at, notified.get(w.job_id, math.inf))
+    for job_id, job_entries in _by_job(entries, listed=True).items():
+        told_at = notified.get(job_id, math.inf)
+        # Over the entries before each fetch: the earliest moment one of them showed success,
+        # and the last one that showed a status (entries of one seq, a list, come together).
+        success_seen = math.inf
+        last_shown: Entry | None = None
+        pending: list[Entry] = []  # entries of the current seq, not yet "before"
+        for e in job_entries:
+            if pending and pending[0].seq != e.seq:
+                for p in pending:
+                    if p.job_status in SUCCESS_STATUSES:
+                        success_seen = min(success_seen, _seen_at(p))
+                    if p.job_status is not None:
+                        last_shown = p
+                pending = []
+            pending.append(e)
+            if e.kind != "content":
                 continue
-            shown = [e for e in before if e.job_status is not None]
+            if success_seen <= e.received_at + EPSILON or told_at <= e.received_at:
+                continue
             last = (
-                f"the last status it had seen was {shown[-1].job_status!r} (#{shown[-1].seq})"
-                if shown
+                f"the last status it had seen was {last_shown.job_status!r} (#{last_shown.seq})"
+                if last_shown is not None
                 else "it had seen no status of the job"
             )
             yield Violation(
                 "no_premature_retrieval",
                 job_id,
-                (*(e.seq for e in shown[-1:]), fetch.seq),
-                f"content fetch #{fetch.seq} for job {job_id} at {fmt_time(fetch.received_at)}"
+                (*((last_shown.seq,) if last_shown is not None else ()), e.seq),
+                f"content fetch #{e.seq} for job {job_id} at {fmt_time(e.received_at)}"
                 f" came before the client could have seen the job succeed; {last}",
-                fetch.client,
+                e.client,
             )
             break
 
@@ -313,7 +379,10 @@ def bounded_retries(entries: Sequence[Entry], limits: Limits) -> Iterator[Violat
                     attempt.client,
                 )
                 break
-            failures = [*failures, attempt] if _unsuccessful(attempt) else []
+            if _unsuccessful(attempt):
+                failures.append(attempt)
+            else:
+                failures = []
         del key
 
 
@@ -338,44 +407,84 @@ def _scope(entry: Entry, limits: Limits) -> str:
     return "account" if entry.status_code == 429 else "job"
 
 
-def _in_scope(later: Entry, source: Entry, scope: str) -> bool:
-    if later.credential != source.credential:
-        return False
-    if scope == "account":
-        return True
-    if scope == "submits":
-        return later.kind == "submit"
-    if source.job_id is not None:
-        return later.job_id == source.job_id and (source.kind != "submit" or later.kind == "submit")
-    return later.kind == source.kind and later.request_digest == source.request_digest
-
-
 def honours_retry_after(entries: Sequence[Entry], limits: Limits) -> Iterator[Violation]:
     """A request in the scope of a Retry-After, sent after its headers arrived, received before
     its ``not_before`` (minus 1 s of slack for HTTP-dates, float noise for delay-seconds)."""
+    # Each Retry-After is judged against the first request in its scope sent after its headers
+    # arrived. The entries in one scope form a group; within a group that request is found by
+    # ``_FirstAtLeast`` (sources taken last to first), so the rule stays O(n log n).
+    sources: list[tuple[int, Entry, RetryAfterRecord, str]] = []
     for index, source in enumerate(entries):
         record = source.retry_after
-        if record is None or record.not_before is None:
-            continue
-        slack = limits.date_slack if record.form in _DATE_FORMS else EPSILON
-        scope = _scope(source, limits)
-        shown_at = _headers_at(source)
-        for later in entries[index + 1 :]:
-            if later.received_at < shown_at or not _in_scope(later, source, scope):
+        if record is not None and record.not_before is not None:
+            sources.append((index, source, record, _scope(source, limits)))
+    if not sources:
+        return
+    wanted = {_scope_kind(source, scope) for _, source, _, scope in sources}
+    groups: dict[tuple[object, ...], list[int]] = {}
+    for index, e in enumerate(entries):
+        for kind in wanted:
+            key = _scope_key(e, kind)
+            if key is not None:
+                groups.setdefault(key, []).append(index)
+    by_group: dict[tuple[object, ...], list[tuple[int, Entry, RetryAfterRecord, str]]] = {}
+    for item in sources:
+        _, source, _, scope = item
+        key = _scope_key(source, _scope_kind(source, scope))
+        assert key is not None  # a source is in its own scope
+        by_group.setdefault(key, []).append(item)
+    found: list[tuple[int, Violation]] = []
+    for key, items in by_group.items():
+        members = groups[key]
+        position = {index: p for p, index in enumerate(members)}
+        finder = _FirstAtLeast([entries[i].received_at for i in members])
+        for index, source, record, scope in reversed(items):
+            at = finder.first(position[index], _headers_at(source))
+            if at is None:
                 continue
-            if later.received_at < record.not_before - slack:
-                early = record.not_before - later.received_at
-                yield Violation(
+            later = entries[members[at]]
+            slack = limits.date_slack if record.form in _DATE_FORMS else EPSILON
+            not_before = record.not_before
+            assert not_before is not None  # sources have one
+            if later.received_at < not_before - slack:
+                early = not_before - later.received_at
+                violation = Violation(
                     "honours_retry_after",
                     later.job_id if scope == "job" else source.job_id,
                     (source.seq, later.seq),
                     f"{describe(later)} at {fmt_time(later.received_at)} came {fmt_time(early)}"
                     f" before the Retry-After {record.raw!r} of #{source.seq}"
                     f" ({_answer(source)}, {scope} scope) allowed it at"
-                    f" {fmt_time(record.not_before)}",
+                    f" {fmt_time(not_before)}",
                     later.client,
                 )
-            break
+                found.append((index, violation))
+    found.sort(key=lambda item: item[0])
+    for _, violation in found:
+        yield violation
+
+
+def _scope_kind(source: Entry, scope: str) -> str:
+    """Which grouping of entries ``_in_scope`` amounts to for ``source`` and ``scope``."""
+    if scope in ("account", "submits"):
+        return scope
+    if source.job_id is not None:
+        return "job-submits" if source.kind == "submit" else "job"
+    return "request"
+
+
+def _scope_key(e: Entry, kind: str) -> tuple[object, ...] | None:
+    """The group of ``e`` in grouping ``kind`` (None: in no group of it): two entries share a
+    group exactly when ``_in_scope`` holds between them."""
+    if kind == "account":
+        return (kind, e.credential)
+    if kind == "submits" or kind == "job-submits":
+        if e.kind != "submit":
+            return None
+        return (kind, e.credential) if kind == "submits" else (kind, e.credential, e.job_id)
+    if kind == "job":
+        return None if e.job_id is None else (kind, e.credential, e.job_id)
+    return (kind, e.credential, e.kind, e.request_digest)
 
 
 def honours_poll_after(
@@ -387,8 +496,14 @@ def honours_poll_after(
     a hint, and had completed when the poll was received (overlaps are ``no_overlap``'s), and
     no genuine webhook about J was sent in between (a read to confirm a webhook is prompted).
     """
+    hooks_of: dict[str, list[float]] = {}
+    for w in webhooks:
+        if w.job_id is not None and told(w):
+            hooks_of.setdefault(w.job_id, []).append(w.received_at)
+    for hooks in hooks_of.values():
+        hooks.sort()
     for job_id, job_entries in _by_job(entries).items():
-        hooks = [w.received_at for w in webhooks if w.job_id == job_id and told(w)]
+        hooks = hooks_of.get(job_id, [])
         previous: Entry | None = None
         for e in job_entries:
             if e.kind not in ("submit", "status"):
@@ -403,7 +518,9 @@ def honours_poll_after(
             ):
                 gap = e.received_at - _seen_at(previous)
                 needed = previous.poll_after * (1 - limits.poll_tolerance)
-                prompted = any(_seen_at(previous) <= t <= e.received_at for t in hooks)
+                # a genuine webhook sent between the answer and this read prompted it
+                after = bisect.bisect_left(hooks, _seen_at(previous))
+                prompted = after < len(hooks) and hooks[after] <= e.received_at
                 if gap < needed - EPSILON and not prompted:
                     yield Violation(
                         "honours_poll_after",
@@ -535,28 +652,43 @@ def _same_key(earlier: Entry, later: Entry) -> bool:
 
 def no_retry_on_auth_error(entries: Sequence[Entry], limits: Limits) -> Iterator[Violation]:
     """A request with the same credentials after a 401 or 403 answer had been received."""
+    # For each refusal, the first later request with its credential sent after its headers
+    # arrived: found per credential by ``_FirstAtLeast``, refusals taken last to first.
+    members: dict[str | None, list[int]] = {}
+    refusals: dict[str | None, list[int]] = {}
+    for index, e in enumerate(entries):
+        group = members.setdefault(e.credential, [])
+        group.append(index)
+        if e.status_code in (401, 403):
+            refusals.setdefault(e.credential, []).append(len(group) - 1)
+    retried: dict[int, Entry] = {}  # refusal index -> the retry
+    for credential, positions in refusals.items():
+        group = members[credential]
+        finder = _FirstAtLeast([entries[i].received_at for i in group])
+        for p in reversed(positions):
+            at = finder.first(p, _headers_at(entries[group[p]]))
+            if at is not None:
+                retried[group[p]] = entries[group[at]]
     reported: set[str | None] = set()
-    for index, refused in enumerate(entries):
-        if refused.status_code not in (401, 403) or refused.credential in reported:
+    for index in sorted(retried):
+        refused, later = entries[index], retried[index]
+        if refused.credential in reported:
             continue
-        for later in entries[index + 1 :]:
-            if later.credential == refused.credential and later.received_at >= _headers_at(refused):
-                reported.add(refused.credential)
-                cred = (
-                    f"credential {refused.credential}"
-                    if refused.credential is not None
-                    else "no credentials"
-                )
-                yield Violation(
-                    "no_retry_on_auth_error",
-                    later.job_id,
-                    (refused.seq, later.seq),
-                    f"{describe(later)} at {fmt_time(later.received_at)} was sent with the same"
-                    f" {cred} after {describe(refused)} was refused with"
-                    f" {refused.status_code} at {fmt_time(_headers_at(refused))}",
-                    later.client,
-                )
-                break
+        reported.add(refused.credential)
+        cred = (
+            f"credential {refused.credential}"
+            if refused.credential is not None
+            else "no credentials"
+        )
+        yield Violation(
+            "no_retry_on_auth_error",
+            later.job_id,
+            (refused.seq, later.seq),
+            f"{describe(later)} at {fmt_time(later.received_at)} was sent with the same"
+            f" {cred} after {describe(refused)} was refused with"
+            f" {refused.status_code} at {fmt_time(_headers_at(refused))}",
+            later.client,
+        )
 
 
 def deadline(entries: Sequence[Entry], limits: Limits) -> Iterator[Violation]:
@@ -593,9 +725,30 @@ def status_rate(entries: Sequence[Entry], limits: Limits) -> Iterator[Violation]
     window = limits.status_rate_window
     allowed = max(1, math.floor(limits.status_rate * window + EPSILON))
     reads = [e for e in entries if e.kind == "status"]
+    # Reads are taken in order, counting those so far received at or before the window's
+    # start: a pointer when times grow with seq (the usual case), else a Fenwick tree over the
+    # ranks of the times.
+    times = [r.received_at for r in reads]
+    ordered = all(a <= b for a, b in itertools.pairwise(times))
+    ranks = [] if ordered else sorted(set(times))
+    tree = [0] * (len(ranks) + 1)
+    older = 0
     for index, read in enumerate(reads):
-        inside = [r for r in reads[: index + 1] if r.received_at > read.received_at - window]
-        if len(inside) > allowed:
+        start = read.received_at - window
+        if ordered:
+            while older <= index and times[older] <= start:
+                older += 1
+        else:
+            rank = bisect.bisect_left(ranks, read.received_at) + 1
+            while rank <= len(ranks):
+                tree[rank] += 1
+                rank += rank & -rank
+            rank, older = bisect.bisect_right(ranks, start), 0
+            while rank > 0:
+                older += tree[rank]
+                rank -= rank & -rank
+        if index + 1 - older > allowed:
+            inside = [r for r in reads[: index + 1] if r.received_at > start]
             first = inside[0]
             yield Violation(
                 "status_rate",

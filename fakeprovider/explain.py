@@ -1,8 +1,14 @@
-"""``fakeprovider explain``: a scenario's timeline in words."""
+"""``fakeprovider explain``: a scenario's timeline in words.
+
+Every time is written one way, in seconds (``at 0.4s``, ``at 93s``, ``at 600s``), so that times
+compare at a glance, and every header as it is sent at the scenario's time scale: a delay-seconds
+``Retry-After`` of 0.3 s goes out as ``Retry-After: 1``, and that is what is shown.
+"""
 
 from __future__ import annotations
 
-from ._durations import format_duration as d
+import math
+
 from .scenario import Fault, RetryAfter, Scenario, Webhooks
 
 __all__ = ["explain"]
@@ -26,12 +32,18 @@ def explain(scenario: Scenario) -> str:
         lines.append("")
         lines.append(
             f"Rate limit: {r.capacity} requests at once on {routes} {per}, one more every "
-            f"{d(r.refill_every)}; over it: 429 with a computed Retry-After ({r.retry_after_form})."
+            f"{d(r.refill_every)}; over it: 429 with {_computed(r.retry_after_form, r.refill_every)}."
         )
     if scenario.concurrency is not None:
         c = scenario.concurrency
+        retry = (
+            c.retry_after
+            if isinstance(c.retry_after, RetryAfter)
+            else RetryAfter(delay=c.retry_after)
+        )
         lines.append(
-            f"Concurrency: at most {c.max_active_jobs} active jobs; another submit gets 429."
+            f"Concurrency: at most {c.max_active_jobs} active jobs; another submit gets 429 with"
+            f" {_retry(retry)}."
         )
     if scenario.auth is not None:
         a = scenario.auth
@@ -98,13 +110,14 @@ def _job(index: int, scenario: Scenario) -> list[str]:
     return lines
 
 
+def d(seconds: float) -> str:
+    """A time in explain's one format: seconds, to the millisecond (``0.4s``, ``93s``, ``600s``)."""
+    text = f"{round(seconds, 3):.3f}".rstrip("0").rstrip(".")
+    return f"{text}s"
+
+
 def _window(start: float, end: float | None) -> str:
-    """``between 1m and 2m``; both ends in one unit when either is not a whole minute."""
-    if end is None:
-        return f"between {d(start)} and the end"
-    if start % 60 == 0 and end % 60 == 0:
-        return f"between {d(start)} and {d(end)}"
-    return f"between {start:g}s and {end:g}s"
+    return f"between {d(start)} and {'the end' if end is None else d(end)}"
 
 
 def _ordinal(n: int) -> str:
@@ -175,10 +188,36 @@ def _fault(fault: Fault) -> str:
 
 
 def _retry(retry: RetryAfter) -> str:
+    """The header as sent (the engine rounds up the same way)."""
     if retry.raw is not None:
         return f"Retry-After: {retry.raw}"
     if retry.form == "ms":
-        return f"retry-after-ms {round(retry.wait * 1000)}"
+        return f"retry-after-ms: {_ceil(retry.wait * 1000)}"
     if retry.form == "seconds":
-        return f"Retry-After {d(retry.wait)} (delay-seconds)"
-    return f"Retry-After {d(retry.wait)} later as an HTTP-date ({retry.form})"
+        sent = _ceil(retry.wait)
+        rounded = "" if sent == retry.wait else f" ({d(retry.wait)} rounded up to whole seconds)"
+        return f"Retry-After: {sent}{rounded}"
+    return (
+        f"Retry-After: an HTTP-date ({retry.form}) {d(retry.wait)} after the answer, rounded up"
+        " to a whole second"
+    )
+
+
+def _computed(form: str, longest: float) -> str:
+    """How the token bucket's computed wait (at most ``longest``) is sent."""
+    if form == "seconds":
+        return (
+            f"Retry-After: up to {_ceil(longest)} (the wait for the next token, rounded up to"
+            " whole seconds)"
+        )
+    if form == "ms":
+        return f"retry-after-ms: up to {_ceil(longest * 1000)} (the wait for the next token)"
+    return (
+        f"Retry-After: an HTTP-date ({form}) up to {d(longest)} after the answer (when the next"
+        " token comes), rounded up to a whole second"
+    )
+
+
+def _ceil(value: float) -> int:
+    """Rounded up, as the engine does (float noise such as 3.0000000000000004 is 3)."""
+    return max(0, math.ceil(value - 1e-9))

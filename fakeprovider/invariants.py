@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -77,6 +78,14 @@ class Limits:
     date_slack: float = 1.0
 
     def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if f.name == "retry_after_scope" or value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise ValueError(f"limit {f.name} must be a number, got {value!r}")
+            if not math.isfinite(value):
+                raise ValueError(f"limit {f.name} must be a finite number, got {value!r}")
         for name in ("max_retries", "deadline_slack", "poll_tolerance", "ack_limit", "date_slack"):
             if getattr(self, name) < 0:
                 raise ValueError(f"limit {name} must not be negative, got {getattr(self, name)!r}")
@@ -249,21 +258,35 @@ def runs_with_headers(entries: Iterable[Entry]) -> list[tuple[dict[str, Any] | N
 def _judge(run: list[Entry], limits: Limits, number: int) -> list[Violation]:
     found: list[Violation] = []
     webhooks = [e for e in run if e.kind == "webhook"]
+    hooks_of: dict[str, list[Entry]] = {}
+    for w in webhooks:
+        if w.job_id is not None:
+            hooks_of.setdefault(w.job_id, []).append(w)
     clients: dict[str, list[Entry]] = {}
     for e in run:
         if e.kind not in ("webhook", "unknown"):
             clients.setdefault(e.client, []).append(e)
     for entries in clients.values():
+        # only the webhooks about this client's jobs: each client costs what it touched
+        jobs = {job for e in entries for job in _jobs_of(e)}
+        mine = [w for job in jobs for w in hooks_of.get(job, ())]
         for name, rule in CLIENT_RULES:
             if name == "no_premature_retrieval":
-                rule = functools.partial(no_premature_retrieval, webhooks=webhooks)
+                rule = functools.partial(no_premature_retrieval, webhooks=mine)
             elif name == "honours_poll_after":
-                rule = functools.partial(honours_poll_after, webhooks=webhooks)
+                rule = functools.partial(honours_poll_after, webhooks=mine)
             found.extend(rule(entries, limits))
     found.extend(webhook_ack(webhooks, limits))
     order = {name: index for index, name in enumerate(INVARIANTS)}
     found.sort(key=lambda v: (v.seqs[-1], order[v.invariant]))
-    return [dataclasses.replace(v, run=number) for v in found]
+    return [dataclasses.replace(v, run=number) for v in found] if number else found
+
+
+def _jobs_of(e: Entry) -> Iterable[str]:
+    if e.job_id is not None:
+        yield e.job_id
+    if e.listed:
+        yield from (job for job, _ in e.listed)
 
 
 def check(

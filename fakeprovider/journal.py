@@ -126,21 +126,13 @@ class Entry:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Entry:
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = set(data) - known
-        if unknown:
-            raise ValueError(f"unknown journal field(s): {', '.join(sorted(unknown))}")
-        for required in ("seq", "kind", "method", "path", "client", "received_at"):
-            if required not in data:
-                raise ValueError(f"missing journal field {required!r}")
-        values = {"job_id": None, **data}
-        ra = values.get("retry_after")
-        if isinstance(ra, dict):
-            values["retry_after"] = RetryAfterRecord(**ra)
-        listed = values.get("listed")
-        if isinstance(listed, dict):
-            values["listed"] = tuple((str(k), str(v)) for k, v in listed.items())
-        return cls(**values)
+        """The entry a decoded journal line stands for.
+
+        Raises ``ValueError`` naming the field and what it expected (``_journal_schema``).
+        """
+        from ._journal_schema import entry_from_dict
+
+        return entry_from_dict(data)
 
 
 _FIELD_NAMES = tuple(f.name for f in dataclasses.fields(Entry))
@@ -367,24 +359,17 @@ def order_entries(entries: Iterable[Entry]) -> list[Entry]:
     return out
 
 
-def read_journal(source: str | Path | IO[str]) -> list[Entry]:
-    """Entries from a JSONL file (or open text stream), sorted by ``seq`` (``order_entries``).
+def read_journal(source: str | Path | IO[str] | IO[bytes]) -> list[Entry]:
+    """Entries from a JSONL file (or open text or binary stream), sorted by ``seq``
+    (``order_entries``).
 
-    Raises ``ValueError`` naming the line of the first bad entry.
+    Raises ``ValueError`` as ``FILE:LINE: field: what was expected`` for the first line that
+    is not an entry (not UTF-8, not JSON, a field missing or of the wrong type).
     """
+    from ._journal_schema import parse_lines
+
     if isinstance(source, (str, Path)):
-        with open(source, encoding="utf-8") as handle:
-            return read_journal(handle)
-    entries = []
+        with open(source, "rb") as handle:
+            return order_entries(parse_lines(handle, str(source)))
     name = getattr(source, "name", "<journal>")
-    for number, line in enumerate(source, start=1):
-        if not line.strip():
-            continue
-        try:
-            data = json.loads(line)
-            if not isinstance(data, dict):
-                raise ValueError("expected a JSON object")
-            entries.append(Entry.from_dict(data))
-        except (ValueError, TypeError) as exc:
-            raise ValueError(f"{name}:{number}: not a journal entry: {exc}") from None
-    return order_entries(entries)
+    return order_entries(parse_lines(source, str(name)))

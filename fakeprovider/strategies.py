@@ -392,14 +392,11 @@ def _trigger(max_duration: float) -> st.SearchStrategy[dict[str, Any]]:
 
 
 @functools.lru_cache(maxsize=64)
-def _plain_faults(
-    min_faults: int,
-    max_faults: int,
-    kinds: tuple[str, ...],
-    forms: tuple[str, ...],
-    jobs: int,
-    max_duration: float,
-) -> st.SearchStrategy[list[dict[str, Any]]]:
+def _plain_fault(
+    kinds: tuple[str, ...], forms: tuple[str, ...], jobs: int, max_duration: float
+) -> st.SearchStrategy[tuple[str, dict[str, Any]]]:
+    """One fault, drawn in one piece (so that shrinking can delete it whole): its kind and
+    its document without a name; ``job`` may name any of ``jobs`` job specs."""
     retry_after = _optional(_plain_retry_after(forms, 1, 120))
     trigger = _trigger(max_duration)
     target = st.just(_ABSENT) if jobs == 1 else _optional(st.integers(0, jobs - 1))
@@ -413,21 +410,61 @@ def _plain_faults(
     )
 
     @st.composite
-    def plain(draw: st.DrawFn) -> list[dict[str, Any]]:
-        chosen = draw(st.lists(st.sampled_from(kinds), min_size=min_faults, max_size=max_faults))
-        faults = []
-        for index, kind in enumerate(chosen):
-            fault = {
-                "name": f"{kind.replace('_', '-')}-{index + 1}",
-                "route": draw(st.sampled_from(_FAULT_ROUTES)),
-                "job": draw(target),
-                **draw(trigger),
-                **_fault_details(kind, *draw(details)),
-            }
-            faults.append(_drop_absent(fault))
-        return faults
+    def plain(draw: st.DrawFn) -> tuple[str, dict[str, Any]]:
+        kind = draw(st.sampled_from(kinds))
+        fault = {
+            "route": draw(st.sampled_from(_FAULT_ROUTES)),
+            "job": draw(target),
+            **draw(trigger),
+            **_fault_details(kind, *draw(details)),
+        }
+        return kind, fault
 
     return plain()
+
+
+def _named_faults(drawn: list[tuple[str, dict[str, Any]]], jobs: int) -> list[dict[str, Any]]:
+    """The fault documents, named by kind and position; a ``job`` past the last of ``jobs``
+    job specs (left by shrinking the jobs away) is dropped: the fault then hits every job."""
+    faults = []
+    for index, (kind, fault) in enumerate(drawn):
+        named = {"name": f"{kind.replace('_', '-')}-{index + 1}", **fault}
+        if isinstance(named.get("job"), int) and named["job"] >= jobs:
+            named["job"] = _ABSENT
+        faults.append(_drop_absent(named))
+    return faults
+
+
+def _some(
+    element: st.SearchStrategy[Any], min_size: int, max_size: int
+) -> st.SearchStrategy[list[Any]]:
+    """A list of ``element``: a count, then the elements, each drawn in one piece.
+
+    Not ``st.lists``: its shrinker deletes trailing elements and short runs of choices, so a
+    needed element after an unneeded one (a fault after a fault the failure does not need)
+    stays. A count drawn first is the shape Hypothesis's shrinker knows how to undo: when
+    lowering the count fails, it lowers it and deletes any one element, the first included.
+    """
+
+    @st.composite
+    def some(draw: st.DrawFn) -> list[Any]:
+        count = draw(st.integers(min_size, max_size))
+        return [draw(element) for _ in range(count)]
+
+    return some()
+
+
+@functools.lru_cache(maxsize=64)
+def _plain_faults(
+    min_faults: int,
+    max_faults: int,
+    kinds: tuple[str, ...],
+    forms: tuple[str, ...],
+    jobs: int,
+    max_duration: float,
+) -> st.SearchStrategy[list[dict[str, Any]]]:
+    one = _plain_fault(kinds, forms, jobs, max_duration)
+    return _some(one, min_faults, max_faults).map(lambda drawn: _named_faults(drawn, jobs))
 
 
 def _fault_details(
@@ -582,15 +619,19 @@ def _plain_scenario(
         else st.just(_ABSENT)
     )
 
+    job = st.tuples(timeline, poll_after).map(
+        lambda pair: _drop_absent({**_job_document(pair[0]), "poll_after": pair[1]})
+    )
+    # Each job and each fault is drawn in one piece, and a fault's draws do not depend on how
+    # many jobs there are: shrinking deletes a job or a fault the failure does not need
+    # without changing what the others draw.
+    some_jobs = _some(job, min_jobs, max_jobs)
+    some_faults = _some(_plain_fault(fault_kinds, forms, max_jobs, max_duration), 0, max_faults)
+
     @st.composite
     def plain(draw: st.DrawFn) -> dict[str, Any]:
-        count = draw(st.integers(min_jobs, max_jobs))
-        jobs = []
-        for _ in range(count):
-            job = _job_document(draw(timeline))
-            job["poll_after"] = draw(poll_after)
-            jobs.append(_drop_absent(job))
-        faults = draw(_plain_faults(0, max_faults, fault_kinds, forms, count, max_duration))
+        jobs = draw(some_jobs)
+        faults = _named_faults(draw(some_faults), len(jobs))
         document = {
             "name": "generated",
             "seed": draw(st.integers(0, 2**16)) if faults else _ABSENT,

@@ -63,7 +63,10 @@ def test_bad_input_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     bad.write_text(json.dumps(CLEAN[0].to_dict()) + "\n{not json\n", encoding="utf-8")
     assert main(["check", str(bad)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"fakeprovider check: {bad}:2: not a journal entry: ")
+    assert err == (
+        f"fakeprovider check: {bad}:2: not JSON (Expecting property name enclosed in double"
+        " quotes at column 2); each line must be one journal entry\n"
+    )
     good = write(tmp_path / "j.jsonl", CLEAN)
     assert main(["check", str(good), "--max-retries", "many"]) == 2
     assert (

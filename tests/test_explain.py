@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import re
+
+import pytest
+
 from fakeprovider.explain import explain
-from fakeprovider.scenario import load_scenario, parse_scenario
+from fakeprovider.scenario import bundled_scenarios, load_scenario, parse_scenario
 
 
 def test_explain_describes_every_webhook_misbehaviour() -> None:
@@ -11,13 +15,13 @@ def test_explain_describes_every_webhook_misbehaviour() -> None:
     assert text.splitlines()[-6:] == [
         "Webhooks: job.processing, job.succeeded, job.failed to each job's callback_url, 2s after"
         " the change, signed (Standard Webhooks).",
-        "  every message is sent 3 times, 1500ms apart (same webhook-id, fresh timestamp and"
+        "  every message is sent 3 times, 1.5s apart (same webhook-id, fresh timestamp and"
         " signature)",
         "  each job's earlier events are held back and sent after its terminal one",
         "  a receiver's 429, 5xx or silence past 10s is retried, up to 5 attempts, after 1s, 5s,"
         " 30s (jittered); 410 stops",
         "",
-        "Expect: outcome succeeded, deadline 5m, at most 5 retries in a row, 1 download(s) per"
+        "Expect: outcome succeeded, deadline 300s, at most 5 retries in a row, 1 download(s) per"
         " job, webhooks acknowledged within 2s.",
     ]
 
@@ -76,4 +80,53 @@ def test_explain_writes_a_fault_window_in_one_unit() -> None:
     )
     lines = explain(scenario).splitlines()
     assert "  - a: every request (between 60s and 90s): answer 500" in lines
-    assert "  - b: every request (between 1m and 2m): answer 500" in lines
+    assert "  - b: every request (between 60s and 120s): answer 500" in lines
+
+
+@pytest.mark.parametrize("scale", [1.0, 0.1, 0.003])
+@pytest.mark.parametrize("name", sorted(bundled_scenarios()))
+def test_explain_writes_every_time_in_seconds(name: str, scale: float) -> None:
+    text = explain(load_scenario(name, time_scale=scale))
+    body = text.split("\n", 1)[1]  # the first line is the author's description
+    assert re.findall(r"\b\d+(?:\.\d+)?(?:ms|m|h)\b", body) == []
+    assert re.findall(r"\b\d+\.\d{4,}s\b", body) == []  # never finer than the millisecond
+
+
+def test_explain_shows_the_retry_after_sent_at_the_time_scale() -> None:
+    lines = explain(load_scenario("transient-5xx", time_scale=0.1)).splitlines()
+    assert (
+        "  - upstream-503: requests #2, #3 to status: answer 503, with Retry-After: 1 (0.3s"
+        " rounded up to whole seconds)"
+    ) in lines
+    assert "                 at 0.2s: processing, progress 5%" in lines
+    assert "  poll hint while running: 0.4s" in lines
+    unscaled = explain(load_scenario("transient-5xx")).splitlines()
+    assert (
+        "  - upstream-503: requests #2, #3 to status: answer 503, with Retry-After: 3" in unscaled
+    )
+
+
+def test_explain_shows_each_retry_after_form_as_sent() -> None:
+    scenario = parse_scenario(
+        "jobs:\n  - timeline: [{status: succeeded}]\n"
+        "faults:\n"
+        "  - {name: a, status: 503, retry_after: {delay: 1250ms, form: ms}}\n"
+        "  - {name: b, status: 503, retry_after: {delay: 2s, form: imf}}\n"
+        "  - {name: c, status: 503, retry_after: {raw: soon}}\n"
+        "rate_limit: {capacity: 1, refill_every: 2500ms}\n"
+        "concurrency: {max_active_jobs: 1, retry_after: 7s}\n"
+    )
+    lines = explain(scenario).splitlines()
+    assert lines[lines.index("Faults:") + 1 :][:3] == [
+        "  - a: every request: answer 503, with retry-after-ms: 1250",
+        "  - b: every request: answer 503, with Retry-After: an HTTP-date (imf) 2s after the"
+        " answer, rounded up to a whole second",
+        "  - c: every request: answer 503, with Retry-After: soon",
+    ]
+    assert (
+        "Rate limit: 1 requests at once on any per API key, one more every 2.5s; over it: 429 with"
+        " Retry-After: up to 3 (the wait for the next token, rounded up to whole seconds)."
+    ) in lines
+    assert (
+        "Concurrency: at most 1 active jobs; another submit gets 429 with Retry-After: 7."
+    ) in lines

@@ -95,6 +95,14 @@ def _prompt(value: Any) -> str | None:
     return joined or None
 
 
+def _error(
+    status: int, name: str, message: str, headers: Sequence[tuple[str, str]]
+) -> HttpResponse:
+    """The Interactions error body: ``{"error": {"code": <STATUS_NAME>, "message"}}`` (the
+    SDK's error schema has a string ``code``)."""
+    return json_response(status, {"error": {"code": name, "message": message}}, tuple(headers))
+
+
 class GeminiDialect(Dialect):
     name = "gemini"
     poll_hints = False
@@ -175,6 +183,11 @@ class GeminiDialect(Dialect):
         # deleting a finished interaction deletes it; cancelling one is refused
         if cancel_after_end(reply) and reply.request.method == "DELETE":
             return json_response(200, {}, reply.headers)
+        assert reply.error is not None
+        if reply.status_code == 409:
+            # Google APIs answer FAILED_PRECONDITION with 400; a 409 (ABORTED) is one the SDK
+            # retries four times, which a refusal that cannot change must not invite
+            return _error(400, "FAILED_PRECONDITION", reply.error.message, reply.headers)
         return super().render_refusal(reply, http)
 
     def interaction(self, job: JobView, http: HttpRequest) -> dict[str, Any]:
@@ -210,8 +223,7 @@ class GeminiDialect(Dialect):
         self, status: int, error: ApiError, headers: Sequence[tuple[str, str]] = ()
     ) -> HttpResponse:
         name = _STATUS_NAMES.get(status, "UNKNOWN" if status >= 500 else "FAILED_PRECONDITION")
-        payload = {"error": {"code": name, "message": error.message}}
-        return json_response(status, payload, tuple(headers))
+        return _error(status, name, error.message, headers)
 
     # -- webhooks -------------------------------------------------------------------------
 

@@ -1,0 +1,200 @@
+"""What a journal line must hold, checked field by field before the checker sees it.
+
+``entry_from_dict`` turns one decoded JSON object into an ``Entry`` or raises ``BadEntry``
+naming the field and what it expected; ``parse_lines`` does it for a whole JSONL stream and
+raises ``JournalError`` as ``FILE:LINE: field: what was expected``. A journal the fake wrote
+always passes; a hand-edited, truncated or foreign one is refused with a message instead of
+crashing a rule later (``"retry_after": 5``, ``"received_at": "x"``, NaN, binary).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from .journal import KINDS, Entry, RetryAfterRecord
+
+__all__ = ["BadEntry", "JournalError", "entry_from_dict", "parse_lines"]
+
+_NONE = type(None)
+_NUMBER = (int, float)
+
+
+class BadEntry(ValueError):
+    """One field of one entry is wrong (``field`` is empty for the entry as a whole)."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}" if field else message)
+        self.field = field
+        self.message = message
+
+
+class JournalError(ValueError):
+    """A journal line that is not an entry: ``FILE:LINE: field: what was expected``."""
+
+    def __init__(self, name: str, line: int, problem: str) -> None:
+        super().__init__(f"{name}:{line}: {problem}")
+        self.name = name
+        self.line = line
+
+
+def _finite(value: Any) -> bool:
+    return type(value) is int or math.isfinite(value)
+
+
+def _code(value: Any) -> bool:
+    return bool(100 <= value <= 999)
+
+
+def _not_negative(value: Any) -> bool:
+    return bool(value >= 0)
+
+
+_Check = Callable[[Any], bool]
+#: field -> (JSON types allowed, a check of a non-null value, what was expected)
+_FIELDS: dict[str, tuple[tuple[type, ...], _Check | None, str]] = {
+    "seq": ((int,), _not_negative, "a whole number at least 0"),
+    "kind": ((str,), KINDS.__contains__, "one of " + ", ".join(repr(k) for k in KINDS)),
+    "job_id": ((str, _NONE), None, "a string or null"),
+    "method": ((str,), None, "a string (the HTTP method)"),
+    "path": ((str,), None, "a string (the request path)"),
+    "client": ((str,), None, "a string (X-Client-Id or the peer address)"),
+    "received_at": (_NUMBER, _finite, "a finite number (clock seconds)"),
+    "response_started_at": ((*_NUMBER, _NONE), _finite, "a finite number (clock seconds) or null"),
+    "completed_at": ((*_NUMBER, _NONE), _finite, "a finite number (clock seconds) or null"),
+    "status_code": ((int, _NONE), _code, "an HTTP status code (100 to 999) or null"),
+    "job_status": ((str, _NONE), None, "a string or null"),
+    "retry_after": ((dict, _NONE), None, "an object with 'raw' and 'not_before', or null"),
+    "fault": ((str, _NONE), None, "a string or null"),
+    "true_status": ((str, _NONE), None, "a string or null"),
+    "status_since": ((*_NUMBER, _NONE), _finite, "a finite number (clock seconds) or null"),
+    "poll_after": ((*_NUMBER, _NONE), _finite, "a finite number of seconds or null"),
+    "error_code": ((str, _NONE), None, "a string or null"),
+    "credential": ((str, _NONE), None, "a string or null"),
+    "idempotency_key": ((str, _NONE), None, "a string or null"),
+    "request_digest": ((str, _NONE), None, "a string or null"),
+    "dropped": ((str, _NONE), None, "a string or null"),
+    "event": ((str, _NONE), None, "a string or null"),
+    "webhook_id": ((str, _NONE), None, "a string or null"),
+    "attempt": ((int, _NONE), _not_negative, "a whole number at least 0, or null"),
+    "delivery": ((str, _NONE), None, "a string or null"),
+    "listed": ((dict, _NONE), None, "an object of job id to status, or null"),
+    "run": ((dict, _NONE), None, "an object (a run header) or null"),
+    "inline_result": ((bool, _NONE), None, "true, false or null"),
+}
+_REQUIRED = ("seq", "kind", "method", "path", "client", "received_at")
+_RETRY_AFTER: dict[str, tuple[tuple[type, ...], _Check | None, str]] = {
+    "raw": ((str,), None, "a string (the header value sent)"),
+    "not_before": ((*_NUMBER, _NONE), _finite, "a finite number (clock seconds) or null"),
+    "header": ((str,), None, "a string (the header name)"),
+    "form": ((str,), None, "a string (the form of the value)"),
+}
+
+
+def _show(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "an array"
+    text = json.dumps(value) if isinstance(value, str) else repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _checked(
+    specs: dict[str, tuple[tuple[type, ...], _Check | None, str]],
+    data: dict[str, Any],
+    prefix: str,
+) -> None:
+    for name, value in data.items():
+        spec = specs.get(name)
+        if spec is None:
+            raise BadEntry(f"{prefix}{name}", "not a journal field")
+        types, check, expected = spec
+        if type(value) not in types or (
+            check is not None and value is not None and not check(value)
+        ):
+            raise BadEntry(f"{prefix}{name}", f"expected {expected}, got {_show(value)}")
+
+
+def entry_from_dict(data: Any) -> Entry:
+    """The ``Entry`` a decoded journal line stands for; ``BadEntry`` names what is wrong."""
+    if not isinstance(data, dict):
+        raise BadEntry("", f"expected a JSON object (a journal entry), got {_show(data)}")
+    _checked(_FIELDS, data, "")
+    for name in _REQUIRED:
+        if name not in data:
+            listing = ", ".join(_REQUIRED[:-1]) + f" and {_REQUIRED[-1]}"
+            raise BadEntry(name, f"missing; every entry has {listing}")
+    values = {"job_id": None, **data}
+    ra = values.get("retry_after")
+    if ra is not None:
+        _checked(_RETRY_AFTER, ra, "retry_after.")
+        for name in ("raw", "not_before"):
+            if name not in ra:
+                raise BadEntry(
+                    f"retry_after.{name}", "missing; a Retry-After has raw and not_before"
+                )
+        values["retry_after"] = RetryAfterRecord(**ra)
+    run = values.get("run")
+    if run is not None:
+        scale = run.get("time_scale")
+        if scale is not None and not (type(scale) in _NUMBER and 0 < scale < math.inf):
+            raise BadEntry("run.time_scale", f"expected a positive number, got {_show(scale)}")
+        if not isinstance(run.get("limits", {}), dict):
+            raise BadEntry("run.limits", f"expected an object, got {_show(run['limits'])}")
+    listed = values.get("listed")
+    if listed is not None:
+        for job, status in listed.items():
+            if not isinstance(status, str):
+                raise BadEntry(
+                    f"listed.{job}", f"expected a status (a string), got {_show(status)}"
+                )
+        values["listed"] = tuple(listed.items())
+    return Entry(**values)
+
+
+def parse_lines(lines: Iterable[str | bytes], name: str) -> list[Entry]:
+    """Entries from JSONL ``lines`` (text or UTF-8 bytes), in file order; blank lines skipped.
+
+    Raises ``JournalError`` for the first line that is not an entry.
+    """
+    entries: list[Entry] = []
+    loads = json.loads
+    for number, raw in enumerate(lines, start=1):
+        if isinstance(raw, bytes):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise JournalError(
+                    name,
+                    number,
+                    f"not UTF-8 text (byte 0x{raw[exc.start]:02x} at column {exc.start + 1});"
+                    " a journal is JSON lines",
+                ) from None
+        else:
+            line = raw
+        if not line.strip():
+            continue
+        try:
+            data = loads(line)
+        except RecursionError:
+            raise JournalError(
+                name, number, "not a journal entry: JSON nested too deeply"
+            ) from None
+        except ValueError as exc:
+            why = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+            where = f" at column {exc.pos + 1}" if isinstance(exc, json.JSONDecodeError) else ""
+            raise JournalError(
+                name, number, f"not JSON ({why}{where}); each line must be one journal entry"
+            ) from None
+        try:
+            entries.append(entry_from_dict(data))
+        except BadEntry as exc:
+            raise JournalError(name, number, str(exc)) from None
+    return entries
