@@ -213,6 +213,10 @@ class BadInput(Exception):
     """What ``judge`` could not judge, as the one line to print (exit 2)."""
 
 
+class NothingTested(BadInput):
+    """The journal holds no client request."""
+
+
 def judge(journal: str, args: argparse.Namespace, prog: str = "fakeprovider check") -> Report:
     """Read ``journal`` and judge it with the limits ``args`` ask for (see ``_run_limits``).
 
@@ -233,7 +237,7 @@ def judge(journal: str, args: argparse.Namespace, prog: str = "fakeprovider chec
     except ValueError as exc:
         raise BadInput(f"{prog}: {exc}") from None
     if not any(entry.kind not in ("admin", "webhook") for entry in entries):
-        raise BadInput(
+        raise NothingTested(
             f"{prog}: {journal} holds no client request, so nothing was tested;"
             " did the client reach the fake?"
         )

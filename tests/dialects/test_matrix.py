@@ -6,7 +6,7 @@ not by the code under test. A cell's run must give exactly that text. The table 
 docs/dialects/README.md is rendered from ``EXPECTED`` (``python -m tests.dialects.matrix
 --write``) and checked against it here.
 
-The full matrix (112 cells, several minutes) is ``-m slow -k matrix``; the default run replays
+The full matrix (144 cells, several minutes) is ``-m slow -k matrix``; the default run replays
 the key cells and checks the table. ``python -m tests.dialects.matrix [SDK...]`` runs cells
 and prints those that differ from ``EXPECTED``.
 """
@@ -39,6 +39,8 @@ _MODULES = {
     "google-genai": "google.genai",
     "genai-interactions": "google.genai",
     "lumaai": "lumaai",
+    "volcengine-ark": "volcenginesdkarkruntime",
+    "dashscope": "dashscope",
 }
 
 #: Per SDK, per bundled scenario: ``outcome[ ≠]; invariants`` (``≠``: the outcome differs from
@@ -173,6 +175,47 @@ EXPECTED: dict[str, dict[str, str]] = {
         "duplicate-webhook": "succeeded; -",
         "forged-webhook": "succeeded; -",
     },
+    "volcengine-ark": {
+        "slow-success": "succeeded; -",
+        "quick-preview": "succeeded; -",
+        "long-render": "succeeded; -",
+        "terminal-failure": "failed; -",
+        "cancelled": "cancelled; -",
+        "completed-with-errors": "succeeded ≠; -",
+        "deadline-expiry": "timed_out; -",  # the poll loop gives up at the deadline
+        # its retries back off 0.5 s, 1 s and never read Retry-After: the retry of a 503 whose
+        # Retry-After says 1 s comes after 0.4-0.5 s
+        "transient-5xx": "succeeded; honours_retry_after",
+        "retry-after-seconds": "succeeded; honours_retry_after",
+        # the HTTP-dates here (0.12-0.2 s scaled, 1 s resolution, 1 s of slack) are shorter
+        # than its backoff: clean, whatever it reads (the 5xx cells show the finding)
+        "rate-limited": "succeeded; -",
+        # the concurrency 429 on a create is retried after 0.5 s, before its Retry-After: 1
+        "rate-limit-budget": "succeeded; honours_retry_after",
+        "slow-status": "succeeded; -",
+        "ambiguous-submit": "succeeded; no_resubmission",  # any exception is retried, no key
+        "auth-revoked": "raised ArkAuthenticationError 401 ≠; -",
+        "duplicate-webhook": "succeeded; -",
+        "forged-webhook": "succeeded; -",
+    },
+    "dashscope": {
+        "slow-success": "succeeded; -",
+        "quick-preview": "succeeded; -",
+        "long-render": "succeeded; -",
+        "terminal-failure": "failed; -",  # jobs.wait raises on FAILED; the driver reads it
+        "cancelled": "cancelled; -",  # and on CANCELED
+        "completed-with-errors": "succeeded ≠; -",
+        "deadline-expiry": "timed_out; -",  # jobs.wait(timeout=deadline) raises
+        "transient-5xx": "succeeded; -",  # the v2 transport waits Retry-After (capped at 8 s)
+        "retry-after-seconds": "succeeded; -",
+        "rate-limited": "succeeded; -",
+        "rate-limit-budget": "succeeded; -",
+        "slow-status": "succeeded; -",
+        "ambiguous-submit": "succeeded; no_resubmission",  # every method retried, no key
+        "auth-revoked": "raised AuthenticationError 401 ≠; -",
+        "duplicate-webhook": "succeeded; -",
+        "forged-webhook": "succeeded; -",
+    },
 }
 
 
@@ -197,13 +240,15 @@ KEY_CELLS = [
     ("openai", "slow-success"),  # the hint is on status reads only: the helper is clean
     ("google-genai", "quick-preview"),  # the inline video is the one retrieval
     ("genai-interactions", "quick-preview"),  # likewise, through client.interactions
-    ("runwayml", "rate-limit-budget"),  # concurrency 429 retried; status_rate judged scaled
+    ("runwayml", "rate-limit-budget"),  # the 4th create THROTTLED; status_rate judged scaled
     ("lumaai", "ambiguous-submit"),  # a lost create retried without Idempotency-Key
     ("replicate", "ambiguous-submit"),  # a lost create not retried: ReadError
     ("fal-client", "retry-after-seconds"),  # an app 503 is not retried
     ("openai", "auth-revoked"),  # 401 raised, not retried
     ("replicate", "cancelled"),
     ("lumaai", "deadline-expiry"),  # the poll loop gives up at the deadline
+    ("volcengine-ark", "transient-5xx"),  # retries that never read Retry-After
+    ("dashscope", "ambiguous-submit"),  # the v2 transport retries a lost create, no key
 ]
 
 
