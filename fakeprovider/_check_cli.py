@@ -60,7 +60,7 @@ _OPTIONS = {
 
 
 def add_check_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from .cli import examples, formatter
+    from .cli import examples, formatter, time_scale
 
     parser = sub.add_parser(
         "check",
@@ -87,7 +87,7 @@ def add_check_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     )
     parser.add_argument(
         "--time-scale",
-        type=float,
+        type=time_scale,
         default=None,
         metavar="F",
         help="the time scale the journal was recorded at, for --scenario (default: the run"
@@ -99,7 +99,7 @@ def add_check_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
 
 def add_report_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from .cli import examples, formatter
+    from .cli import examples, formatter, time_scale
 
     parser = sub.add_parser(
         "report",
@@ -137,7 +137,7 @@ def add_report_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     parser.add_argument(
         "--time-scale",
-        type=float,
+        type=time_scale,
         default=None,
         metavar="F",
         help="the time scale the journal was recorded at, for --scenario",

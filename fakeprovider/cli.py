@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -23,16 +24,6 @@ __all__ = ["main"]
 Command = Callable[[argparse.Namespace], int]
 
 
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
-    return value
-
-
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -50,6 +41,21 @@ def _timeout(text: str) -> float:
         raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
     if not 0 < value <= 3600:
         raise argparse.ArgumentTypeError(f"expected seconds between 0 and 3600, got {text!r}")
+    return value
+
+
+def time_scale(text: str) -> float:
+    """``--time-scale F``: a number greater than 0 and at most ``MAX_TIME_SCALE`` (1000)."""
+    from .scenario import MAX_TIME_SCALE
+
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value <= MAX_TIME_SCALE:
+        raise argparse.ArgumentTypeError(
+            f"expected a time scale greater than 0 and at most {MAX_TIME_SCALE:g}, got {text!r}"
+        )
     return value
 
 
@@ -92,7 +98,7 @@ def add_serve_options(parser: argparse.ArgumentParser, *, port: int) -> None:
     )
     parser.add_argument(
         "--time-scale",
-        type=_positive_float,
+        type=time_scale,
         default=1.0,
         metavar="F",
         help="multiply every duration in the scenario by F (0.1 runs a 93 s job in 9.3 s)",
@@ -497,7 +503,7 @@ def build_parser() -> argparse.ArgumentParser:
     explain.add_argument("scenario", metavar="SCENARIO", help="bundled scenario name or path")
     explain.add_argument(
         "--time-scale",
-        type=_positive_float,
+        type=time_scale,
         default=1.0,
         metavar="F",
         help="show the timeline compressed by F (default: 1)",
