@@ -60,7 +60,7 @@ _OPTIONS = {
 
 
 def add_check_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from .cli import examples, formatter
+    from .cli import examples, formatter, time_scale
 
     parser = sub.add_parser(
         "check",
@@ -87,7 +87,7 @@ def add_check_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     )
     parser.add_argument(
         "--time-scale",
-        type=float,
+        type=time_scale,
         default=None,
         metavar="F",
         help="the time scale the journal was recorded at, for --scenario (default: the run"
@@ -99,7 +99,7 @@ def add_check_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
 
 def add_report_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from .cli import examples, formatter
+    from .cli import examples, formatter, time_scale
 
     parser = sub.add_parser(
         "report",
@@ -137,7 +137,7 @@ def add_report_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     parser.add_argument(
         "--time-scale",
-        type=float,
+        type=time_scale,
         default=None,
         metavar="F",
         help="the time scale the journal was recorded at, for --scenario",
@@ -213,6 +213,10 @@ class BadInput(Exception):
     """What ``judge`` could not judge, as the one line to print (exit 2)."""
 
 
+class NothingTested(BadInput):
+    """The journal holds no client request."""
+
+
 def judge(journal: str, args: argparse.Namespace, prog: str = "fakeprovider check") -> Report:
     """Read ``journal`` and judge it with the limits ``args`` ask for (see ``_run_limits``).
 
@@ -233,7 +237,7 @@ def judge(journal: str, args: argparse.Namespace, prog: str = "fakeprovider chec
     except ValueError as exc:
         raise BadInput(f"{prog}: {exc}") from None
     if not any(entry.kind not in ("admin", "webhook") for entry in entries):
-        raise BadInput(
+        raise NothingTested(
             f"{prog}: {journal} holds no client request, so nothing was tested;"
             " did the client reach the fake?"
         )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from typing import Any
 
 import yaml
@@ -61,7 +62,8 @@ def reference() -> str:
     """The Markdown reference of every key, from the dataclasses' annotations and docs."""
     parts = []
     for title, cls in _SECTIONS:
-        parts.append(f"### `{title}`\n\n{(cls.__doc__ or '').strip()}\n")
+        # cleandoc: a docstring's later lines are indented, and indented lines are a code block
+        parts.append(f"### `{title}`\n\n{inspect.cleandoc(cls.__doc__ or '')}\n")
         parts.append("| key | type | default | meaning |\n| --- | --- | --- | --- |")
         for name, tp, text, default in iter_fields(cls):
             kind = describe(tp).replace("|", "\\|")

@@ -10,6 +10,10 @@ _WHOLE = re.compile(r"^(?:\d+(?:\.\d+)?(?:ms|s|m|h))+$")
 _SECONDS = re.compile(r"^\d+(?:\.\d+)?$")
 _UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 
+#: The longest duration a scenario may write (before ``--time-scale``): 7 days.
+MAX_DURATION = 7 * 24 * 3600.0
+MAX_DURATION_TEXT = "7 days (168h, 604800s)"
+
 #: What a duration string may look like (JSON Schema): ``1m30s``, ``250ms``, or bare seconds.
 DURATION_PATTERN = r"^(?:\d+(?:\.\d+)?|(?:\d+(?:\.\d+)?(?:ms|s|m|h))+)$"
 

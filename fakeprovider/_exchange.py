@@ -170,10 +170,13 @@ class Routes:
             if not self._routes:
                 self._uninstall()
 
-    def serves_host(self, host: str) -> bool:
-        """True when a fake answers for ``host`` (on any scheme or port)."""
+    def serves_host(self, host: str, port: int | None) -> bool:
+        """True when a fake answers for ``host`` on ``port`` (any scheme; ``None``: any port)."""
         wanted = host.lower().rstrip(".")
-        return any(origin.host == wanted for origin, _ in self._routes)
+        return any(
+            origin.host == wanted and (origin.port is None or port is None or origin.port == port)
+            for origin, _ in self._routes
+        )
 
     def find(self, scheme: str, host: str, port: int | None) -> Exchange | None:
         for origin, exchange in self._routes:

@@ -71,7 +71,8 @@ def not_intercepted(host: str) -> NotInterceptedError:
 
 def _guarded_getaddrinfo(host: Any, port: Any, *args: Any, **kwargs: Any) -> Any:
     name = host.decode("ascii", "replace") if isinstance(host, bytes) else host
-    if isinstance(name, str) and _routes.serves_host(name):
+    number = int(port) if isinstance(port, int | str) and str(port).isdigit() else None
+    if isinstance(name, str) and _routes.serves_host(name, number):
         raise not_intercepted(name)
     return _REAL_GETADDRINFO(host, port, *args, **kwargs)
 

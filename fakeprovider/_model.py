@@ -11,6 +11,7 @@ nested model dataclasses, and ``Annotated[T, Bounds(...)]`` / ``Duration``.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import types
@@ -18,10 +19,20 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Union, get_args, get_origin, get_type_hints
 
-from ._durations import DURATION_PATTERN, format_duration, parse_duration
+from ._durations import (
+    DURATION_PATTERN,
+    MAX_DURATION,
+    MAX_DURATION_TEXT,
+    format_duration,
+    parse_duration,
+)
 from ._suggest import did_you_mean
 
 Path = tuple[str | int, ...]
+
+#: The largest size of any number in a scenario (an integer or a float): finite, and far from
+#: where arithmetic on it overflows.
+MAX_NUMBER = 10**15
 
 
 @dataclass(frozen=True)
@@ -114,6 +125,16 @@ def _type_name(value: Any) -> str:
     if isinstance(value, dict):
         return "a mapping"
     return type(value).__name__
+
+
+def _show_number(value: Any) -> str:
+    """``value`` for a message, a number of hundreds of digits cut short."""
+    text = value if isinstance(value, str) else repr(value)
+    return (
+        repr(text)
+        if isinstance(value, str) and len(text) <= 40
+        else (text if len(text) <= 40 else f"{text[:20]}... ({len(text)} characters)")
+    )
 
 
 def _show(value: Any) -> str:
@@ -234,6 +255,11 @@ def convert(tp: Any, value: Any, path: Path, issues: list[Issue], *, parents: Pa
         if bounds and not bounds.holds(value):
             issues.append((path, f"expected {describe(tp)}, got {_show(value)}"))
             return INVALID
+        if abs(value) > MAX_NUMBER:
+            issues.append(
+                (path, f"a number here must be at most 10^15 in size, got {_show_number(value)}")
+            )
+            return INVALID
         return float(value) if base is float else value
     if base is str:
         if isinstance(value, str):
@@ -267,13 +293,22 @@ def convert(tp: Any, value: Any, path: Path, issues: list[Issue], *, parents: Pa
 
 
 def _convert_duration(value: Any, path: Path, issues: list[Issue]) -> Any:
+    seconds: float | None = None
     if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0:
-        return float(value)
-    if isinstance(value, str):
-        try:
-            return parse_duration(value)
-        except ValueError:
-            pass
+        seconds = value
+    elif isinstance(value, str):
+        with contextlib.suppress(ValueError):
+            seconds = parse_duration(value)
+    if seconds is not None:
+        if not seconds <= MAX_DURATION:  # NaN too
+            issues.append(
+                (
+                    path,
+                    f"a duration must be at most {MAX_DURATION_TEXT}, got {_show_number(value)}",
+                )
+            )
+            return INVALID
+        return float(seconds)
     if (isinstance(value, (int, float)) and not isinstance(value, bool)) or (
         isinstance(value, str) and value.strip().startswith("-")
     ):

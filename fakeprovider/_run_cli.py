@@ -135,7 +135,7 @@ def _say(text: str) -> None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from .cli import request_logger
-    from .dialects import DIALECTS
+    from .dialects import DIALECTS, unknown_dialect
     from .server import ServerThread
     from .service import FakeProvider
 
@@ -144,7 +144,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         _say("no command given; usage: fakeprovider run SCENARIO [options] -- COMMAND [ARGS...]")
         return 2
     if args.dialect is not None and args.dialect not in DIALECTS:
-        _say(f"unknown dialect {args.dialect!r}; known dialects: {', '.join(sorted(DIALECTS))}")
+        _say(unknown_dialect(args.dialect))
         return 2
     with contextlib.ExitStack() as stack:
         if args.journal is None:
@@ -221,7 +221,7 @@ def _run_command(command: list[str], url: str, journal: Path, timeout: float | N
 
 
 def _verdict(args: argparse.Namespace, journal: Path, url: str, outcome: str | int) -> int:
-    from ._check_cli import BadInput, judge, report_name
+    from ._check_cli import BadInput, NothingTested, judge, report_name
     from ._formats import format_report
 
     if outcome == "not run":
@@ -235,10 +235,7 @@ def _verdict(args: argparse.Namespace, journal: Path, url: str, outcome: str | i
         problems.append(f"the command failed (exit status {outcome})")
     try:
         report = judge(str(journal), options, prog=PROG)
-    except BadInput as exc:
-        if "holds no client request" not in str(exc):
-            print(exc, file=sys.stderr)
-            return 2
+    except NothingTested:
         problems.append(
             f"the command made no request to the fake at {url}, so nothing was tested;"
             " does it read FAKEPROVIDER_URL?"
@@ -246,6 +243,9 @@ def _verdict(args: argparse.Namespace, journal: Path, url: str, outcome: str | i
         for problem in problems:
             _say(problem)
         return 1
+    except BadInput as exc:
+        print(exc, file=sys.stderr)
+        return 2
     name = report_name(report)
     text = format_report(report, args.format, max_violations=args.max_violations, name=name)
     print(text, flush=True)

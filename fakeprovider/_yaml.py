@@ -21,6 +21,8 @@ Positions = dict[Path, tuple[int, int]]
 #: How many values aliases may repeat, in all, in one document (each alias costs the size of
 #: the value it names). Scenarios that reuse a fault or a timeline stay far below it.
 MAX_ALIAS_VALUES = 10_000
+#: How deep values may nest (mappings and lists inside each other). A scenario needs about 5.
+MAX_DEPTH = 64
 
 
 class YamlSyntaxError(Exception):
@@ -37,11 +39,16 @@ def _position(node: yaml.Node) -> tuple[int, int]:
 
 def load_located(text: str) -> tuple[Any, Positions]:
     """Parse one YAML document; raise ``YamlSyntaxError`` with a position when it is not YAML."""
-    loader = yaml.SafeLoader(text)
+    try:
+        loader = yaml.SafeLoader(text)
+    except yaml.reader.ReaderError as exc:
+        raise _unreadable(text, exc) from None
     try:
         node = loader.get_single_node()
         positions: Positions = {}
-        value = None if node is None else _Converter(loader, positions).convert(node, ())
+        value = None if node is None else _Converter(loader, positions, text).convert(node, ())
+    except yaml.reader.ReaderError as exc:
+        raise _unreadable(text, exc) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         unclosed = (
@@ -56,11 +63,34 @@ def load_located(text: str) -> tuple[Any, Positions]:
         raise YamlSyntaxError(line, column, f"invalid YAML: {message}") from None
     except yaml.YAMLError as exc:
         raise YamlSyntaxError(1, 1, f"invalid YAML: {exc}") from None
+    except RecursionError:
+        # PyYAML composes nested collections recursively: say where it gave up
+        mark = loader.get_mark()
+        raise YamlSyntaxError(
+            mark.line + 1,
+            mark.column + 1,
+            f"invalid YAML: nested too deeply; values may nest at most {MAX_DEPTH} levels",
+        ) from None
     finally:
         loader.dispose()
     if node is None:
         positions[()] = (1, 1)
     return value, positions
+
+
+def _unreadable(text: str, exc: yaml.reader.ReaderError) -> YamlSyntaxError:
+    """A character YAML does not allow (NUL, most control characters), with its position."""
+    before = text[: exc.position]
+    line = before.count("\n") + 1
+    column = exc.position - (before.rfind("\n") + 1) + 1
+    code = exc.character if isinstance(exc.character, int) else ord(str(exc.character)[:1] or "?")
+    return YamlSyntaxError(
+        line,
+        column,
+        f"invalid YAML: the character U+{code:04X} is not allowed in YAML (a control"
+        ' character); remove it, or write it as an escape such as "\\x00" in a'
+        " double-quoted string",
+    )
 
 
 def _explain(exc: yaml.MarkedYAMLError) -> str:
@@ -81,21 +111,44 @@ def _explain(exc: yaml.MarkedYAMLError) -> str:
     return problem
 
 
+_KINDS = {
+    "tag:yaml.org,2002:int": "an integer",
+    "tag:yaml.org,2002:float": "a number",
+    "tag:yaml.org,2002:bool": "true or false",
+    "tag:yaml.org,2002:timestamp": "a date",
+    "tag:yaml.org,2002:binary": "base64 data",
+    "tag:yaml.org,2002:null": "null",
+}
+
+
 class _Converter:
     """Turns composed nodes into values, recording positions and counting alias repeats."""
 
-    def __init__(self, loader: yaml.SafeLoader, positions: Positions) -> None:
+    def __init__(self, loader: yaml.SafeLoader, positions: Positions, text: str) -> None:
         self.loader = loader
         self.positions = positions
+        self.text = text
         self.seen: set[int] = set()
+        self.inside: set[int] = set()  # the collections being converted (the current path)
         self.repeated = 0
 
     def convert(self, node: yaml.Node, path: Path) -> Any:
+        line, column = _position(node)
+        if id(node) in self.inside:
+            raise YamlSyntaxError(
+                line,
+                column,
+                "invalid YAML: a recursive alias (this value contains itself); an alias must"
+                " not refer to a value it is inside",
+            )
+        if len(path) > MAX_DEPTH:
+            raise YamlSyntaxError(
+                line, column, f"values nest more than {MAX_DEPTH} levels deep; flatten them"
+            )
         # An alias is the very node its anchor named: a node met again is a repeat.
         if id(node) in self.seen:
             self.repeated += 1
             if self.repeated > MAX_ALIAS_VALUES:
-                line, column = _position(node)
                 raise YamlSyntaxError(
                     line,
                     column,
@@ -104,25 +157,73 @@ class _Converter:
                 )
         else:
             self.seen.add(id(node))
-        positions, loader = self.positions, self.loader
-        positions[path] = _position(node)
+        self.positions[path] = (line, column)
         if isinstance(node, yaml.MappingNode):
-            loader.flatten_mapping(node)
-            result: dict[Any, Any] = {}
-            for key_node, value_node in node.value:
-                key = loader.construct_object(key_node, deep=True)
-                if not isinstance(key, str):
-                    key = str(key)
-                if key in result:
-                    line, column = _position(key_node)
-                    raise YamlSyntaxError(
-                        line, column, f"duplicate key {key!r}; each key may appear once"
-                    )
-                child = (*path, key)
-                result[key] = self.convert(value_node, child)
-                # A key's own position is more useful than its value's for "unknown key" errors.
-                positions[(*child, "<key>")] = _position(key_node)
-            return result
+            self.inside.add(id(node))
+            try:
+                return self._mapping(node, path)
+            finally:
+                self.inside.discard(id(node))
         if isinstance(node, yaml.SequenceNode):
-            return [self.convert(item, (*path, index)) for index, item in enumerate(node.value)]
-        return loader.construct_object(node, deep=True)
+            self.inside.add(id(node))
+            try:
+                return [self.convert(item, (*path, i)) for i, item in enumerate(node.value)]
+            finally:
+                self.inside.discard(id(node))
+        return self._scalar(node)
+
+    def _mapping(self, node: yaml.MappingNode, path: Path) -> dict[Any, Any]:
+        loader = self.loader
+        try:
+            loader.flatten_mapping(node)
+        except RecursionError:
+            line, column = _position(node)
+            raise YamlSyntaxError(
+                line, column, "invalid YAML: a merge key ('<<') that merges a mapping into itself"
+            ) from None
+        result: dict[Any, Any] = {}
+        for key_node, value_node in node.value:
+            if not isinstance(key_node, yaml.ScalarNode):
+                line, column = _position(key_node)
+                raise YamlSyntaxError(
+                    line,
+                    column,
+                    "a key must be a plain value such as a name, not a list or mapping",
+                )
+            key = self._scalar(key_node)
+            if not isinstance(key, str):
+                key = str(key)
+            if key in result:
+                line, column = _position(key_node)
+                raise YamlSyntaxError(
+                    line, column, f"duplicate key {key!r}; each key may appear once"
+                )
+            child = (*path, key)
+            result[key] = self.convert(value_node, child)
+            # A key's own position is more useful than its value's for "unknown key" errors.
+            self.positions[(*child, "<key>")] = _position(key_node)
+        return result
+
+    def _scalar(self, node: yaml.Node) -> Any:
+        """The value of a scalar; one PyYAML cannot build (``2001-13-45``, a 5,000-digit
+        integer, ``!!float abc``, ``!!bool maybe``) is an error at its position."""
+        try:
+            return self.loader.construct_object(node, deep=True)
+        except yaml.YAMLError:
+            raise
+        except (ValueError, ArithmeticError, KeyError, TypeError, AttributeError) as exc:
+            line, column = _position(node)
+            kind = _KINDS.get(node.tag, f"a value tagged {node.tag!r}")
+            raw = str(node.value)
+            shown = raw if len(raw) <= 40 else raw[:37] + "..."
+            why = " ".join(str(exc).split(";")[0].split()) if isinstance(exc, ValueError) else ""
+            why = f" ({why})" if why and len(why) <= 80 else ""
+            explicit = self.text[node.start_mark.index : node.start_mark.index + 1] == "!"
+            hint = (
+                "; fix the value or remove the tag"
+                if explicit
+                else "; quote it to make it a string"
+            )
+            raise YamlSyntaxError(
+                line, column, f"{shown!r} cannot be read as {kind}{why}{hint}"
+            ) from None

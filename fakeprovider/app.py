@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import hmac
 import json
 import socket
 import struct
@@ -34,7 +35,7 @@ from .journal import Entry
 from .scenario import bundled_scenarios, load_scenario, parse_scenario
 from .service import INTERNAL_ERROR_MESSAGE, FakeProvider, internal_error
 
-__all__ = ["FakeProviderApp", "create_app"]
+__all__ = ["FakeProviderApp", "admin_refusal", "create_app"]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -87,9 +88,10 @@ class FakeProviderApp:
     exits rather than cancelled mid-answer.
     """
 
-    def __init__(self, provider: FakeProvider) -> None:
+    def __init__(self, provider: FakeProvider, *, admin_token: str | None = None) -> None:
         self.provider = provider
         self.admin = _admin_app(provider)
+        self.admin_token = admin_token
         self._stopping: asyncio.Event | None = None
         self.stopping = False
 
@@ -119,6 +121,19 @@ class FakeProviderApp:
         state = _Exchange(self.provider, send)
         try:
             if scope["path"].startswith(ADMIN_PREFIX):
+                headers = {
+                    k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]
+                }
+                refusal = admin_refusal(
+                    scope["method"],
+                    scope["path"],
+                    headers,
+                    scope.get("scheme", "http"),
+                    self.admin_token,
+                )
+                if refusal is not None:
+                    await refusal(scope, receive, state.send_dated)
+                    return
                 await self.admin(scope, receive, state.send_dated)
             else:
                 await self._api(scope, receive, state)
@@ -270,6 +285,20 @@ def _raw_headers(response: HttpResponse, date: str) -> list[tuple[bytes, bytes]]
     return raw
 
 
+async def _read_capped(request: StarletteRequest, limit: int) -> bytes | None:
+    """The request's body, or None as soon as it is known to exceed ``limit`` bytes: from its
+    ``Content-Length`` before reading anything, else while reading (the rest is never read)."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        return None
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            return None
+    return bytes(body)
+
+
 def _admin_app(provider: FakeProvider) -> Starlette:
     async def health(request: StarletteRequest) -> Response:
         return JSONResponse(
@@ -337,9 +366,12 @@ def _admin_app(provider: FakeProvider) -> Starlette:
         return JSONResponse({"status": "reset", "scenario": provider.scenario.name})
 
     async def scenario(request: StarletteRequest) -> Response:
-        raw = await request.body()
-        if len(raw) > provider.scenario.max_body_bytes:
-            return _error(413, "payload_too_large", "The scenario is too large.")
+        limit = provider.scenario.max_body_bytes
+        raw = await _read_capped(request, limit)
+        if raw is None:
+            return _error(
+                413, "payload_too_large", f"The scenario is too large; send at most {limit} bytes."
+            )
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError:
@@ -421,6 +453,66 @@ async def _json_array(entries: list[Entry]) -> AsyncIterator[bytes]:
     yield b"]"
 
 
-def create_app(provider: FakeProvider) -> FakeProviderApp:
-    """The ASGI app serving ``provider``: the API, and the admin API under ``/__admin/``."""
-    return FakeProviderApp(provider)
+def create_app(provider: FakeProvider, *, admin_token: str | None = None) -> FakeProviderApp:
+    """The ASGI app serving ``provider``: the API, and the admin API under ``/__admin/``
+    (which then wants ``Authorization: Bearer <admin_token>``, health checks excepted)."""
+    return FakeProviderApp(provider, admin_token=admin_token)
+
+
+#: Content types a browser may send cross-origin without asking first (a "simple request"): a
+#: web page could post them to the admin API with a form or ``fetch``, so mutations refuse them.
+SIMPLE_CONTENT_TYPES = frozenset(
+    {"application/x-www-form-urlencoded", "multipart/form-data", "text/plain"}
+)
+_MUTATIONS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+def admin_refusal(
+    method: str, path: str, headers: dict[str, str], scheme: str, token: str | None
+) -> JSONResponse | None:
+    """Why an admin request is refused (a JSON 4xx), or None to serve it.
+
+    Browsers mark what a web page sends: ``Sec-Fetch-Site`` (anything but ``same-origin`` or
+    ``none`` is another site's page) and ``Origin`` (must be the fake's own). Mutations must
+    not come as a type a page can send without a CORS preflight. With a token, every route but
+    the health check wants ``Authorization: Bearer <token>``.
+    """
+    site = headers.get("sec-fetch-site")
+    if site is not None and site not in ("same-origin", "none"):
+        return _error(
+            403,
+            "cross_origin",
+            f"The admin API refuses requests from web pages of other sites (Sec-Fetch-Site:"
+            f" {site}).",
+        )
+    origin = headers.get("origin")
+    own = f"{scheme}://{headers.get('host', '')}"
+    if origin is not None and origin != own:
+        return _error(
+            403,
+            "cross_origin",
+            f"The admin API refuses requests from other origins (Origin: {origin}; this is {own}).",
+        )
+    if method in _MUTATIONS:
+        ctype = headers.get("content-type", "").split(";")[0].strip().lower()
+        if ctype in SIMPLE_CONTENT_TYPES:
+            return _error(
+                415,
+                "unsupported_media_type",
+                f"The admin API does not take {ctype} (a type any web page can send); send"
+                " application/yaml or application/json, or no Content-Type.",
+            )
+    if token is not None and path != "/__admin/health":
+        scheme_, _, given = headers.get("authorization", "").partition(" ")
+        if scheme_.lower() != "bearer" or not hmac.compare_digest(
+            given.strip().encode(), token.encode()
+        ):
+            response = _error(
+                401,
+                "admin_token_required",
+                "The admin API wants 'Authorization: Bearer <token>' with the token the server"
+                " printed at start (or was given with --admin-token).",
+            )
+            response.headers["www-authenticate"] = 'Bearer realm="fakeprovider admin"'
+            return response
+    return None

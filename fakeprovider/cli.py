@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -23,16 +24,6 @@ __all__ = ["main"]
 Command = Callable[[argparse.Namespace], int]
 
 
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
-    return value
-
-
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -50,6 +41,21 @@ def _timeout(text: str) -> float:
         raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
     if not 0 < value <= 3600:
         raise argparse.ArgumentTypeError(f"expected seconds between 0 and 3600, got {text!r}")
+    return value
+
+
+def time_scale(text: str) -> float:
+    """``--time-scale F``: a number greater than 0 and at most ``MAX_TIME_SCALE`` (1000)."""
+    from .scenario import MAX_TIME_SCALE
+
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value <= MAX_TIME_SCALE:
+        raise argparse.ArgumentTypeError(
+            f"expected a time scale greater than 0 and at most {MAX_TIME_SCALE:g}, got {text!r}"
+        )
     return value
 
 
@@ -92,7 +98,7 @@ def add_serve_options(parser: argparse.ArgumentParser, *, port: int) -> None:
     )
     parser.add_argument(
         "--time-scale",
-        type=_positive_float,
+        type=time_scale,
         default=1.0,
         metavar="F",
         help="multiply every duration in the scenario by F (0.1 runs a 93 s job in 9.3 s)",
@@ -155,8 +161,21 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.log_requests or args.log_level in ("info", "debug"):
         provider.journal.listener = request_logger(provider)
 
+    from .server import admin_token_for, is_loopback
+
+    admin_token = admin_token_for(args.host, args.admin_token)
+
     def ready(url: str) -> None:
         print(url, flush=True)
+        if not is_loopback(args.host):
+            shown = "given with --admin-token" if args.admin_token else f"token: {admin_token}"
+            print(
+                f"fakeprovider serve: warning: {args.host} is not a loopback address, so"
+                " anyone who can reach it can use the fake; the admin API wants"
+                f" 'Authorization: Bearer <token>' ({shown})",
+                file=sys.stderr,
+                flush=True,
+            )
         if args.ready_file is not None:
             write_ready_file(args.ready_file, url)
         scenario = provider.scenario
@@ -176,6 +195,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             log_level=args.log_level,
             on_ready=ready,
             idle_timeout=args.idle_timeout,
+            admin_token=admin_token,
         )
     except OSError as exc:
         print(
@@ -402,6 +422,8 @@ def build_parser() -> argparse.ArgumentParser:
             "fakeprovider serve rate-limited --port 0    # any free port; the URL comes first",
             "fakeprovider serve my-scenario.yaml --journal run.jsonl --time-scale 0.1",
             "fakeprovider serve slow-success --dialect gemini",
+            "fakeprovider serve long-render --journal soak.jsonl --journal-memory 10000",
+            "fakeprovider serve --host 0.0.0.0 --admin-token s3cret   # others can reach it",
         ),
     )
     serve.add_argument(
@@ -419,6 +441,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="PATH",
         help="write the base URL to PATH once listening (removed again on exit), for scripts"
         " that start the server in the background",
+    )
+    serve.add_argument(
+        "--admin-token",
+        default=None,
+        metavar="TOKEN",
+        help="require 'Authorization: Bearer TOKEN' on the admin API (health checks excepted);"
+        " on a non-loopback --host one is made up and printed when not given",
     )
     serve.add_argument(
         "--journal-memory",
@@ -476,7 +505,7 @@ def build_parser() -> argparse.ArgumentParser:
     explain.add_argument("scenario", metavar="SCENARIO", help="bundled scenario name or path")
     explain.add_argument(
         "--time-scale",
-        type=_positive_float,
+        type=time_scale,
         default=1.0,
         metavar="F",
         help="show the timeline compressed by F (default: 1)",

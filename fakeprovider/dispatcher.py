@@ -28,6 +28,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
+from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
 import httpx
 
@@ -38,7 +39,7 @@ from .scenario import Webhooks
 from .service import FakeProvider
 from .webhooks import Delivery, Outgoing, backoff, is_allowed_target, plan_change
 
-__all__ = ["Dispatcher"]
+__all__ = ["Dispatcher", "redact_url"]
 
 log = logging.getLogger("fakeprovider.webhooks")
 
@@ -238,7 +239,7 @@ class Dispatcher:
                 "not sending %s to %s: only loopback hosts are allowed unless you pass"
                 " --allow-webhook-host",
                 delivery.event,
-                delivery.url,
+                redact_url(delivery.url),
             )
             journal.append(
                 Entry(
@@ -316,10 +317,40 @@ class Dispatcher:
         self.wake()
 
 
-def _entry_base(delivery: Delivery, attempt: int, now: float) -> dict[str, Any]:
-    from urllib.parse import urlsplit
+#: Query parameter names (or parts of names) that carry a credential in a callback URL.
+_SECRET_PARAMS = ("token", "key", "sig", "secret", "pass", "pwd", "auth", "credential", "session")
+_SECRET_EXACT = frozenset({"code", "jwt", "hmac", "hash", "expires_signature"})
+REDACTED = "REDACTED"
 
-    parts = urlsplit(delivery.url)
+
+def _secret_param(name: str) -> bool:
+    lowered = name.lower()
+    return lowered in _SECRET_EXACT or any(word in lowered for word in _SECRET_PARAMS)
+
+
+def redact_url(url: str) -> str:
+    """``url`` without its credentials, for the journal and the log: a userinfo
+    (``user:password@``) and the values of query parameters such as ``token=``, ``key=``,
+    ``sig=``, ``X-Amz-Signature=`` become ``REDACTED``. Anything else is kept as written."""
+    parts = urlsplit(url)
+    netloc = parts.netloc
+    if "@" in netloc:
+        netloc = f"{REDACTED}@{netloc.rpartition('@')[2]}"
+    query = parts.query
+    if query:
+        pairs = []
+        for pair in query.split("&"):
+            name, eq, value = pair.partition("=")
+            secret = eq and value and _secret_param(unquote_plus(name))
+            pairs.append(f"{name}={REDACTED}" if secret else pair)
+        query = "&".join(pairs)
+    if netloc == parts.netloc and query == parts.query:
+        return url
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def _entry_base(delivery: Delivery, attempt: int, now: float) -> dict[str, Any]:
+    parts = urlsplit(redact_url(delivery.url))
     path = parts.path or "/"
     if parts.query:
         path += "?" + parts.query

@@ -51,6 +51,7 @@ AXIS_H = 30
 LANE_H = 38
 BAND_H = 18
 MAX_LANES = 80
+MAX_LISTED = 200  # violations listed under each run's timeline
 _STATUS_ORDER = (
     "queued",
     "processing",
@@ -199,11 +200,11 @@ def _svg_run(geo: _Run, violations: Sequence[tuple[int, Violation]], poll_tolera
         '<pattern id="hatch" width="6" height="6" patternUnits="userSpaceOnUse"'
         ' patternTransform="rotate(45)"><rect width="3" height="6"'
         f' fill="{COLOURS["retry_after"]}"/></pattern>'
-        '<marker id="arrow-ok" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7"'
-        f' markerHeight="7" orient="auto"><path d="M0,0L10,5L0,10Z" fill="{COLOURS["webhook_ok"]}"/>'
+        '<marker id="arrow-ok" viewBox="0 0 10 10" refX="9" refY="5" markerUnits="userSpaceOnUse" markerWidth="9"'
+        f' markerHeight="9" orient="auto"><path d="M0,0L10,5L0,10Z" fill="{COLOURS["webhook_ok"]}"/>'
         "</marker>"
-        '<marker id="arrow-failed" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7"'
-        ' markerHeight="7" orient="auto"><path d="M0,0L10,5L0,10Z"'
+        '<marker id="arrow-failed" viewBox="0 0 10 10" refX="9" refY="5" markerUnits="userSpaceOnUse" markerWidth="9"'
+        ' markerHeight="9" orient="auto"><path d="M0,0L10,5L0,10Z"'
         f' fill="{COLOURS["webhook_failed"]}"/></marker>'
         "</defs>",
     ]
@@ -551,9 +552,15 @@ def html_report(report: Report, *, title: str = "fakeprovider report") -> str:
             items = "".join(
                 f'<li><span class="num">{n}</span><span class="rule">{html.escape(v.invariant)}'
                 f"</span>{html.escape(v.message)}</li>"
-                for n, v in mine
+                for n, v in mine[:MAX_LISTED]
             )
             parts.append(f'<h3>Violations</h3><ol class="violations">{items}</ol>')
+            if len(mine) > MAX_LISTED:
+                parts.append(
+                    f'<p class="more">{len(mine) - MAX_LISTED} more violation(s) not listed'
+                    f" (the first {MAX_LISTED} are; all are ringed above; `fakeprovider check"
+                    " --max-violations 0` lists every one).</p>"
+                )
     if report.warnings:
         items = "".join(f"<li>{html.escape(w)}</li>" for w in report.warnings)
         parts.append(f'<h2>Warnings</h2><ul class="warnings">{items}</ul>')

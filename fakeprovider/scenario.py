@@ -12,7 +12,6 @@ import base64
 import binascii
 import dataclasses
 import json
-import math
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -73,6 +72,11 @@ RetryAfterForm = Literal["seconds", "imf", "rfc850", "asctime", "ms"]
 TERMINAL_STATUSES = frozenset({"succeeded", "failed", "cancelled", "completed_with_errors"})
 Progress = Annotated[int, Bounds(minimum=0, maximum=100)]
 Fraction = Annotated[float, Bounds(minimum=0, maximum=1)]
+#: The largest video the content route serves (the fake builds it in memory).
+MAX_VIDEO_BYTES = 100_000_000
+VideoSize = Annotated[int, Bounds(minimum=1, maximum=MAX_VIDEO_BYTES)]
+#: The largest ``--time-scale`` factor (a time scale stretches every duration by it).
+MAX_TIME_SCALE = 1000.0
 
 _Issues = list[tuple[tuple[str | int, ...], str]]
 
@@ -108,7 +112,9 @@ class Step:
 class Result:
     """What a succeeded job produced."""
 
-    size_bytes: PositiveInt = doc("Size of the video served by the content route.", 262_144)
+    size_bytes: VideoSize = doc(
+        "Size of the video served by the content route (at most 100,000,000 bytes).", 262_144
+    )
     duration_seconds: float = doc("Length of the video, in seconds of playback.", 8.0)
     width: PositiveInt = doc("Frame width in pixels.", 1280)
     height: PositiveInt = doc("Frame height in pixels.", 720)
@@ -325,6 +331,11 @@ class RateLimit:
     )
     retry_after_form: RetryAfterForm = doc("How the computed Retry-After is written.", "seconds")
 
+    def _check(self) -> _Issues:
+        if self.refill_every <= 0:
+            return [(("refill_every",), "a token must take longer than 0s to come back")]
+        return []
+
 
 @dataclass(frozen=True)
 class Concurrency:
@@ -465,6 +476,16 @@ class Expect:
         scaled=False,
     )
 
+    def _check(self) -> _Issues:
+        issues: _Issues = []
+        if self.deadline is not None and self.deadline <= 0:
+            issues.append((("deadline",), "a deadline must be longer than 0s"))
+        if self.status_rate is not None and self.status_rate <= 0:
+            issues.append(
+                (("status_rate",), f"expected a number greater than 0, got {self.status_rate!r}")
+            )
+        return issues
+
 
 #: The wire dialects, one ``fakeprovider.dialects`` class each.
 DialectName = Literal[
@@ -511,18 +532,55 @@ class Scenario:
                         f"there is no jobs[{fault.job}]: the scenario has {len(self.jobs)} job(s)",
                     )
                 )
+        issues.extend(self._outcome_issues())
         names = [f.name for f in self.faults]
         for index, name in enumerate(names):
             if name in names[:index]:
                 issues.append((("faults", index, "name"), f"fault name {name!r} is used twice"))
         return issues
 
+    def _outcome_issues(self) -> _Issues:
+        """``expect.outcome`` against what the first job's timeline says a correct client
+        reports, where the timeline decides it: a timed timeline that ends (or not) before the
+        deadline. A client's own cancel, faults and revoked tokens are not modelled, so
+        'cancelled' and 'failed' expectations are left alone."""
+        outcome = self.expect.outcome
+        if outcome is None or outcome in ("cancelled", "failed") or not self.jobs:
+            return []
+        spec = self.jobs[0]
+        end = spec.end_time
+        if end is None:
+            return []  # driven by poll counts: when it ends is the client's doing
+        final = spec.final_status
+        deadline = self.expect.deadline
+        if deadline is not None and end > deadline:
+            derived, why = (
+                "timed_out",
+                f"ends at {_fmt(end)}, after the deadline of {_fmt(deadline)}",
+            )
+        elif final not in TERMINAL_STATUSES:
+            derived, why = "timed_out", f"never ends (it stays {final!r})"
+        else:
+            derived, why = final, f"ends {final!r} at {_fmt(end)}"
+        if derived == outcome:
+            return []
+        return [
+            (
+                ("expect", "outcome"),
+                f"the first job's timeline {why}, so a correct client reports {derived!r}, not"
+                f" {outcome!r}; change expect.outcome or the timeline",
+            )
+        ]
+
     # -- derived ---------------------------------------------------------------------------
 
     def scaled(self, factor: float) -> Scenario:
         """Every duration multiplied by ``factor`` (``--time-scale``); counts are unchanged."""
-        if not (factor > 0 and math.isfinite(factor)):
-            raise ValueError(f"time scale must be a positive number, got {factor!r}")
+        if not 0 < factor <= MAX_TIME_SCALE:
+            raise ValueError(
+                f"time scale must be a number greater than 0 and at most {MAX_TIME_SCALE:g},"
+                f" got {factor!r}"
+            )
         return _scale(self, factor)  # type: ignore[no-any-return]
 
     def to_yaml(self) -> str:
@@ -627,10 +685,34 @@ def load_scenario(source: str | Path, *, time_scale: float = 1.0) -> Scenario:
 
 def _read(path: Path) -> str:
     try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        data = path.read_bytes()
+    except OSError as exc:
         raise ScenarioError(
-            [Problem(str(path), 0, 0, "", f"cannot read the file: {exc}")]
+            [Problem(str(path), 0, 0, "", f"cannot read the file: {exc.strerror or exc}")]
+        ) from None
+    return decode(data, str(path))
+
+
+def decode(data: bytes, filename: str) -> str:
+    """``data`` as UTF-8 text, or ``ScenarioError`` naming the first byte that is not (its
+    line, column and byte offset)."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        before = data[: exc.start]
+        line = before.count(b"\n") + 1
+        column = len(before[before.rfind(b"\n") + 1 :].decode("utf-8", "replace")) + 1
+        raise ScenarioError(
+            [
+                Problem(
+                    filename,
+                    line,
+                    column,
+                    "",
+                    f"not UTF-8 text: byte 0x{data[exc.start]:02x} at byte offset {exc.start}"
+                    " cannot be decoded; save the file as UTF-8",
+                )
+            ]
         ) from None
 
 

@@ -9,9 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
+import logging
+import math
+import secrets
 import signal
 import socket
 import threading
+import time
 from collections.abc import Iterable, Iterator
 from types import FrameType, TracebackType
 
@@ -22,7 +27,15 @@ from .app import FakeProviderApp, create_app
 from .dispatcher import Dispatcher
 from .service import FakeProvider
 
-__all__ = ["DEFAULT_HOST", "ServerThread", "bind_socket", "serve_forever", "serving"]
+__all__ = [
+    "DEFAULT_HOST",
+    "ServerThread",
+    "admin_token_for",
+    "bind_socket",
+    "is_loopback",
+    "serve_forever",
+    "serving",
+]
 
 DEFAULT_HOST = "127.0.0.1"
 #: Seconds a connection may stay open without a request in progress: a fresh one that sends
@@ -30,6 +43,42 @@ DEFAULT_HOST = "127.0.0.1"
 IDLE_TIMEOUT = 5.0
 #: Seconds the server waits, once asked to stop, for the answers in flight to go out.
 GRACEFUL_TIMEOUT = 2.0
+
+
+class OncePerCause(logging.Filter):
+    """Lets each kind of message through once per ``window`` seconds (real time), then says
+    how many like it were held back: a flood of bad requests or refused connections must not
+    flood the log with one line each."""
+
+    def __init__(self, window: float = 60.0) -> None:
+        super().__init__()
+        self.window = window
+        self._seen: dict[tuple[str, str], tuple[float, int]] = {}
+        self._lock = threading.Lock()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        key = (record.name, str(record.msg))
+        now = time.monotonic()
+        with self._lock:
+            since, held = self._seen.get(key, (-math.inf, 0))
+            if now - since < self.window:
+                self._seen[key] = (since, held + 1)
+                return False
+            if len(self._seen) > 1024:  # bound the memory: forget the oldest causes
+                self._seen.clear()
+            self._seen[key] = (now, 0)
+        if held:
+            record.msg = f"{record.msg} ({held} more like this in the last {self.window:g} s)"
+        return True
+
+
+#: On uvicorn's and asyncio's loggers while a server runs (one instance: added once).
+_ONCE = OncePerCause()
+
+
+def _quiet_floods() -> None:
+    for name in ("uvicorn.error", "asyncio"):
+        logging.getLogger(name).addFilter(_ONCE)
 
 
 class _Protocol(H11Protocol):
@@ -98,14 +147,33 @@ def bind_socket(host: str = DEFAULT_HOST, port: int = 0) -> socket.socket:
     return sock
 
 
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (an address or ``localhost``) is reachable from this machine only."""
+    if host.strip("[]").lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def admin_token_for(host: str, admin_token: str | None) -> str | None:
+    """The admin token to require: the one given, else, on an address others can reach, a new
+    random one (the admin API resets and reloads the fake: not for anyone on the network)."""
+    if admin_token is not None or is_loopback(host):
+        return admin_token
+    return secrets.token_urlsafe(24)
+
+
 def _server(
     provider: FakeProvider,
     log_level: str,
     idle_timeout: float = IDLE_TIMEOUT,
     *,
+    admin_token: str | None = None,
     foreground: bool = False,
 ) -> _Server:
-    app = create_app(provider)
+    app = create_app(provider, admin_token=admin_token)
     config = uvicorn.Config(
         app,
         http=_Protocol,
@@ -117,6 +185,7 @@ def _server(
         timeout_keep_alive=idle_timeout,  # type: ignore[arg-type]  # a float works
         timeout_graceful_shutdown=GRACEFUL_TIMEOUT,  # type: ignore[arg-type]
     )
+    _quiet_floods()
     return (_ForegroundServer if foreground else _Server)(config, app)
 
 
@@ -138,12 +207,16 @@ class ServerThread:
         log_level: str = "warning",
         allow_webhook_hosts: Iterable[str] = (),
         idle_timeout: float = IDLE_TIMEOUT,
+        admin_token: str | None = None,
     ) -> None:
         self.provider = provider
         self.dispatcher = Dispatcher(provider, allow_webhook_hosts=allow_webhook_hosts)
         self._socket = bind_socket(host, port)
         self.url = _url(self._socket)
-        self._server = _server(provider, log_level, idle_timeout)
+        #: What the admin API wants as ``Authorization: Bearer``: the one given, or one made up
+        #: when ``host`` is not a loopback address; None: no token needed.
+        self.admin_token = admin_token_for(host, admin_token)
+        self._server = _server(provider, log_level, idle_timeout, admin_token=self.admin_token)
         self._thread = threading.Thread(
             target=self._run, name=f"fakeprovider {self.url}", daemon=True
         )
@@ -224,11 +297,15 @@ def serve_forever(
     on_ready: object = None,
     allow_webhook_hosts: Iterable[str] = (),
     idle_timeout: float = IDLE_TIMEOUT,
+    admin_token: str | None = None,
 ) -> None:
     """Serve in the foreground until SIGINT or SIGTERM, then answer what is in flight (within
-    ``GRACEFUL_TIMEOUT``; the answers are journaled) and return."""
+    ``GRACEFUL_TIMEOUT``; the answers are journaled) and return.
+
+    ``admin_token``: what the admin API wants as ``Authorization: Bearer`` (give the one from
+    ``admin_token_for(host, ...)`` to require one on a non-loopback address)."""
     sock = bind_socket(host, port)
-    server = _server(provider, log_level, idle_timeout, foreground=True)
+    server = _server(provider, log_level, idle_timeout, admin_token=admin_token, foreground=True)
     dispatcher = Dispatcher(provider, allow_webhook_hosts=allow_webhook_hosts).start()
     if callable(on_ready):
         on_ready(_url(sock))

@@ -395,3 +395,32 @@ def test_serve_refuses_bad_limits(
         main(["serve", option, value])
     assert exited.value.code == 2
     assert capsys.readouterr().err.endswith(f"argument {option}: {message}\n")
+
+
+def test_serve_on_an_address_others_can_reach_makes_up_an_admin_token_and_warns(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import fakeprovider.server as server_module
+
+    given: dict[str, object] = {}
+
+    def fake_serve(provider: object, **kwargs: object) -> None:  # binds nothing
+        given.update(kwargs)
+        on_ready = kwargs["on_ready"]
+        assert callable(on_ready)
+        on_ready("http://0.0.0.0:8000")
+
+    monkeypatch.setattr(server_module, "serve_forever", fake_serve)
+    assert main(["serve", "--host", "0.0.0.0"]) == 0
+    token = given["admin_token"]
+    assert isinstance(token, str)
+    assert len(token) >= 32
+    assert capsys.readouterr().err.startswith(
+        "fakeprovider serve: warning: 0.0.0.0 is not a loopback address, so anyone who can reach"
+        " it can use the fake; the admin API wants 'Authorization: Bearer <token>' (token:"
+        f" {token})\n"
+    )
+    assert main(["serve", "--admin-token", "s3cret"]) == 0
+    assert given["admin_token"] == "s3cret"
+    assert main(["serve"]) == 0  # loopback: no token unless given
+    assert given["admin_token"] is None

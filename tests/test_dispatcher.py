@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import json
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -14,6 +16,8 @@ import pytest
 from standardwebhooks.webhooks import Webhook
 
 from fakeprovider import FakeProvider
+from fakeprovider.dispatcher import redact_url
+from fakeprovider.journal import read_journal
 from fakeprovider.server import ServerThread
 
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
@@ -346,3 +350,63 @@ def settle_until(server: ServerThread, condition: Callable[[], bool], limit: flo
             return False
         time.sleep(0.02)
     return True
+
+
+@pytest.mark.parametrize(
+    ("url", "redacted"),
+    [
+        ("http://127.0.0.1:8/hooks", "http://127.0.0.1:8/hooks"),
+        ("http://user:pw@127.0.0.1:8/hooks", "http://REDACTED@127.0.0.1:8/hooks"),
+        (
+            "http://127.0.0.1/h?token=abc&job=1&key=k&sig=s&X-Amz-Signature=x&code=c&page=2",
+            "http://127.0.0.1/h?token=REDACTED&job=1&key=REDACTED&sig=REDACTED"
+            "&X-Amz-Signature=REDACTED&code=REDACTED&page=2",
+        ),
+        (
+            "http://127.0.0.1/h?access_token=a&api_key=b&secret=c&password=d&flag&empty=",
+            "http://127.0.0.1/h?access_token=REDACTED&api_key=REDACTED&secret=REDACTED"
+            "&password=REDACTED&flag&empty=",
+        ),
+    ],
+)
+def test_credentials_in_a_callback_url_are_redacted(url: str, redacted: str) -> None:
+    assert redact_url(url) == redacted
+
+
+def test_the_journal_and_the_log_never_hold_a_callback_urls_credentials(
+    receiver, serve, caplog: pytest.LogCaptureFixture
+):
+    server = serve(scenario(receiver, "  events: [job.succeeded]\n"))
+    secret_url = receiver.url.replace("http://", "http://hook:pa55@") + "?token=t0ps3cret&job=7"
+    submit(server, callback_url=secret_url)
+    with caplog.at_level(logging.WARNING, logger="fakeprovider.webhooks"):
+        submit(server, callback_url="http://me:pa55@receiver.example/h?sig=t0ps3cret")
+        settle(server, 0.6)
+    assert len(receiver.received) == 1  # the real URL, credentials and all, was used
+    written = server.provider.journal.to_jsonl()
+    assert "t0ps3cret" not in written
+    assert "pa55" not in written
+    sent = [e for e in server.provider.journal if e.kind == "webhook"]
+    assert [(e.client.split(":")[0], e.path, e.error_code) for e in sent] == [
+        ("REDACTED@127.0.0.1", "/hooks?token=REDACTED&job=7", None),
+        ("REDACTED@receiver.example", "/h?sig=REDACTED", "host_not_allowed"),
+    ]
+    assert [r.getMessage() for r in caplog.records] == [
+        "not sending job.succeeded to http://REDACTED@receiver.example/h?sig=REDACTED: only"
+        " loopback hosts are allowed unless you pass --allow-webhook-host"
+    ]
+
+
+def test_a_send_in_flight_at_a_reset_is_written_to_the_journal_file(receiver, serve):
+    receiver.answer = lambda n: (200, {}, 5.0)  # holds the delivery until released
+    sink = io.StringIO()
+    server = serve(scenario(receiver, "  events: [job.succeeded]\n"), journal_sink=sink)
+    submit(server)
+    assert settle_until(server, lambda: len(in_flight(server)) == 1)
+    httpx.post(f"{server.url}/__admin/reset")
+    assert server.dispatcher.wait_idle(5.0)
+    written = [e for e in read_journal(io.StringIO(sink.getvalue())) if e.kind == "webhook"]
+    assert [(e.event, e.status_code, e.completed_at, e.error_code) for e in written] == [
+        ("job.succeeded", None, None, None)  # sent, never answered: judged by no rule
+    ]
+    assert webhook_rows(server) == []  # the new run starts clean

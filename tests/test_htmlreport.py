@@ -82,6 +82,25 @@ def test_the_report_command_writes_the_file(
     assert main(["report", str(tmp_path / "none.jsonl"), "-o", str(out)]) == 2
 
 
+def test_a_big_report_caps_its_lanes_and_its_list(tmp_path: Path) -> None:
+    entries = []
+    for n in range(1, 251):  # 250 jobs, each shown done at submit and read again
+        job = f"j_{n}"
+        entries.append(e(2 * n - 1, "submit", float(n), code=202, status="succeeded", job=job))
+        entries.append(e(2 * n, "status", n + 0.5, status="succeeded", job=job))
+    page = html_report(check(entries))
+    assert page.count('class="lane-label"') == 80
+    assert "170 more lane(s) not drawn (the first 80 are).</p>" in page
+    assert page.count('<span class="rule">') == 200
+    assert '<p class="more">50 more violation(s) not listed (the first 200 are;' in page
+
+
+def test_a_journal_without_run_header_says_so(tmp_path: Path) -> None:
+    page = html_report(check([e(1, "submit", 0.0, code=202, status="queued")]))
+    assert "No run header (a journal from an older fakeprovider)." in page
+    assert "<h2>Run 0</h2>" in page
+
+
 # -- in a real browser ---------------------------------------------------------------------
 
 

@@ -17,41 +17,24 @@ from fakeprovider.inprocess import virtual_provider
 from fakeprovider.invariants import assert_invariants, check
 from tests.plugin_clients import Careful, CarefulAsync
 
-#: A generous sanity bound; the measured times are printed (run with -s) and reported.
-WALL_LIMIT = 5.0
-
-
-def _timed(label: str, run: object) -> float:
-    started = time.perf_counter()
-    assert callable(run)
-    run()
-    wall = time.perf_counter() - started
-    print(f"{label}: {wall * 1000:.1f} ms wall")
-    return wall
-
 
 @pytest.mark.parametrize("scenario", ["long-render", "rate-limited"])
 def test_sync_client_in_virtual_time(scenario: str) -> None:
-    def run() -> None:
-        with virtual_provider(scenario) as fp:
-            assert Careful().run(fp.url, deadline=900) == "succeeded"
-            assert_invariants(fp.journal)
-            last = fp.journal.last
-            assert (last.kind, last.status_code) == ("content", 200)
-            if scenario == "long-render":
-                assert fp.clock.now() == 480.0
-
-    assert _timed(f"sync {scenario}", run) < WALL_LIMIT
+    # the wall time it takes is measured by benchmarks/bench_inprocess.py, not bounded here
+    with virtual_provider(scenario) as fp:
+        assert Careful().run(fp.url, deadline=900) == "succeeded"
+        assert_invariants(fp.journal)
+        last = fp.journal.last
+        assert (last.kind, last.status_code) == ("content", 200)
+        if scenario == "long-render":
+            assert fp.clock.now() == 480.0
 
 
 @pytest.mark.parametrize("scenario", ["long-render", "rate-limited"])
 def test_async_client_in_virtual_time(scenario: str) -> None:
-    def run() -> None:
-        with virtual_provider(scenario) as fp:
-            assert asyncio.run(CarefulAsync().run(fp.url, 900)) == "succeeded"
-            assert_invariants(fp.journal)
-
-    assert _timed(f"async {scenario}", run) < WALL_LIMIT
+    with virtual_provider(scenario) as fp:
+        assert asyncio.run(CarefulAsync().run(fp.url, 900)) == "succeeded"
+        assert_invariants(fp.journal)
 
 
 def test_http_date_retry_after_and_date_agree_with_the_clients_clock() -> None:

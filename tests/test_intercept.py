@@ -305,3 +305,13 @@ def test_a_base_url_that_is_not_http_is_refused() -> None:
         ValueError, match=r"^base_url='ftp://x' is not an http:// or https:// URL with a host\.$"
     ):
         virtual_provider("slow-success", base_url="ftp://x").__enter__()
+
+
+def test_the_name_lookup_guard_minds_the_fakes_port() -> None:
+    """A fake on 127.0.0.1:8080 does not stop other clients reaching 127.0.0.1 on other ports."""
+    with virtual_provider("slow-success", patch_time=False, base_url="http://127.0.0.1:8080"):
+        assert socket.getaddrinfo("127.0.0.1", 9)
+        with pytest.raises(
+            NotInterceptedError, match=r"^A request for the in-process fake at '127\.0\.0\.1'"
+        ):
+            urllib.request.urlopen("http://127.0.0.1:8080/v1/jobs", timeout=5)

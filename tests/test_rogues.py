@@ -6,23 +6,28 @@ dozen scenarios. The runs are in process, in virtual time (``fakeprovider.inproc
 clients' sleeps move the fake's clock, so a run is deterministic and takes milliseconds
 whatever the machine's load. A few runs (``sockets=True``) go through the real server instead,
 at once, each on its own server: the threaded timer poller, whose overlapping reads need a real
-transport, and the correct client where the fake drops connections.
+transport, and the correct client where the fake drops connections. Last, the rules' corners
+that only a careful client reaches (a second key, a read already in flight, a budget met
+exactly), each with a client that keeps the rule and one that breaks it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import itertools
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+import httpx
 import pytest
 
 from fakeprovider.inprocess import virtual_provider
 from fakeprovider.invariants import Limits, Report, check, expected_outcome
 from fakeprovider.journal import Entry
-from fakeprovider.scenario import load_scenario
+from fakeprovider.scenario import load_scenario, parse_scenario
 from fakeprovider.server import ServerThread
 from fakeprovider.service import FakeProvider
 
@@ -390,3 +395,154 @@ def test_the_correct_client_that_retries_a_failed_read_gets_no_such_warning(
     runs: dict[str, Run],
 ) -> None:
     assert _gave_up(runs["correct-transient-5xx"].report) == []
+
+
+# -- the rules' corners, with real clients in virtual time ------------------------------------
+
+TWO_KEYS = """
+name: two-keys
+description: Status reads limited per key, one every minute; each of two keys runs a job.
+jobs:
+  - {poll_after: 5s, timeline: [{status: queued}, {at: 60s, status: succeeded}]}
+rate_limit: {capacity: 1, refill_every: 60s, routes: [status], retry_after_form: seconds}
+"""
+
+
+def _two_tenants(url: str, *, patient: bool) -> list[int]:
+    """One client serving two tenants, each with its own key and job. Key A is throttled on its
+    second read; the client reads B's job at once (B's budget is B's own), then A's again: after
+    the Retry-After (patient) or a second later."""
+
+    def http(key: str) -> httpx.Client:
+        return httpx.Client(
+            base_url=url, headers={"Authorization": f"Bearer {key}", "X-Client-Id": "tenants"}
+        )
+
+    with http("key-a") as a, http("key-b") as b:
+        job_a = a.post("/v1/jobs", json={"prompt": "a"}).json()["job_id"]
+        job_b = b.post("/v1/jobs", json={"prompt": "b"}).json()["job_id"]
+        time.sleep(5)
+        codes = [a.get(f"/v1/jobs/{job_a}").status_code]
+        time.sleep(5)
+        throttled = a.get(f"/v1/jobs/{job_a}")
+        codes += [throttled.status_code, b.get(f"/v1/jobs/{job_b}").status_code]
+        time.sleep(float(throttled.headers["retry-after"]) if patient else 1.0)
+        codes.append(a.get(f"/v1/jobs/{job_a}").status_code)
+    return codes
+
+
+def test_a_429_for_one_key_does_not_bind_the_other_key_of_the_same_client() -> None:
+    with virtual_provider(parse_scenario(TWO_KEYS)) as fp:
+        assert _two_tenants(fp.url, patient=True) == [200, 429, 200, 200]
+        assert check(fp.journal).violations == ()
+    with virtual_provider(parse_scenario(TWO_KEYS)) as fp:
+        assert _two_tenants(fp.url, patient=False) == [200, 429, 200, 429]
+        entries = list(fp.journal)
+        report = check(entries)
+    throttled, retry = (e for e in entries if e.status_code == 429)
+    assert throttled.retry_after is not None
+    assert throttled.retry_after.not_before is not None
+    assert throttled.credential != entries[1].credential  # the other tenant's read was key B's
+    assert [(v.invariant, v.message) for v in report.violations] == [
+        (
+            "honours_retry_after",
+            f"status read #{retry.seq} for job {retry.job_id} at {t(retry.received_at)} came"
+            f" {t(throttled.retry_after.not_before - retry.received_at)} before the Retry-After"
+            f" {throttled.retry_after.raw!r} of #{throttled.seq} (429, account scope) allowed it"
+            f" at {t(throttled.retry_after.not_before)}",
+        )
+    ]
+
+
+REVOKED_WHILE_READING = """
+name: revoked-while-reading
+description: Two submits, then the token is revoked; status answers take 2 s.
+auth: {tokens: [sk-a], revoke_after: 2}
+jobs:
+  - {poll_after: 5s, timeline: [{status: queued}, {at: 60s, status: succeeded}]}
+faults:
+  - {name: slow-read, route: status, delay: 2s}
+"""
+
+
+async def _two_reads(url: str, *, retry: bool) -> list[int]:
+    """Two jobs, read concurrently (the second read sent while the first waits for its answer);
+    both are refused 401. The buggy client (``retry``) reads the first job again after that."""
+    headers = {"Authorization": "Bearer sk-a", "X-Client-Id": "reader"}
+    async with httpx.AsyncClient(base_url=url, headers=headers) as http:
+        jobs = [(await http.post("/v1/jobs", json={"prompt": p})).json()["job_id"] for p in "ab"]
+
+        async def read(job_id: str, after: float) -> int:
+            await asyncio.sleep(after)
+            return (await http.get(f"/v1/jobs/{job_id}")).status_code
+
+        codes = list(await asyncio.gather(read(jobs[0], 5.0), read(jobs[1], 6.0)))
+        if retry:
+            codes.append(await read(jobs[0], 1.0))
+    return codes
+
+
+def test_a_read_already_in_flight_when_the_401_arrived_is_not_a_retry() -> None:
+    scenario = parse_scenario(REVOKED_WHILE_READING)
+    with virtual_provider(scenario) as fp:
+        assert asyncio.run(_two_reads(fp.url, retry=False)) == [401, 401]
+        entries = list(fp.journal)
+        assert check(entries).violations == ()
+    first, in_flight = (e for e in entries if e.status_code == 401)
+    assert first.response_started_at is not None
+    assert in_flight.received_at < first.response_started_at  # sent before the 401 arrived
+    with virtual_provider(scenario) as fp:
+        assert asyncio.run(_two_reads(fp.url, retry=True)) == [401, 401, 401]
+        entries = list(fp.journal)
+        report = check(entries)
+    first, _, again = (e for e in entries if e.status_code == 401)
+    assert first.response_started_at is not None
+    assert [(v.invariant, v.message) for v in report.violations] == [
+        (
+            "no_retry_on_auth_error",
+            f"status read #{again.seq} for job {again.job_id} at {t(again.received_at)} was sent"
+            f" with the same credential {first.credential} after status read #{first.seq} for"
+            f" job {first.job_id} was refused with 401 at {t(first.response_started_at)}",
+        )
+    ]
+
+
+AT_BUDGET = """
+name: at-budget
+description: A 30 s job polled every 5 s, with a budget of one status read per 5 s.
+jobs:
+  - {poll_after: 5s, timeline: [{status: queued}, {at: 30s, status: succeeded}]}
+expect: {status_rate: 0.2}
+"""
+
+
+def test_a_client_polling_exactly_at_the_status_rate_budget_stays_within_it() -> None:
+    # 0.2 reads per second over the 10 s window: two reads per window; reads 5 s apart put
+    # the read of one window's start exactly on the previous window's edge
+    scenario = parse_scenario(AT_BUDGET)
+    limits = Limits.from_expect(scenario.expect)
+    with virtual_provider(scenario) as fp:
+        assert rogues.observe(fp.url, deadline=60.0, client_id="at-budget") == "succeeded"
+        entries = list(fp.journal)
+    assert [e.received_at for e in entries if e.kind == "status"] == [
+        5.0,
+        10.0,
+        15.0,
+        20.0,
+        25.0,
+        30.0,
+    ]
+    assert check(entries, limits).violations == ()
+    with virtual_provider(scenario) as fp:
+        fast = rogues.Bugs(poll_interval=4.9)  # within the poll hint's 10% tolerance
+        assert rogues.observe(fp.url, deadline=60.0, client_id="fast", bugs=fast) == "succeeded"
+        entries = list(fp.journal)
+    reads = [e for e in entries if e.kind == "status"]
+    assert [(v.invariant, v.message) for v in check(entries, limits).violations] == [
+        (
+            "status_rate",
+            f"status read #{reads[2].seq} at {t(reads[2].received_at)} was read 3 within"
+            f" 10.000 s (since #{reads[0].seq} at {t(reads[0].received_at)}); the budget of 0.2"
+            " per second allows 2",
+        )
+    ]

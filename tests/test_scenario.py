@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import math
+import re
 from pathlib import Path
 
 import jsonschema
@@ -382,9 +384,15 @@ def test_time_scale_multiplies_every_duration_and_no_count() -> None:
     assert scenario.expect.max_retries == 3
 
 
-def test_time_scale_must_be_positive() -> None:
-    with pytest.raises(ValueError, match=r"^time scale must be a positive number, got 0$"):
-        load_scenario("slow-success").scaled(0)
+@pytest.mark.parametrize("factor", [0, -1, math.inf, math.nan, 1e308, 1000.5])
+def test_time_scale_must_be_positive_and_at_most_1000(factor: float) -> None:
+    with pytest.raises(
+        ValueError,
+        match="^"
+        + re.escape(f"time scale must be a number greater than 0 and at most 1000, got {factor!r}")
+        + "$",
+    ):
+        load_scenario("slow-success").scaled(factor)
 
 
 def test_load_scenario_with_time_scale_runs_a_93_second_job_in_9_3_seconds() -> None:
@@ -470,15 +478,22 @@ def test_a_quoted_number_is_a_duration_in_seconds() -> None:
     assert scenario.jobs[0].poll_after == 2.5
 
 
-def test_an_unreadable_file_is_named_without_a_position(tmp_path: Path) -> None:
+def test_an_undecodable_file_names_the_byte_and_its_offset(tmp_path: Path) -> None:
     path = tmp_path / "binary.yaml"
-    path.write_bytes(b"\xff\xfe jobs")
+    path.write_bytes(b"name: x\njobs: [\xc3\xa9, \xff]\n")
     with pytest.raises(ScenarioError) as caught:
         load_scenario(path)
     assert str(caught.value) == (
-        f"{path}: cannot read the file: 'utf-8' codec can't decode byte 0xff in position 0:"
-        " invalid start byte"
+        f"{path}:2:11: not UTF-8 text: byte 0xff at byte offset 19 cannot be decoded; save the"
+        " file as UTF-8"
     )
+
+
+def test_a_missing_file_is_named_without_a_position(tmp_path: Path) -> None:
+    path = tmp_path / "gone" / "x.yaml"
+    with pytest.raises(ScenarioError) as caught:
+        load_scenario(path)
+    assert str(caught.value) == f"{path}: cannot read the file: No such file or directory"
 
 
 def test_every_dialect_name_in_the_scenario_model_has_a_dialect() -> None:

@@ -10,7 +10,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..engine import JobView, Reply
-from .base import HttpRequest, HttpResponse, Route, check_body
+from .base import BadRequest, HttpRequest, HttpResponse, Route, check_body
+
+#: Parts of a multipart body read at most. Real creates send a handful; parsing thousands of
+#: tiny parts would hold up every other request for seconds.
+MAX_MULTIPART_PARTS = 64
 
 #: Where provider dialects serve a job's video when the provider would hand out a CDN URL
 #: (Runway ``output``, Replicate ``output``, fal ``video.url``, Luma ``assets.video``).
@@ -56,13 +60,24 @@ def read_multipart(http: HttpRequest) -> dict[str, Any] | None:
     """The parts of a ``multipart/form-data`` body: text fields as strings, files described.
 
     A file part becomes ``{"filename", "content_type", "size_bytes"}``; None when the body
-    is not well-formed multipart. Text that is no valid Unicode (a filename of raw bytes, a
+    is not well-formed multipart. More than ``MAX_MULTIPART_PARTS`` parts are refused
+    (``BadRequest`` 400 ``too_many_parts``) before any is parsed. Text that is no valid Unicode (a filename of raw bytes, a
     field in a charset that yields lone surrogates) is refused like a JSON body's
     (``BadRequest`` from ``check_body``).
     """
     ctype = http.headers.get("content-type", "")
     if "boundary=" not in ctype:
         return None
+    boundary = _boundary(ctype)
+    if boundary is None:
+        return None
+    parts = http.body.count(b"--" + boundary) - 1  # each part opens with one, the end has one
+    if parts > MAX_MULTIPART_PARTS:
+        raise BadRequest(
+            400,
+            "too_many_parts",
+            f"The multipart/form-data body has {parts} parts; send at most {MAX_MULTIPART_PARTS}.",
+        )
     head = f"Content-Type: {ctype}\r\nMIME-Version: 1.0\r\n\r\n".encode()
     message = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(head + http.body)
     if not message.is_multipart() or message.defects:
@@ -88,6 +103,19 @@ def read_multipart(http: HttpRequest) -> dict[str, Any] | None:
             return None
     check_body(fields)
     return fields
+
+
+def _boundary(ctype: str) -> bytes | None:
+    """The ``boundary`` parameter of a ``multipart/form-data`` content type (RFC 2046: at most
+    70 characters of a restricted ASCII set), or None when there is no usable one."""
+    for param in ctype.split(";")[1:]:
+        key, _, value = param.strip().partition("=")
+        if key.strip().lower() == "boundary":
+            value = value.strip().strip('"')
+            if 0 < len(value) <= 70 and value.isascii():
+                return value.encode("ascii")
+            return None
+    return None
 
 
 def progress_percent(job: JobView) -> int:

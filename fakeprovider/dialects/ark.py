@@ -1,4 +1,5 @@
-"""The ``ark`` dialect: Seedance video tasks on Volcengine Ark, as ``volcenginesdkarkruntime`` speaks.
+"""The ``ark`` dialect: Seedance video tasks on Volcengine Ark, as ``volcenginesdkarkruntime``
+speaks them.
 
 Point the SDK at ``Ark(base_url=f"{fake}/api/v3", api_key=...)``. The wire, read from
 ``volcenginesdkarkruntime/resources/content_generation/tasks.py`` (volcengine-ark-runtime
@@ -72,6 +73,11 @@ _FPS = 24
 _EXPIRES_AFTER = 172800
 
 
+def _bad(name: str, why: str) -> str:
+    """Ark's message for a bad parameter."""
+    return f"The parameter `{name}` specified in the request is not valid: {why}."
+
+
 class ArkDialect(Dialect):
     name = "ark"
     late_cancel_succeeds = True
@@ -111,30 +117,30 @@ class ArkDialect(Dialect):
     @staticmethod
     def _invalid(body: dict[str, Any]) -> str | None:
         if not isinstance(body.get("model"), str) or not body["model"]:
-            return "The parameter `model` specified in the request is not valid: it is required."
+            return _bad("model", "it is required")
         content = body.get("content")
         if not isinstance(content, list) or not content:
-            return "The parameter `content` specified in the request is not valid: it must be a non-empty list."
+            return _bad("content", "it must be a non-empty list")
         for index, item in enumerate(content):
             kind = item.get("type") if isinstance(item, dict) else None
             if kind not in _CONTENT_TYPES:
                 shown = ", ".join(_CONTENT_TYPES)
-                return f"The parameter `content[{index}].type` specified in the request is not valid: use one of {shown}."
+                return _bad(f"content[{index}].type", f"use one of {shown}")
             if kind == "text" and not (isinstance(item.get("text"), str) and item["text"].strip()):
-                return f"The parameter `content[{index}].text` specified in the request is not valid: it must be a non-empty string."
+                return _bad(f"content[{index}].text", "it must be a non-empty string")
         callback = body.get("callback_url")
         if callback is not None and not (
             isinstance(callback, str) and callback.startswith(("http://", "https://"))
         ):
-            return "The parameter `callback_url` specified in the request is not valid: it must be an http(s) URL."
+            return _bad("callback_url", "it must be an http(s) URL")
         for key in ("duration", "seed", "frames", "execution_expires_after"):
             value = body.get(key)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-                return f"The parameter `{key}` specified in the request is not valid: it must be an integer."
+                return _bad(key, "it must be an integer")
         for key in ("ratio", "resolution"):
             value = body.get(key)
             if value is not None and not isinstance(value, str):
-                return f"The parameter `{key}` specified in the request is not valid: it must be a string."
+                return _bad(key, "it must be a string")
         return None
 
     def _list(self, http: HttpRequest, common: dict[str, Any]) -> Request:

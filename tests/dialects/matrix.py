@@ -11,14 +11,21 @@ How each SDK is driven:
 - every job the scenario scripts is created first (in order, each with its own prompt), then
   each is waited for; after a create raises, the rest are not sent (a careful user stops);
 - the client's deadline is the scenario's ``expect.deadline``, passed wherever the SDK takes one
-  (runway ``timeout``, fal ``client_timeout``, the poll loops of google-genai and lumaai, which
-  have no waiter); openai ``poll`` and replicate ``wait`` take none and wait for the end;
+  (runway ``timeout``, fal ``client_timeout``, dashscope ``jobs.wait(timeout=)``, the poll loops
+  of google-genai, lumaai and volcengine-ark, which have no waiter); openai ``poll`` and
+  replicate ``wait`` take none and wait for the end;
+- dashscope's ``jobs.wait`` backs off 1 s doubling to 8 s: it is given those at the time scale
+  (``poll_interval``, ``max_interval``), as the other SDKs' intervals are set to ``INTERVAL``;
+  dashscope-1x's ``VideoSynthesis.wait`` sleeps 1 s..5 s, run at the time scale too (its loop's
+  ``time`` module is swapped for the cell); its HTTP errors come back as answers, raised here
+  as ``ErrorResponse``;
 - the token is ``sk-test-fakeprovider`` (the one ``auth-revoked`` accepts);
 - in webhook scenarios a receiver on 127.0.0.1 verifies each delivery with the SDK's own
   verifier where the provider has webhooks and the SDK can ask for them: openai (the endpoint is
   account configuration, so the scenario's ``webhooks.url``; ``webhooks.unwrap``), replicate
   (``webhook=``; ``Webhooks.validate`` with a 300 s tolerance), lumaai (``callback_url=``;
-  unsigned, parsed as a ``Generation``). runway and google-veo have none; fal-client's
+  unsigned, parsed as a ``Generation``), volcengine-ark (``callback_url=``; unsigned, parsed as a
+  ``ContentGenerationTask``). runway, google-veo and dashscope have none; fal-client's
   ``subscribe`` takes no webhook URL. The SDK still waits by polling.
 
 ``render_table`` renders ``EXPECTED`` as the table in ``docs/dialects/README.md``;
@@ -68,6 +75,9 @@ SDKS: dict[str, str] = {
     "google-genai": "google-veo",
     "genai-interactions": "gemini",
     "lumaai": "luma",
+    "volcengine-ark": "ark",
+    "dashscope": "dashscope",
+    "dashscope-1x": "dashscope",
 }
 SCENARIOS = (
     "slow-success",
@@ -86,6 +96,7 @@ SCENARIOS = (
     "auth-revoked",
     "duplicate-webhook",
     "forged-webhook",
+    "outage",
 )
 TOKEN = "sk-test-fakeprovider"
 #: How often the poll loops the test writes (google-genai, lumaai) and the SDKs whose interval
@@ -392,6 +403,138 @@ def _luma(callback: str | None) -> Driver:
     return Driver(client, create, wait, close)
 
 
+def _ark(callback: str | None) -> Driver:
+    import httpx
+    import volcenginesdkarkruntime as ark
+
+    def client(url: str) -> Any:
+        # no header option: an http_client carries the client id
+        http = httpx.Client(headers=CLIENT_HEADERS)
+        return ark.Ark(base_url=f"{url}/api/v3", api_key=TOKEN, http_client=http)
+
+    def create(c: Any, prompt: str) -> Any:
+        hook = {"callback_url": callback} if callback else {}
+        content = [{"type": "text", "text": prompt}]
+        return c.content_generation.tasks.create(
+            model="doubao-seedance-1-0-pro-250528", content=content, **hook
+        )
+
+    def wait(c: Any, made: Any, deadline: float | None) -> str:
+        # no waiter: the loop Ark's samples write (tasks.get until the status is terminal)
+        end = time.monotonic() + (deadline or WAIT_CAP)
+        while True:
+            task = c.content_generation.tasks.get(task_id=made.id)
+            if task.status in ("succeeded", "failed", "cancelled", "expired"):
+                break
+            if time.monotonic() > end:
+                return "timed_out"
+            time.sleep(INTERVAL)
+        if task.status == "succeeded":
+            fetch(task.content.video_url)
+        return "failed" if task.status == "expired" else str(task.status)
+
+    def close(c: Any) -> None:
+        c.close()
+
+    return Driver(client, create, wait, close)
+
+
+def _dashscope(callback: str | None) -> Driver:
+    import httpx
+    from dashscope.v2 import Client
+    from dashscope.v2.errors import DashScopeError
+
+    def client(url: str) -> Any:
+        base = f"{url}/api/v1"
+        http = httpx.Client(base_url=base, headers=CLIENT_HEADERS)  # used as is: base URL too
+        return Client(api_key=TOKEN, base_url=base, http_client=http)
+
+    def create(c: Any, prompt: str) -> Any:
+        return c.videos.jobs.create(model="wan2.2-t2v-plus", prompt=prompt)
+
+    def wait(c: Any, made: Any, deadline: float | None) -> str:
+        # jobs.wait backs off 1 s doubling to 8 s: at the scenarios' time scale here
+        try:
+            done = c.videos.jobs.wait(
+                made,
+                poll_interval=1.0 * SCALE,
+                max_interval=8.0 * SCALE,
+                timeout=deadline or WAIT_CAP,
+            )
+        except DashScopeError as exc:
+            # wait raises on FAILED (a 200 answer whose task failed), CANCELED and timeout
+            body = exc.body if isinstance(exc.body, dict) else {}
+            if exc.status_code == 200 and body.get("output", {}).get("task_status") == "FAILED":
+                return "failed"
+            if "was canceled while waiting" in str(exc):
+                return "cancelled"
+            if "timed out after" in str(exc):
+                return "timed_out"
+            raise
+        if done.succeeded:
+            fetch(done.video_url)
+            return "succeeded"
+        return str(done.status).lower()
+
+    def close(c: Any) -> None:
+        c.transport.http_client.close()
+
+    return Driver(client, create, wait, close)
+
+
+class ErrorResponse(Exception):
+    """dashscope 1.x returns an HTTP error as its answer (``status_code``) instead of raising:
+    the 1.x driver raises this, so the cell reads ``raised ErrorResponse <status>``."""
+
+    def __init__(self, status_code: int, code: str | None) -> None:
+        super().__init__(f"{status_code} {code}")
+        self.status_code = status_code
+
+
+_DASHSCOPE_STATUS = {"SUCCEEDED": "succeeded", "FAILED": "failed", "CANCELED": "cancelled"}
+
+
+def _dashscope_1x(callback: str | None) -> Driver:
+    import types
+
+    import dashscope
+    from dashscope.client import base_api
+
+    saved = (dashscope.base_http_api_url, base_api.time)
+    # VideoSynthesis.wait sleeps 1 s..5 s (locals of its loop): run them at the time scale
+    base_api.time = types.SimpleNamespace(time=time.time, sleep=lambda s: time.sleep(s * SCALE))
+
+    def client(url: str) -> Any:
+        dashscope.base_http_api_url = f"{url}/api/v1"  # module settings, no client object
+        return None
+
+    def create(c: Any, prompt: str) -> Any:
+        made = dashscope.VideoSynthesis.async_call(
+            model="wan2.2-t2v-plus", prompt=prompt, api_key=TOKEN, headers=CLIENT_HEADERS
+        )
+        if made.status_code != 200:
+            raise ErrorResponse(made.status_code, made.code)
+        return made
+
+    def wait(c: Any, made: Any, deadline: float | None) -> str:
+        done = dashscope.VideoSynthesis.wait(
+            made, api_key=TOKEN, headers=CLIENT_HEADERS, wait_timeout=deadline or WAIT_CAP
+        )
+        if done.status_code == 408 and done.code == "WaitTaskTimeout":
+            return "timed_out"
+        if done.status_code != 200:
+            raise ErrorResponse(done.status_code, done.code)
+        status = done.output.task_status
+        if status == "SUCCEEDED":
+            fetch(done.output.video_url)
+        return _DASHSCOPE_STATUS.get(status, status.lower())
+
+    def close(c: Any) -> None:
+        dashscope.base_http_api_url, base_api.time = saved
+
+    return Driver(client, create, wait, close)
+
+
 def driver(sdk: str, url: str, callback: str | None = None) -> Driver:
     if sdk == "fal-client":
         return _fal(url)
@@ -402,6 +545,9 @@ def driver(sdk: str, url: str, callback: str | None = None) -> Driver:
         "google-genai": _google,
         "genai-interactions": _interactions,
         "lumaai": _luma,
+        "volcengine-ark": _ark,
+        "dashscope": _dashscope,
+        "dashscope-1x": _dashscope_1x,
     }[sdk](callback)
 
 
@@ -454,12 +600,28 @@ def _luma_judge(secret: str) -> Judge:
     return judge
 
 
+def _ark_judge(secret: str) -> Judge:
+    import json
+
+    from volcenginesdkarkruntime.types.content_generation.content_generation_task import (
+        ContentGenerationTask,
+    )
+
+    def judge(body: bytes, headers: dict[str, str]) -> str | None:
+        # unsigned: parse it as the SDK parses a task (construct, no validation)
+        task = ContentGenerationTask.construct(**json.loads(body))
+        return None if task.id and task.status else "not a task"
+
+    return judge
+
+
 #: The SDKs that verify (or parse) webhooks, by the receiver's judge.
 JUDGES: dict[str, Callable[[str], Judge]] = {
     "openai": openai_judge,
     "replicate": replicate_judge,
     "genai-interactions": standard_webhooks_judge,
     "lumaai": _luma_judge,
+    "volcengine-ark": _ark_judge,
 }
 
 

@@ -6,7 +6,7 @@ not by the code under test. A cell's run must give exactly that text. The table 
 docs/dialects/README.md is rendered from ``EXPECTED`` (``python -m tests.dialects.matrix
 --write``) and checked against it here.
 
-The full matrix (112 cells, several minutes) is ``-m slow -k matrix``; the default run replays
+The full matrix (160 cells, several minutes) is ``-m slow -k matrix``; the default run replays
 the key cells and checks the table. ``python -m tests.dialects.matrix [SDK...]`` runs cells
 and prints those that differ from ``EXPECTED``.
 """
@@ -39,6 +39,9 @@ _MODULES = {
     "google-genai": "google.genai",
     "genai-interactions": "google.genai",
     "lumaai": "lumaai",
+    "volcengine-ark": "volcenginesdkarkruntime",
+    "dashscope": "dashscope",
+    "dashscope-1x": "dashscope",
 }
 
 #: Per SDK, per bundled scenario: ``outcome[ ≠]; invariants`` (``≠``: the outcome differs from
@@ -64,6 +67,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "auth-revoked": "raised AuthenticationError 401 ≠; -",
         "duplicate-webhook": "succeeded; -",
         "forged-webhook": "succeeded; -",
+        "outage": "raised InternalServerError 502 ≠; -",
     },
     "runwayml": {
         "slow-success": "succeeded; -",
@@ -82,6 +86,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "auth-revoked": "raised AuthenticationError 401 ≠; -",
         "duplicate-webhook": "succeeded; -",
         "forged-webhook": "succeeded; -",
+        "outage": "raised InternalServerError 502 ≠; -",
     },
     "replicate": {
         "slow-success": "succeeded; -",
@@ -100,6 +105,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "auth-revoked": "raised ReplicateError 401 ≠; -",
         "duplicate-webhook": "succeeded; -",
         "forged-webhook": "succeeded; -",
+        "outage": "raised ReplicateError 502 ≠; -",
     },
     "fal-client": {
         "slow-success": "succeeded; -",
@@ -118,6 +124,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "auth-revoked": "raised FalClientHTTPError 401 ≠; -",
         "duplicate-webhook": "succeeded; -",
         "forged-webhook": "succeeded; -",
+        "outage": "raised FalClientHTTPError 502 ≠; -",
     },
     "google-genai": {
         "slow-success": "succeeded; -",
@@ -136,6 +143,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "auth-revoked": "raised ClientError 401 ≠; -",
         "duplicate-webhook": "succeeded; -",
         "forged-webhook": "succeeded; -",
+        "outage": "raised ServerError 502 ≠; -",
     },
     "genai-interactions": {
         "slow-success": "succeeded; -",
@@ -154,6 +162,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "auth-revoked": "raised AuthenticationError 401 ≠; -",
         "duplicate-webhook": "succeeded; -",
         "forged-webhook": "succeeded; -",
+        "outage": "timed_out; bounded_retries",  # each call retries a 5xx 4 times
     },
     "lumaai": {
         "slow-success": "succeeded; -",
@@ -172,6 +181,72 @@ EXPECTED: dict[str, dict[str, str]] = {
         "auth-revoked": "raised AuthenticationError 401 ≠; -",
         "duplicate-webhook": "succeeded; -",
         "forged-webhook": "succeeded; -",
+        "outage": "raised InternalServerError 502 ≠; -",
+    },
+    "volcengine-ark": {
+        "slow-success": "succeeded; -",
+        "quick-preview": "succeeded; -",
+        "long-render": "succeeded; -",
+        "terminal-failure": "failed; -",
+        "cancelled": "cancelled; -",
+        "completed-with-errors": "succeeded ≠; -",
+        "deadline-expiry": "timed_out; -",  # the poll loop gives up at the deadline
+        # its retries back off 0.5 s, 1 s and never read Retry-After: the retry of a 503 whose
+        # Retry-After says 1 s comes after 0.4-0.5 s
+        "transient-5xx": "succeeded; honours_retry_after",
+        "retry-after-seconds": "succeeded; honours_retry_after",
+        # the HTTP-dates here (0.12-0.2 s scaled, 1 s resolution, 1 s of slack) are shorter
+        # than its backoff: clean, whatever it reads (the 5xx cells show the finding)
+        "rate-limited": "succeeded; -",
+        # the concurrency 429 on a create is retried after 0.5 s, before its Retry-After: 1
+        "rate-limit-budget": "succeeded; honours_retry_after",
+        "slow-status": "succeeded; -",
+        "ambiguous-submit": "succeeded; no_resubmission",  # any exception is retried, no key
+        "auth-revoked": "raised ArkAuthenticationError 401 ≠; -",
+        "duplicate-webhook": "succeeded; -",
+        "forged-webhook": "succeeded; -",
+        "outage": "raised ArkInternalServerError 502 ≠; -",
+    },
+    "dashscope": {
+        "slow-success": "succeeded; -",
+        "quick-preview": "succeeded; -",
+        "long-render": "succeeded; -",
+        "terminal-failure": "failed; -",  # jobs.wait raises on FAILED; the driver reads it
+        "cancelled": "cancelled; -",  # and on CANCELED
+        "completed-with-errors": "succeeded ≠; -",
+        "deadline-expiry": "timed_out; -",  # jobs.wait(timeout=deadline) raises
+        "transient-5xx": "succeeded; -",  # the v2 transport waits Retry-After (capped at 8 s)
+        "retry-after-seconds": "succeeded; -",
+        "rate-limited": "succeeded; -",
+        "rate-limit-budget": "succeeded; -",
+        "slow-status": "succeeded; -",
+        "ambiguous-submit": "succeeded; no_resubmission",  # every method retried, no key
+        "auth-revoked": "raised AuthenticationError 401 ≠; -",
+        "duplicate-webhook": "succeeded; -",
+        "forged-webhook": "succeeded; -",
+        "outage": "raised APIStatusError 502 ≠; -",
+    },
+    # the 1.x calls return an HTTP error as the answer: the driver shows it as ErrorResponse
+    "dashscope-1x": {
+        "slow-success": "succeeded; -",
+        "quick-preview": "succeeded; -",
+        "long-render": "succeeded; -",
+        "terminal-failure": "failed; -",
+        "cancelled": "cancelled; -",
+        "completed-with-errors": "succeeded ≠; -",
+        "deadline-expiry": "timed_out; -",  # wait(wait_timeout=deadline)
+        # wait retries a 503 after its own interval, Retry-After unread, and returns the 502
+        "transient-5xx": "raised ErrorResponse 502 ≠; honours_retry_after",
+        "retry-after-seconds": "succeeded; honours_retry_after",
+        "rate-limited": "raised ErrorResponse 429 ≠; -",  # any error but 503/504 ends the wait
+        "rate-limit-budget": "1x raised ErrorResponse 429 + 3x succeeded ≠; -",  # no create retry
+        "slow-status": "succeeded; -",
+        # a dropped connection is retried once (_send_with_retry), the create included
+        "ambiguous-submit": "succeeded; no_resubmission",
+        "auth-revoked": "raised ErrorResponse 401 ≠; -",
+        "duplicate-webhook": "succeeded; -",
+        "forged-webhook": "succeeded; -",
+        "outage": "raised ErrorResponse 502 ≠; -",
     },
 }
 
@@ -197,13 +272,15 @@ KEY_CELLS = [
     ("openai", "slow-success"),  # the hint is on status reads only: the helper is clean
     ("google-genai", "quick-preview"),  # the inline video is the one retrieval
     ("genai-interactions", "quick-preview"),  # likewise, through client.interactions
-    ("runwayml", "rate-limit-budget"),  # concurrency 429 retried; status_rate judged scaled
+    ("runwayml", "rate-limit-budget"),  # the 4th create THROTTLED; status_rate judged scaled
     ("lumaai", "ambiguous-submit"),  # a lost create retried without Idempotency-Key
     ("replicate", "ambiguous-submit"),  # a lost create not retried: ReadError
     ("fal-client", "retry-after-seconds"),  # an app 503 is not retried
     ("openai", "auth-revoked"),  # 401 raised, not retried
     ("replicate", "cancelled"),
     ("lumaai", "deadline-expiry"),  # the poll loop gives up at the deadline
+    ("volcengine-ark", "transient-5xx"),  # retries that never read Retry-After
+    ("dashscope", "ambiguous-submit"),  # the v2 transport retries a lost create, no key
 ]
 
 
