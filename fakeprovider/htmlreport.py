@@ -200,11 +200,11 @@ def _svg_run(geo: _Run, violations: Sequence[tuple[int, Violation]], poll_tolera
         '<pattern id="hatch" width="6" height="6" patternUnits="userSpaceOnUse"'
         ' patternTransform="rotate(45)"><rect width="3" height="6"'
         f' fill="{COLOURS["retry_after"]}"/></pattern>'
-        '<marker id="arrow-ok" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7"'
-        f' markerHeight="7" orient="auto"><path d="M0,0L10,5L0,10Z" fill="{COLOURS["webhook_ok"]}"/>'
+        '<marker id="arrow-ok" viewBox="0 0 10 10" refX="9" refY="5" markerUnits="userSpaceOnUse" markerWidth="9"'
+        f' markerHeight="9" orient="auto"><path d="M0,0L10,5L0,10Z" fill="{COLOURS["webhook_ok"]}"/>'
         "</marker>"
-        '<marker id="arrow-failed" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7"'
-        ' markerHeight="7" orient="auto"><path d="M0,0L10,5L0,10Z"'
+        '<marker id="arrow-failed" viewBox="0 0 10 10" refX="9" refY="5" markerUnits="userSpaceOnUse" markerWidth="9"'
+        ' markerHeight="9" orient="auto"><path d="M0,0L10,5L0,10Z"'
         f' fill="{COLOURS["webhook_failed"]}"/></marker>'
         "</defs>",
     ]

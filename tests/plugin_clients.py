@@ -68,7 +68,9 @@ class Careful:
                     return "timed_out"
                 time.sleep(wait)
                 answer = self._send(client, "GET", f"/v1/jobs/{job['job_id']}")
-                if answer is None or answer.status_code != 200:
+                if answer is None:
+                    return "timed_out"  # out of retries: it does not know how the job ended
+                if answer.status_code != 200:
                     return "failed"
                 job = answer.json()
                 if job["done"]:

@@ -13,8 +13,9 @@ from . import rogues
 
 TOKEN = "sk-test-fakeprovider"
 #: What the client reports where that is not the job's outcome: auth-revoked revokes the token
-#: while the job runs, so a correct client stops with an auth error.
-REPORTED = {"auth-revoked": "auth_error"}
+#: while the job runs, so a correct client stops with an auth error; in an outage it runs out
+#: of retries and stops with its "error" (the expected timed_out: it cannot know the outcome).
+REPORTED = {"auth-revoked": "auth_error", "outage": "error"}
 
 
 @pytest.mark.parametrize("name", sorted(bundled_scenarios()))

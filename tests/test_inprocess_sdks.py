@@ -1,7 +1,7 @@
 """Official SDKs, unmodified, against their dialects in-process and in virtual time.
 
 openai 3.x and google-genai 3.x send through httpx2, runwayml, replicate and fal-client through
-httpx. Each scenario plays at full length (slow-success takes 93 s of virtual time) in well
+httpx, dashscope through requests. Each scenario plays at full length (slow-success takes 93 s of virtual time) in well
 under a second of wall time once the SDK is imported. Each test skips alone when its SDK is
 not installed.
 """
@@ -183,3 +183,19 @@ def test_google_genai_async_on_aiohttp_is_told_to_use_the_real_server() -> None:
         ):
             asyncio.run(_genai_async_wait(fp.url))
         assert fp.journal.snapshot() == []
+
+
+def test_dashscope_waits_for_a_task_over_requests(monkeypatch: pytest.MonkeyPatch) -> None:
+    dashscope = pytest.importorskip("dashscope")
+    with virtual_provider("slow-success", dialect="dashscope") as fp:
+        monkeypatch.setattr(dashscope, "base_http_api_url", f"{fp.url}/api/v1")
+        created = dashscope.VideoSynthesis.async_call(
+            model="wan2.2-t2v-plus", prompt="a cat", api_key="sk-test", headers=HEADERS
+        )
+        done = dashscope.VideoSynthesis.wait(
+            created.output.task_id, api_key="sk-test", headers=HEADERS
+        )
+        assert (done.status_code, done.output.task_status) == (200, "SUCCEEDED")
+        assert kinds(fp) == [("submit", 200)]
+        assert fp.clock.now() >= 93.0  # its own 1 s..5 s sleeps, all virtual
+        assert violated(fp, retrievals=None) == set()

@@ -16,6 +16,9 @@ How each SDK is driven:
   replicate ``wait`` take none and wait for the end;
 - dashscope's ``jobs.wait`` backs off 1 s doubling to 8 s: it is given those at the time scale
   (``poll_interval``, ``max_interval``), as the other SDKs' intervals are set to ``INTERVAL``;
+  dashscope-1x's ``VideoSynthesis.wait`` sleeps 1 s..5 s, run at the time scale too (its loop's
+  ``time`` module is swapped for the cell); its HTTP errors come back as answers, raised here
+  as ``ErrorResponse``;
 - the token is ``sk-test-fakeprovider`` (the one ``auth-revoked`` accepts);
 - in webhook scenarios a receiver on 127.0.0.1 verifies each delivery with the SDK's own
   verifier where the provider has webhooks and the SDK can ask for them: openai (the endpoint is
@@ -27,6 +30,11 @@ How each SDK is driven:
 
 ``render_table`` renders ``EXPECTED`` as the table in ``docs/dialects/README.md``;
 ``parse_table`` reads it back.
+
+Adding an SDK: its dialect in ``SDKS`` (the column order), a driver (``driver()``), its judge in
+``JUDGES`` when it can verify webhooks; in ``test_matrix.py`` its import name in ``_MODULES`` and
+its 16 cells in ``EXPECTED``, stated from the SDK's source (run ``python -m tests.dialects.matrix
+SDK`` to see what it does, and explain every finding in the docs); then ``--write`` the table.
 """
 
 from __future__ import annotations
@@ -69,6 +77,7 @@ SDKS: dict[str, str] = {
     "lumaai": "luma",
     "volcengine-ark": "ark",
     "dashscope": "dashscope",
+    "dashscope-1x": "dashscope",
 }
 SCENARIOS = (
     "slow-success",
@@ -87,6 +96,7 @@ SCENARIOS = (
     "auth-revoked",
     "duplicate-webhook",
     "forged-webhook",
+    "outage",
 )
 TOKEN = "sk-test-fakeprovider"
 #: How often the poll loops the test writes (google-genai, lumaai) and the SDKs whose interval
@@ -472,6 +482,59 @@ def _dashscope(callback: str | None) -> Driver:
     return Driver(client, create, wait, close)
 
 
+class ErrorResponse(Exception):
+    """dashscope 1.x returns an HTTP error as its answer (``status_code``) instead of raising:
+    the 1.x driver raises this, so the cell reads ``raised ErrorResponse <status>``."""
+
+    def __init__(self, status_code: int, code: str | None) -> None:
+        super().__init__(f"{status_code} {code}")
+        self.status_code = status_code
+
+
+_DASHSCOPE_STATUS = {"SUCCEEDED": "succeeded", "FAILED": "failed", "CANCELED": "cancelled"}
+
+
+def _dashscope_1x(callback: str | None) -> Driver:
+    import types
+
+    import dashscope
+    from dashscope.client import base_api
+
+    saved = (dashscope.base_http_api_url, base_api.time)
+    # VideoSynthesis.wait sleeps 1 s..5 s (locals of its loop): run them at the time scale
+    base_api.time = types.SimpleNamespace(time=time.time, sleep=lambda s: time.sleep(s * SCALE))
+
+    def client(url: str) -> Any:
+        dashscope.base_http_api_url = f"{url}/api/v1"  # module settings, no client object
+        return None
+
+    def create(c: Any, prompt: str) -> Any:
+        made = dashscope.VideoSynthesis.async_call(
+            model="wan2.2-t2v-plus", prompt=prompt, api_key=TOKEN, headers=CLIENT_HEADERS
+        )
+        if made.status_code != 200:
+            raise ErrorResponse(made.status_code, made.code)
+        return made
+
+    def wait(c: Any, made: Any, deadline: float | None) -> str:
+        done = dashscope.VideoSynthesis.wait(
+            made, api_key=TOKEN, headers=CLIENT_HEADERS, wait_timeout=deadline or WAIT_CAP
+        )
+        if done.status_code == 408 and done.code == "WaitTaskTimeout":
+            return "timed_out"
+        if done.status_code != 200:
+            raise ErrorResponse(done.status_code, done.code)
+        status = done.output.task_status
+        if status == "SUCCEEDED":
+            fetch(done.output.video_url)
+        return _DASHSCOPE_STATUS.get(status, status.lower())
+
+    def close(c: Any) -> None:
+        dashscope.base_http_api_url, base_api.time = saved
+
+    return Driver(client, create, wait, close)
+
+
 def driver(sdk: str, url: str, callback: str | None = None) -> Driver:
     if sdk == "fal-client":
         return _fal(url)
@@ -484,6 +547,7 @@ def driver(sdk: str, url: str, callback: str | None = None) -> Driver:
         "lumaai": _luma,
         "volcengine-ark": _ark,
         "dashscope": _dashscope,
+        "dashscope-1x": _dashscope_1x,
     }[sdk](callback)
 
 

@@ -346,6 +346,8 @@ def test_sdk_terminal_failure_is_a_failed_task() -> None:
         assert violated(provider) == set()
 
 
+# slow: the matrix key cell volcengine-ark / transient-5xx checks it by default
+@pytest.mark.slow
 @needs_ark
 def test_finding_sdk_retries_5xx_before_their_retry_after() -> None:
     """It retries the 503s (0.5 s, then 1 s, jittered) but never reads their ``Retry-After``."""
@@ -363,6 +365,8 @@ def test_sdk_cancelled() -> None:
         assert violated(provider) == set()
 
 
+# slow: clean either way; the retry finding is the 5xx one
+@pytest.mark.slow
 @needs_ark
 def test_sdk_rate_limited_retries_the_429s() -> None:
     """Its 0.5 s and 1 s backoffs happen to clear these HTTP-date ``Retry-After`` values (1 s

@@ -314,6 +314,8 @@ def test_v2_terminal_failure_raises() -> None:
         assert violated(provider) == set()
 
 
+# slow: the matrix runs it (dashscope / transient-5xx)
+@pytest.mark.slow
 @needs_dashscope
 def test_v2_transient_5xx_retries_after_retry_after() -> None:
     with serve("dashscope", "transient-5xx") as (provider, url):
@@ -330,6 +332,8 @@ def test_v2_wait_returns_unknown() -> None:
         assert violated(provider) == set()
 
 
+# slow: the matrix key cell dashscope / ambiguous-submit checks it by default
+@pytest.mark.slow
 @needs_dashscope
 def test_finding_v2_retries_a_lost_create_without_a_key() -> None:
     """The v2 transport retries every method, POST included, with no idempotency key."""

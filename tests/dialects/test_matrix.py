@@ -6,7 +6,7 @@ not by the code under test. A cell's run must give exactly that text. The table 
 docs/dialects/README.md is rendered from ``EXPECTED`` (``python -m tests.dialects.matrix
 --write``) and checked against it here.
 
-The full matrix (144 cells, several minutes) is ``-m slow -k matrix``; the default run replays
+The full matrix (160 cells, several minutes) is ``-m slow -k matrix``; the default run replays
 the key cells and checks the table. ``python -m tests.dialects.matrix [SDK...]`` runs cells
 and prints those that differ from ``EXPECTED``.
 """
@@ -41,6 +41,7 @@ _MODULES = {
     "lumaai": "lumaai",
     "volcengine-ark": "volcenginesdkarkruntime",
     "dashscope": "dashscope",
+    "dashscope-1x": "dashscope",
 }
 
 #: Per SDK, per bundled scenario: ``outcome[ ≠]; invariants`` (``≠``: the outcome differs from
@@ -66,6 +67,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "auth-revoked": "raised AuthenticationError 401 ≠; -",
         "duplicate-webhook": "succeeded; -",
         "forged-webhook": "succeeded; -",
+        "outage": "raised InternalServerError 502 ≠; -",
     },
     "runwayml": {
         "slow-success": "succeeded; -",
@@ -84,6 +86,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "auth-revoked": "raised AuthenticationError 401 ≠; -",
         "duplicate-webhook": "succeeded; -",
         "forged-webhook": "succeeded; -",
+        "outage": "raised InternalServerError 502 ≠; -",
     },
     "replicate": {
         "slow-success": "succeeded; -",
@@ -102,6 +105,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "auth-revoked": "raised ReplicateError 401 ≠; -",
         "duplicate-webhook": "succeeded; -",
         "forged-webhook": "succeeded; -",
+        "outage": "raised ReplicateError 502 ≠; -",
     },
     "fal-client": {
         "slow-success": "succeeded; -",
@@ -120,6 +124,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "auth-revoked": "raised FalClientHTTPError 401 ≠; -",
         "duplicate-webhook": "succeeded; -",
         "forged-webhook": "succeeded; -",
+        "outage": "raised FalClientHTTPError 502 ≠; -",
     },
     "google-genai": {
         "slow-success": "succeeded; -",
@@ -138,6 +143,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "auth-revoked": "raised ClientError 401 ≠; -",
         "duplicate-webhook": "succeeded; -",
         "forged-webhook": "succeeded; -",
+        "outage": "raised ServerError 502 ≠; -",
     },
     "genai-interactions": {
         "slow-success": "succeeded; -",
@@ -156,6 +162,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "auth-revoked": "raised AuthenticationError 401 ≠; -",
         "duplicate-webhook": "succeeded; -",
         "forged-webhook": "succeeded; -",
+        "outage": "timed_out; bounded_retries",  # each call retries a 5xx 4 times
     },
     "lumaai": {
         "slow-success": "succeeded; -",
@@ -174,6 +181,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "auth-revoked": "raised AuthenticationError 401 ≠; -",
         "duplicate-webhook": "succeeded; -",
         "forged-webhook": "succeeded; -",
+        "outage": "raised InternalServerError 502 ≠; -",
     },
     "volcengine-ark": {
         "slow-success": "succeeded; -",
@@ -197,6 +205,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "auth-revoked": "raised ArkAuthenticationError 401 ≠; -",
         "duplicate-webhook": "succeeded; -",
         "forged-webhook": "succeeded; -",
+        "outage": "raised ArkInternalServerError 502 ≠; -",
     },
     "dashscope": {
         "slow-success": "succeeded; -",
@@ -215,6 +224,29 @@ EXPECTED: dict[str, dict[str, str]] = {
         "auth-revoked": "raised AuthenticationError 401 ≠; -",
         "duplicate-webhook": "succeeded; -",
         "forged-webhook": "succeeded; -",
+        "outage": "raised APIStatusError 502 ≠; -",
+    },
+    # the 1.x calls return an HTTP error as the answer: the driver shows it as ErrorResponse
+    "dashscope-1x": {
+        "slow-success": "succeeded; -",
+        "quick-preview": "succeeded; -",
+        "long-render": "succeeded; -",
+        "terminal-failure": "failed; -",
+        "cancelled": "cancelled; -",
+        "completed-with-errors": "succeeded ≠; -",
+        "deadline-expiry": "timed_out; -",  # wait(wait_timeout=deadline)
+        # wait retries a 503 after its own interval, Retry-After unread, and returns the 502
+        "transient-5xx": "raised ErrorResponse 502 ≠; honours_retry_after",
+        "retry-after-seconds": "succeeded; honours_retry_after",
+        "rate-limited": "raised ErrorResponse 429 ≠; -",  # any error but 503/504 ends the wait
+        "rate-limit-budget": "1x raised ErrorResponse 429 + 3x succeeded ≠; -",  # no create retry
+        "slow-status": "succeeded; -",
+        # a dropped connection is retried once (_send_with_retry), the create included
+        "ambiguous-submit": "succeeded; no_resubmission",
+        "auth-revoked": "raised ErrorResponse 401 ≠; -",
+        "duplicate-webhook": "succeeded; -",
+        "forged-webhook": "succeeded; -",
+        "outage": "raised ErrorResponse 502 ≠; -",
     },
 }
 
