@@ -33,7 +33,10 @@ def format_report(
         return junit(report, name)
     if fmt == "github":
         return github(report, name, max_violations)
-    raise ValueError(f"unknown report format {fmt!r}; known: {', '.join(FORMATS)}")
+    from ._suggest import did_you_mean
+
+    hint = did_you_mean(fmt, FORMATS)
+    raise ValueError(f"unknown report format {fmt!r}{hint}; known: {', '.join(FORMATS)}")
 
 
 def junit(report: Report, name: str) -> str:

@@ -135,7 +135,7 @@ def _say(text: str) -> None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from .cli import request_logger
-    from .dialects import DIALECTS
+    from .dialects import DIALECTS, unknown_dialect
     from .server import ServerThread
     from .service import FakeProvider
 
@@ -144,7 +144,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         _say("no command given; usage: fakeprovider run SCENARIO [options] -- COMMAND [ARGS...]")
         return 2
     if args.dialect is not None and args.dialect not in DIALECTS:
-        _say(f"unknown dialect {args.dialect!r}; known dialects: {', '.join(sorted(DIALECTS))}")
+        _say(unknown_dialect(args.dialect))
         return 2
     with contextlib.ExitStack() as stack:
         if args.journal is None:

@@ -422,6 +422,8 @@ def build_parser() -> argparse.ArgumentParser:
             "fakeprovider serve rate-limited --port 0    # any free port; the URL comes first",
             "fakeprovider serve my-scenario.yaml --journal run.jsonl --time-scale 0.1",
             "fakeprovider serve slow-success --dialect gemini",
+            "fakeprovider serve long-render --journal soak.jsonl --journal-memory 10000",
+            "fakeprovider serve --host 0.0.0.0 --admin-token s3cret   # others can reach it",
         ),
     )
     serve.add_argument(

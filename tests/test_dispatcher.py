@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import threading
@@ -16,6 +17,7 @@ from standardwebhooks.webhooks import Webhook
 
 from fakeprovider import FakeProvider
 from fakeprovider.dispatcher import redact_url
+from fakeprovider.journal import read_journal
 from fakeprovider.server import ServerThread
 
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
@@ -393,3 +395,18 @@ def test_the_journal_and_the_log_never_hold_a_callback_urls_credentials(
         "not sending job.succeeded to http://REDACTED@receiver.example/h?sig=REDACTED: only"
         " loopback hosts are allowed unless you pass --allow-webhook-host"
     ]
+
+
+def test_a_send_in_flight_at_a_reset_is_written_to_the_journal_file(receiver, serve):
+    receiver.answer = lambda n: (200, {}, 5.0)  # holds the delivery until released
+    sink = io.StringIO()
+    server = serve(scenario(receiver, "  events: [job.succeeded]\n"), journal_sink=sink)
+    submit(server)
+    assert settle_until(server, lambda: len(in_flight(server)) == 1)
+    httpx.post(f"{server.url}/__admin/reset")
+    assert server.dispatcher.wait_idle(5.0)
+    written = [e for e in read_journal(io.StringIO(sink.getvalue())) if e.kind == "webhook"]
+    assert [(e.event, e.status_code, e.completed_at, e.error_code) for e in written] == [
+        ("job.succeeded", None, None, None)  # sent, never answered: judged by no rule
+    ]
+    assert webhook_rows(server) == []  # the new run starts clean

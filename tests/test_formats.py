@@ -121,3 +121,13 @@ def test_check_refuses_a_bad_max_violations(capsys: pytest.CaptureFixture[str]) 
         main(["check", "j.jsonl", "--max-violations", "-1"])
     assert exited.value.code == 2
     assert "argument --max-violations: expected 0 or more, got -1" in capsys.readouterr().err
+
+
+def test_an_unknown_format_is_refused_with_the_closest() -> None:
+    report = check(buggy(1), Limits(deadline=60.0))
+    with pytest.raises(
+        ValueError,
+        match=r"^unknown report format 'jsn' \(did you mean 'json'\?\); known: text, json, junit,"
+        r" github$",
+    ):
+        format_report(report, "jsn")

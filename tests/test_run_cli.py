@@ -212,3 +212,13 @@ def test_an_interrupted_run_stops_the_command_and_the_server(
     port = int(url.rsplit(":", 1)[1])
     with socket.socket() as probe:
         assert probe.connect_ex(("127.0.0.1", port)) != 0  # nothing listens any more
+
+
+def test_an_unknown_dialect_is_refused_with_the_closest(capfd: pytest.CaptureFixture[str]) -> None:
+    from fakeprovider.dialects import DIALECTS
+
+    assert main(["run", "quick-preview", "--dialect", "lumma", "--", sys.executable, "-V"]) == 2
+    assert capfd.readouterr().err == (
+        "fakeprovider run: unknown dialect 'lumma' (did you mean 'luma'?); known dialects:"
+        f" {', '.join(sorted(DIALECTS))}\n"
+    )

@@ -30,6 +30,11 @@ How each SDK is driven:
 
 ``render_table`` renders ``EXPECTED`` as the table in ``docs/dialects/README.md``;
 ``parse_table`` reads it back.
+
+Adding an SDK: its dialect in ``SDKS`` (the column order), a driver (``driver()``), its judge in
+``JUDGES`` when it can verify webhooks; in ``test_matrix.py`` its import name in ``_MODULES`` and
+its 16 cells in ``EXPECTED``, stated from the SDK's source (run ``python -m tests.dialects.matrix
+SDK`` to see what it does, and explain every finding in the docs); then ``--write`` the table.
 """
 
 from __future__ import annotations

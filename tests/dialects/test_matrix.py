@@ -162,7 +162,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "auth-revoked": "raised AuthenticationError 401 ≠; -",
         "duplicate-webhook": "succeeded; -",
         "forged-webhook": "succeeded; -",
-        "outage": "timed_out; bounded_retries",  # each call retries a 5xx 4 times
+        "outage": "raised InternalServerError 502 ≠; bounded_retries",  # 4 retries per call
     },
     "lumaai": {
         "slow-success": "succeeded; -",
