@@ -20,7 +20,6 @@ import fakeprovider
 from fakeprovider import app as app_module
 from fakeprovider import server as server_module
 from fakeprovider.clock import VirtualClock
-from fakeprovider.errors import ScenarioError
 from fakeprovider.invariants import Limits, check, split_runs
 from fakeprovider.journal import Entry, read_journal
 from fakeprovider.scenario import Scenario, bundled_scenarios, parse_scenario
@@ -1084,20 +1083,3 @@ def test_a_token_is_made_up_only_for_addresses_others_can_reach(host: str, loopb
     assert (made is None) is loopback
     assert made is None or len(made) >= 32
     assert server_module.admin_token_for(host, "given") == "given"
-
-
-def test_a_rate_limit_that_never_refills_answers_journaled_500s_not_silence() -> None:
-    text = INSTANT + "rate_limit: {capacity: 1, refill_every: 0}\n"
-    try:
-        scenario = parse_scenario(text)
-    except ScenarioError:  # the validator refuses it now: nothing left for the server to catch
-        pytest.skip("refill_every: 0 is refused at load time")
-    sink = io.StringIO()
-    provider = FakeProvider(scenario, journal_sink=sink)
-    with ServerThread(provider) as running, httpx.Client(base_url=running.url) as http:
-        codes = [http.get("/v1/jobs").status_code for _ in range(3)]
-    written = [e for e in read_journal(io.StringIO(sink.getvalue())) if not e.is_header]
-    assert codes == [500, 500, 500]
-    assert [(e.kind, e.status_code, e.error_code) for e in written] == 3 * [
-        ("list", 500, "internal_error")
-    ]
