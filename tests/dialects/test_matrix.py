@@ -239,7 +239,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "transient-5xx": "raised ErrorResponse 502 ≠; honours_retry_after",
         "retry-after-seconds": "succeeded; honours_retry_after",
         "rate-limited": "raised ErrorResponse 429 ≠; -",  # any error but 503/504 ends the wait
-        "rate-limit-budget": "1x raised ErrorResponse 429 + 3x succeeded ≠; -",  # no create retry
+        "rate-limit-budget": "1x raised ErrorResponse 429 + 3x succeeded ≠; status_rate",  # no create retry; wait polls every 1 s
         "slow-status": "succeeded; -",
         # a dropped connection is retried once (_send_with_retry), the create included
         "ambiguous-submit": "succeeded; no_resubmission",
