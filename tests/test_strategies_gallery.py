@@ -3,7 +3,8 @@
 Each buggy client of ``tests/rogues.py`` is caught by ``@given(scenarios())`` within
 Hypothesis's default budget of 100 examples, and the scenario it shrinks to is minimal (one job,
 and only the faults or limits the bug needs: without any one of them the bug no longer shows);
-the correct client survives 500 examples (``-m slow``; 25 in the default run). Every example
+the correct client survives 500 examples (``-m slow``; 25 in the default run). The five rogues
+whose search takes longest run with ``-m slow`` (CI runs both). Every example
 runs in process, through the plugin's per-example context manager
 (``fakeprovider_session.example(..., inprocess=True)``), so the clients' ``time.sleep`` moves
 a virtual clock: minutes of polling take milliseconds.
@@ -153,7 +154,26 @@ def without_one_part(scenario: Scenario) -> dict[str, Scenario]:
     return smaller
 
 
-@pytest.mark.parametrize("invariant", sorted(ROGUES))
+#: The rogues whose search and shrink take longest (5-10 s each): CI runs them in its slow step
+#: (``-m slow``), the default run keeps the rest, so that it stays within five minutes.
+LONG_SEARCHES = frozenset(
+    {
+        "bounded_retries",
+        "no_overlap",
+        "no_resubmission",
+        "no_retry_on_auth_error",
+        "honours_retry_after",
+    }
+)
+
+
+@pytest.mark.parametrize(
+    "invariant",
+    [
+        pytest.param(name, marks=pytest.mark.slow) if name in LONG_SEARCHES else name
+        for name in sorted(ROGUES)
+    ],
+)
 def test_each_rogue_is_caught_and_shrinks_to_a_minimal_scenario(
     invariant: str, fakeprovider_session: Any
 ) -> None:
