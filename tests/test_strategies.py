@@ -452,8 +452,11 @@ def test_a_falsifying_example_reports_and_saves_the_minimal_scenario_as_yaml() -
     with tempfile.TemporaryDirectory() as folder:
         target = Path(folder) / "regressions" / "found.yaml"
 
+        # resets only: the search is quick, and the shrink still has jobs, steps and the
+        # fault's fields to simplify (test_a_fault_shrinks_to_a_503_on_the_first_status_read
+        # shrinks across every fault kind)
         @settings(database=None, max_examples=200)
-        @given(scenarios())
+        @given(scenarios(fault_kinds=["reset"]))
         def client_never_sees_a_reset(scenario: Scenario) -> None:
             note_scenario(scenario, save_to=target)
             assert not any(f.action == "reset" for f in scenario.faults)

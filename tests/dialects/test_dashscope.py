@@ -218,6 +218,7 @@ def v1_run(task: str | None = None) -> Any:
 
 
 @needs_dashscope
+@pytest.mark.slow  # 2-3 s over sockets in real time: CI runs it in the slow step
 def test_v1_slow_success(v1: Any) -> None:
     with serve("dashscope", "slow-success") as (provider, url):
         v1(url)

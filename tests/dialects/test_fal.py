@@ -301,6 +301,7 @@ def subscribe(client: Any, url: str, monkeypatch: pytest.MonkeyPatch) -> Any:
 
 
 @needs_fal_client
+@pytest.mark.slow  # 2-3 s over sockets in real time: CI runs it in the slow step
 def test_sdk_slow_success(client: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     with serve("fal", "slow-success") as (provider, url):
         result = subscribe(client, url, monkeypatch)

@@ -143,6 +143,7 @@ def run_sdk(url: str, *, reread: bool = False) -> Any:
 
 
 @needs_genai
+@pytest.mark.slow  # 2-3 s over sockets in real time: CI runs it in the slow step
 def test_sdk_slow_success() -> None:
     with serve("google-veo", "slow-success") as (provider, url):
         operation = run_sdk(url)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import pytest
+
 from .helpers import (
     CLIENT_HEADERS,
     body_of,
@@ -163,6 +165,7 @@ def test_sdk_terminal_failure() -> None:
 
 
 @needs_lumaai
+@pytest.mark.slow  # 2-3 s over sockets in real time: CI runs it in the slow step
 def test_sdk_transient_5xx_retries() -> None:
     with serve("luma", "transient-5xx") as (provider, url):
         assert run_sdk(url).state == "completed"

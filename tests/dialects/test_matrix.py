@@ -271,13 +271,11 @@ def _check(sdk: str, name: str) -> None:
 KEY_CELLS = [
     ("openai", "slow-success"),  # the hint is on status reads only: the helper is clean
     ("google-genai", "quick-preview"),  # the inline video is the one retrieval
-    ("genai-interactions", "quick-preview"),  # likewise, through client.interactions
     ("runwayml", "rate-limit-budget"),  # the 4th create THROTTLED; status_rate judged scaled
     ("lumaai", "ambiguous-submit"),  # a lost create retried without Idempotency-Key
     ("replicate", "ambiguous-submit"),  # a lost create not retried: ReadError
     ("fal-client", "retry-after-seconds"),  # an app 503 is not retried
     ("openai", "auth-revoked"),  # 401 raised, not retried
-    ("replicate", "cancelled"),
     ("lumaai", "deadline-expiry"),  # the poll loop gives up at the deadline
     ("volcengine-ark", "transient-5xx"),  # retries that never read Retry-After
     ("dashscope", "ambiguous-submit"),  # the v2 transport retries a lost create, no key

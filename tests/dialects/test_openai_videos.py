@@ -256,6 +256,7 @@ def run_sdk(url: str) -> tuple[Any, Any]:
 
 
 @needs_openai
+@pytest.mark.slow  # 2-3 s over sockets in real time: CI runs it in the slow step
 def test_sdk_slow_success() -> None:
     with serve("openai-videos", "slow-success") as (provider, url):
         video_obj, content = run_sdk(url)
@@ -282,6 +283,7 @@ def test_sdk_terminal_failure_returns_failed_with_the_error() -> None:
 
 
 @needs_openai
+@pytest.mark.slow  # 2-3 s over sockets in real time: CI runs it in the slow step
 def test_sdk_transient_5xx_retries_with_retry_after() -> None:
     with serve("openai-videos", "transient-5xx") as (provider, url):
         video_obj, content = run_sdk(url)

@@ -278,6 +278,7 @@ def _create_and_wait(client: Any) -> Any:
 
 
 @needs_replicate
+@pytest.mark.slow  # 2-3 s over sockets in real time: CI runs it in the slow step
 def test_sdk_slow_success() -> None:
     with serve("replicate", "slow-success") as (provider, url):
         done = run_sdk(url)
@@ -334,6 +335,7 @@ def test_sdk_terminal_failure() -> None:
 
 
 @needs_replicate
+@pytest.mark.slow  # 2-3 s over sockets in real time: CI runs it in the slow step
 def test_sdk_transient_5xx_retries_gets() -> None:
     with serve("replicate", "transient-5xx") as (provider, url):
         assert run_sdk(url).status == "succeeded"

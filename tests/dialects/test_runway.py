@@ -203,6 +203,7 @@ def run_sdk(url: str, timeout: float = 10) -> Any:
 
 
 @needs_runwayml
+@pytest.mark.slow  # 2-3 s over sockets in real time: CI runs it in the slow step
 def test_sdk_slow_success() -> None:
     with serve("runway", "slow-success") as (provider, url):
         done = run_sdk(url)
@@ -224,6 +225,7 @@ def test_sdk_terminal_failure_raises_task_failed() -> None:
 
 
 @needs_runwayml
+@pytest.mark.slow  # 2-3 s over sockets in real time: CI runs it in the slow step
 def test_sdk_transient_5xx_retries() -> None:
     with serve("runway", "transient-5xx") as (provider, url):
         assert run_sdk(url).status == "SUCCEEDED"
