@@ -118,6 +118,22 @@ def _boundary(ctype: str) -> bytes | None:
     return None
 
 
+def page_window(
+    query: Any, number_key: str, size_key: str, max_size: int, message: str
+) -> tuple[int, int]:
+    """The ``(offset, limit)`` a list request's page number and size ask for (1-based pages,
+    10 a page unless asked); a 400 ``invalid_parameter`` saying ``message`` when either is
+    not an integer in range."""
+    try:
+        number = int(query.get(number_key, "1"))
+        size = int(query.get(size_key, "10"))
+    except ValueError:
+        number = size = 0
+    if not (number >= 1 and 1 <= size <= max_size):
+        raise BadRequest(400, "invalid_parameter", message)
+    return (number - 1) * size, size
+
+
 def progress_percent(job: JobView) -> int:
     if job.status in ("succeeded", "completed_with_errors"):
         return 100

@@ -145,14 +145,8 @@ class ArkDialect(Dialect):
 
     def _list(self, http: HttpRequest, common: dict[str, Any]) -> Request:
         query = http.query
-        try:
-            page_num = int(query.get("page_num", "1"))
-            page_size = int(query.get("page_size", "10"))
-        except ValueError:
-            page_num = page_size = 0
-        if not (page_num >= 1 and 1 <= page_size <= 500):
-            message = "The parameters `page_num` (from 1) and `page_size` (1 to 500) must be integers in range."
-            raise BadRequest(400, "invalid_parameter", message)
+        message = "The parameters `page_num` (from 1) and `page_size` (1 to 500) must be integers in range."
+        page = _common.page_window(query, "page_num", "page_size", 500, message)
         status = query.get("filter.status")
         model = query.get("filter.model")
         task_id = query.get("filter.task_ids")
@@ -167,7 +161,7 @@ class ArkDialect(Dialect):
         return Request(
             kind="list",
             select=wanted,
-            page=((page_num - 1) * page_size, page_size),
+            page=page,
             newest_first=True,
             **common,
         )

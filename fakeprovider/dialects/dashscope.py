@@ -147,14 +147,8 @@ class DashScopeDialect(Dialect):
 
     def _list(self, http: HttpRequest, common: dict[str, Any]) -> Request:
         query = http.query
-        try:
-            page_no = int(query.get("page_no", "1"))
-            page_size = int(query.get("page_size", "10"))
-        except ValueError:
-            page_no = page_size = 0
-        if not (page_no >= 1 and 1 <= page_size <= 100):
-            message = "page_no must be 1 or more and page_size between 1 and 100."
-            raise BadRequest(400, "invalid_parameter", message)
+        message = "page_no must be 1 or more and page_size between 1 and 100."
+        page = _common.page_window(query, "page_no", "page_size", 100, message)
         status = query.get("status")
         wanted_status = _ENGINE_STATUS.get(status or "")
         if status is not None and wanted_status is None:
@@ -170,7 +164,7 @@ class DashScopeDialect(Dialect):
         return Request(
             kind="list",
             select=wanted,
-            page=((page_no - 1) * page_size, page_size),
+            page=page,
             newest_first=True,
             **common,
         )
