@@ -19,8 +19,8 @@ import time
 import httpx
 
 from fakeprovider.journal import Entry
+from fakeprovider.provider import FakeProvider
 from fakeprovider.server import ServerThread
-from fakeprovider.service import FakeProvider
 
 
 def fill(provider: FakeProvider, entries: int) -> None:

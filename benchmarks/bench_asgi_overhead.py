@@ -24,7 +24,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from fakeprovider.app import create_app
-from fakeprovider.service import FakeProvider
+from fakeprovider.provider import FakeProvider
 
 
 async def _status(request: Request) -> JSONResponse:

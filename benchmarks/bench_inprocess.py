@@ -26,8 +26,8 @@ from collections.abc import Callable
 from typing import Any
 
 from fakeprovider.inprocess import virtual_provider
+from fakeprovider.provider import FakeProvider
 from fakeprovider.server import ServerThread
-from fakeprovider.service import FakeProvider
 
 TEN_MINUTES = """
 name: ten-minute-render

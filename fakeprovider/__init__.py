@@ -9,8 +9,8 @@ from .engine import Engine
 from .errors import FakeProviderError, InvariantViolation, Problem, ScenarioError
 from .invariants import Limits, Report, Violation, assert_invariants, check, expected_outcome
 from .journal import Entry, Journal, read_journal
+from .provider import FakeProvider
 from .scenario import Scenario, bundled_scenarios, load_scenario, parse_scenario
-from .service import FakeProvider
 
 __version__ = "0.1.0"
 

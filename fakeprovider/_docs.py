@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from ._model import _plain_field, describe, is_model, iter_fields
+from ._declarative import _plain_field, describe, is_model, iter_fields
 from .scenario import (
     Auth,
     Concurrency,

@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from typing import Literal
 from urllib.parse import parse_qsl, unquote
 
-from ._virtualtime import _current
 from .clock import VirtualClock
 from .dialects import HttpRequest, HttpResponse
 from .engine import Reply
-from .service import FakeProvider
+from .provider import FakeProvider
+from .virtualtime import _current
 
 __all__ = ["PEER", "Answer", "Dropped", "Exchange", "Origin", "Routes", "split_target"]
 

@@ -136,8 +136,8 @@ def _say(text: str) -> None:
 def cmd_run(args: argparse.Namespace) -> int:
     from .cli import request_logger
     from .dialects import DIALECTS, unknown_dialect
+    from .provider import FakeProvider
     from .server import ServerThread
-    from .service import FakeProvider
 
     command: list[str] = args.command
     if not command:

@@ -32,8 +32,8 @@ from .engine import ApiError, Reply
 from .errors import ScenarioError
 from .httpdate import format_http_date
 from .journal import Entry
+from .provider import INTERNAL_ERROR_MESSAGE, FakeProvider, internal_error
 from .scenario import bundled_scenarios, load_scenario, parse_scenario
-from .service import INTERNAL_ERROR_MESSAGE, FakeProvider, internal_error
 
 __all__ = ["FakeProviderApp", "admin_refusal", "create_app"]
 

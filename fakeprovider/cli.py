@@ -17,7 +17,7 @@ from .errors import ScenarioError
 
 if TYPE_CHECKING:
     from .journal import Entry
-    from .service import FakeProvider
+    from .provider import FakeProvider
 
 __all__ = ["main"]
 
@@ -126,8 +126,8 @@ def add_serve_options(parser: argparse.ArgumentParser, *, port: int) -> None:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from .dialects import DIALECTS, unknown_dialect
+    from .provider import FakeProvider
     from .server import serve_forever
-    from .service import FakeProvider
 
     if args.dialect is not None and args.dialect not in DIALECTS:
         print(f"fakeprovider serve: {unknown_dialect(args.dialect)}", file=sys.stderr)

@@ -35,8 +35,8 @@ import httpx
 from .engine import Engine, StateChange
 from .httpdate import parse_http_date
 from .journal import Entry, RetryAfterRecord
+from .provider import FakeProvider
 from .scenario import Webhooks
-from .service import FakeProvider
 from .webhooks import Delivery, Outgoing, backoff, is_allowed_target, plan_change
 
 __all__ = ["Dispatcher", "redact_url"]

@@ -13,7 +13,7 @@ through): httpx clients (sync and async) through respx, httpx2 clients (sync and
 patch of urllib3 (see ``fakeprovider._intercept``); httpx2 and requests are served when they are
 installed and not needed otherwise. Any other client fails with ``NotInterceptedError`` when it
 looks up the fake's host. ``VirtualTime`` makes the calling thread's ``time``, ``datetime`` and
-asyncio follow the fake's ``VirtualClock`` (see ``fakeprovider._virtualtime``).
+asyncio follow the fake's ``VirtualClock`` (see ``fakeprovider.virtualtime``).
 
 A scripted delay advances the clock; scripted connection drops become the errors a real socket
 gives (``httpx.ReadError`` for ``reset``, ``httpx.RemoteProtocolError`` for ``lose_response``,
@@ -40,14 +40,14 @@ except ModuleNotFoundError as _missing:
 
 from . import _intercept
 from ._exchange import Answer, Dropped, Exchange, Origin
-from ._virtualtime import VirtualTime
 from .clock import DEFAULT_EPOCH, VirtualClock
 from .dialects import HttpResponse
 from .engine import Reply
 from .errors import NotInterceptedError
 from .journal import Journal
+from .provider import FakeProvider
 from .scenario import Scenario
-from .service import FakeProvider
+from .virtualtime import VirtualTime
 
 __all__ = [
     "DEFAULT_BASE_URL",

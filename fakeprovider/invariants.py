@@ -18,7 +18,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ._durations import parse_duration
 from ._report import MAX_VIOLATIONS, coverage, metrics, render
 from ._rules import (
     CLIENT_RULES,
@@ -27,6 +26,7 @@ from ._rules import (
     no_premature_retrieval,
     webhook_ack,
 )
+from .durations import parse_duration
 from .errors import InvariantViolation
 from .journal import Entry, order_entries
 from .scenario import Expect, Outcome, Scenario

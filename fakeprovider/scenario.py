@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal, get_args
 
 import yaml
 
-from ._model import (
+from ._declarative import (
     INVALID,
     Bounds,
     Duration,
@@ -593,7 +593,7 @@ class Scenario:
 
 
 def _fmt(seconds: float) -> str:
-    from ._durations import format_duration
+    from .durations import format_duration
 
     return format_duration(seconds)
 
@@ -615,7 +615,7 @@ def _scale(obj: Any, factor: float) -> Any:
 def _scale_value(tp: Any, value: Any, factor: float) -> Any:
     from typing import get_args
 
-    from ._model import DURATION
+    from ._declarative import DURATION
 
     if value is None:
         return None

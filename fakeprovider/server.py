@@ -25,7 +25,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from .app import FakeProviderApp, create_app
 from .dispatcher import Dispatcher
-from .service import FakeProvider
+from .provider import FakeProvider
 
 __all__ = [
     "DEFAULT_HOST",

@@ -40,9 +40,9 @@ try:
 except ModuleNotFoundError as _missing:
     raise missing_extra("fakeprovider.strategies", _missing) from None
 
-from ._durations import format_duration, parse_duration
-from ._model import INVALID, Duration, convert, format_path
+from ._declarative import INVALID, Duration, convert, format_path
 from ._suggest import did_you_mean
+from .durations import format_duration, parse_duration
 from .scenario import Fault, JobSpec, RetryAfter, Scenario, Step, Webhooks
 
 __all__ = [

@@ -22,9 +22,9 @@ from fakeprovider import server as server_module
 from fakeprovider.clock import VirtualClock
 from fakeprovider.invariants import Limits, check, split_runs
 from fakeprovider.journal import Entry, read_journal
+from fakeprovider.provider import FakeProvider, scenario_digest
 from fakeprovider.scenario import Scenario, bundled_scenarios, parse_scenario
 from fakeprovider.server import ServerThread
-from fakeprovider.service import FakeProvider, scenario_digest
 
 SCENARIO = """
 name: app-test

@@ -9,9 +9,9 @@ import httpx
 import pytest
 
 from fakeprovider.cli import main
+from fakeprovider.provider import FakeProvider
 from fakeprovider.scenario import load_scenario
 from fakeprovider.server import ServerThread
-from fakeprovider.service import FakeProvider
 
 from .test_invariants import e
 

@@ -18,9 +18,9 @@ import pytest
 
 from fakeprovider.clock import VirtualClock
 from fakeprovider.dialects import HttpRequest
+from fakeprovider.provider import FakeProvider
 from fakeprovider.scenario import parse_scenario
 from fakeprovider.server import ServerThread
-from fakeprovider.service import FakeProvider
 
 Step = tuple[str, str, dict[str, object]]  # method, path ("{job}" is the first job), options
 Seen = tuple[int | None, str | None, str | None]  # status code, job status, a header

@@ -96,3 +96,13 @@ def test_the_pytest_extra_brings_exactly_what_client_projects_need(wheel: Path) 
     ]
     assert wanted == ["httpx>=0.27", "hypothesis>=6.100", "pytest>=8.0", "respx>=0.22"]
     assert "Provides-Extra: pytest" in text
+
+
+def test_the_wheel_version_is_the_packages_version(wheel: Path) -> None:
+    """The version is written once, in ``fakeprovider/__init__.py``; the wheel's metadata reads it."""
+    import fakeprovider
+
+    (metadata,) = [n for n in zipfile.ZipFile(wheel).namelist() if n.endswith("METADATA")]
+    text = zipfile.ZipFile(wheel).read(metadata).decode()
+    assert f"Version: {fakeprovider.__version__}\n" in text
+    assert wheel.name.startswith(f"fakeprovider-{fakeprovider.__version__}-")

@@ -21,9 +21,9 @@ import pytest
 
 from fakeprovider.invariants import Limits, Report, check
 from fakeprovider.journal import Entry
+from fakeprovider.provider import FakeProvider
 from fakeprovider.scenario import load_scenario
 from fakeprovider.server import ServerThread
-from fakeprovider.service import FakeProvider
 
 from . import rogue_receivers as rr
 from . import rogues

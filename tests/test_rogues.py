@@ -27,9 +27,9 @@ import pytest
 from fakeprovider.inprocess import virtual_provider
 from fakeprovider.invariants import Limits, Report, check, expected_outcome
 from fakeprovider.journal import Entry
+from fakeprovider.provider import FakeProvider
 from fakeprovider.scenario import load_scenario, parse_scenario
 from fakeprovider.server import ServerThread
-from fakeprovider.service import FakeProvider
 
 from . import rogues
 

@@ -20,6 +20,7 @@ from hypothesis.errors import InvalidArgument
 from fakeprovider.cli import main as cli_main
 from fakeprovider.clock import VirtualClock
 from fakeprovider.dialects import HttpRequest
+from fakeprovider.provider import FakeProvider
 from fakeprovider.scenario import (
     Fault,
     JobSpec,
@@ -30,7 +31,6 @@ from fakeprovider.scenario import (
     parse_scenario,
 )
 from fakeprovider.server import ServerThread
-from fakeprovider.service import FakeProvider
 from fakeprovider.strategies import (
     FAULT_KINDS,
     RETRY_AFTER_FORMS,

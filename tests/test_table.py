@@ -13,8 +13,8 @@ import pytest
 
 from fakeprovider.cli import main, request_logger
 from fakeprovider.clock import VirtualClock
+from fakeprovider.provider import FakeProvider
 from fakeprovider.server import ServerThread
-from fakeprovider.service import FakeProvider
 
 from .test_cli_check import served
 from .test_invariants import e, ra

@@ -6,8 +6,8 @@ import datetime
 
 import pytest
 
-from fakeprovider._virtualtime import VirtualTime
 from fakeprovider.clock import VirtualClock
+from fakeprovider.virtualtime import VirtualTime
 
 
 def test_a_pydantic_model_first_built_under_virtual_time_validates_real_datetimes() -> None:

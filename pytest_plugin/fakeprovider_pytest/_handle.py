@@ -15,8 +15,8 @@ if TYPE_CHECKING:
     from fakeprovider.clock import Clock
     from fakeprovider.invariants import Limits, Report
     from fakeprovider.journal import Journal
+    from fakeprovider.provider import FakeProvider
     from fakeprovider.scenario import Scenario
-    from fakeprovider.service import FakeProvider
 
 __all__ = ["PLAY_OPTIONS", "ProviderHandle", "SearchDirs", "locate_scenario", "prepare_scenario"]
 
@@ -86,8 +86,8 @@ def prepare_scenario(
     looked for there, then among the bundled names (``locate_scenario``); without, as
     ``load_scenario`` does (the working directory).
     """
-    from fakeprovider._durations import parse_duration
     from fakeprovider._suggest import did_you_mean
+    from fakeprovider.durations import parse_duration
     from fakeprovider.scenario import Expect, Scenario, load_scenario
 
     if isinstance(source, Scenario):

@@ -10,8 +10,8 @@ import threading
 from fakeprovider.dialects import HttpRequest, HttpResponse
 from fakeprovider.engine import Reply
 from fakeprovider.journal import Entry
+from fakeprovider.provider import FakeProvider
 from fakeprovider.server import ServerThread
-from fakeprovider.service import FakeProvider
 
 __all__ = ["GuardedProvider", "ServerThread"]
 

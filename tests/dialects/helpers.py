@@ -15,9 +15,9 @@ from fakeprovider.clock import VirtualClock
 from fakeprovider.dialects import HttpRequest
 from fakeprovider.invariants import Limits, Violation, check
 from fakeprovider.journal import Entry
+from fakeprovider.provider import FakeProvider
 from fakeprovider.scenario import Scenario
 from fakeprovider.server import ServerThread
-from fakeprovider.service import FakeProvider
 from fakeprovider.webhooks import Delivery, Outgoing, WebhookMessage, plan
 
 #: Bundled scenarios run 50 times faster: slow-success takes about 2 s.

@@ -50,9 +50,9 @@ from pathlib import Path
 from typing import Any
 
 from fakeprovider.invariants import expected_outcome
+from fakeprovider.provider import FakeProvider
 from fakeprovider.scenario import Scenario, load_scenario
 from fakeprovider.server import ServerThread
-from fakeprovider.service import FakeProvider
 
 from .helpers import (
     CLIENT_HEADERS,

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from fakeprovider.dialects import HttpRequest
+from fakeprovider.provider import FakeProvider
 from fakeprovider.scenario import parse_scenario
-from fakeprovider.service import FakeProvider
 from fakeprovider.webhooks import verify
 
 from .helpers import (

@@ -19,14 +19,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Union, get_args, get_origin, get_type_hints
 
-from ._durations import (
+from ._suggest import did_you_mean
+from .durations import (
     DURATION_PATTERN,
     MAX_DURATION,
     MAX_DURATION_TEXT,
     format_duration,
     parse_duration,
 )
-from ._suggest import did_you_mean
 
 Path = tuple[str | int, ...]
 
