@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ..http import HttpRequest, HttpResponse
 from .ark import ArkDialect
-from .base import Dialect, HttpRequest, HttpResponse, Route
+from .base import Dialect, Route
 from .dashscope import DashScopeDialect
 from .fal import FalDialect
 from .gemini import GeminiDialect
