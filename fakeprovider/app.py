@@ -321,9 +321,10 @@ def _admin_app(provider: FakeProvider) -> Starlette:
     async def report(request: StarletteRequest) -> Response:
         from .invariants import Limits, check
 
-        scale = getattr(provider, "_time_scale", 1.0)
         try:
-            base = Limits.from_expect(provider.scenario.expect, time_scale=scale)
+            base = Limits.from_expect(
+                provider.scenario.expect, time_scale=provider.settings.time_scale
+            )
             limits = Limits.from_strings(dict(request.query_params), base)
         except ValueError as exc:
             return _error(400, "invalid_limits", f"{exc}.")

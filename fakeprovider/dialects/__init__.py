@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
+from ..settings import RunSettings
 from .ark import ArkDialect
 from .base import Dialect, HttpRequest, HttpResponse, Route
 from .dashscope import DashScopeDialect
@@ -26,8 +25,8 @@ __all__ = [
     "get_dialect",
 ]
 
-#: Dialect name -> factory. Provider dialects register here.
-DIALECTS: dict[str, Callable[[], Dialect]] = {
+#: Dialect name -> class. Provider dialects register here.
+DIALECTS: dict[str, type[Dialect]] = {
     "generic": GenericDialect,
     "openai-videos": OpenAIVideosDialect,
     "runway": RunwayDialect,
@@ -41,12 +40,14 @@ DIALECTS: dict[str, Callable[[], Dialect]] = {
 }
 
 
-def get_dialect(name: str) -> Dialect:
-    """The dialect called ``name``; ``ValueError`` listing the known ones otherwise."""
+def get_dialect(name: str, settings: RunSettings | None = None) -> Dialect:
+    """The dialect called ``name``, made with ``settings`` (the defaults when None);
+    ``ValueError`` listing the known ones otherwise."""
     try:
-        return DIALECTS[name]()
+        kind = DIALECTS[name]
     except KeyError:
         raise ValueError(unknown_dialect(name)) from None
+    return kind(settings)
 
 
 def unknown_dialect(name: str) -> str:
