@@ -69,6 +69,23 @@ def _port(text: str) -> int:
     return value
 
 
+def _stack_option(option: str, fast: str, fallback: str) -> Callable[[str], str]:
+    """``--http`` / ``--loop``: the fast choice is refused when its package is missing (the
+    choices themselves are argparse's to check)."""
+
+    def parse(text: str) -> str:
+        import importlib.util
+
+        if text == fast and importlib.util.find_spec(fast) is None:
+            raise argparse.ArgumentTypeError(
+                f"{fast} is not installed here; install it (pip install {fast})"
+                f" or use --{option} {fallback}"
+            )
+        return text
+
+    return parse
+
+
 def add_serve_options(parser: argparse.ArgumentParser, *, port: int) -> None:
     """The options ``serve`` and ``run`` share (everything but the scenario)."""
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
@@ -113,6 +130,22 @@ def add_serve_options(parser: argparse.ArgumentParser, *, port: int) -> None:
         "--log-requests",
         action="store_true",
         help="print a line per request (and webhook delivery) to standard error as it is answered",
+    )
+    parser.add_argument(
+        "--http",
+        type=_stack_option("http", "httptools", "h11"),
+        choices=["auto", "httptools", "h11"],
+        default="auto",
+        help="HTTP/1.1 parser: httptools (fast, a dependency where it has wheels), h11 (pure"
+        " Python, the fallback), or auto: httptools when installed, else h11 (default: auto)",
+    )
+    parser.add_argument(
+        "--loop",
+        type=_stack_option("loop", "uvloop", "asyncio"),
+        choices=["auto", "uvloop", "asyncio"],
+        default="auto",
+        help="event loop: uvloop (fast; not on Windows or PyPy), asyncio (the standard"
+        " library's), or auto: uvloop when installed, else asyncio (default: auto)",
     )
     parser.add_argument(
         "--allow-webhook-host",
@@ -161,9 +194,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.log_requests or args.log_level in ("info", "debug"):
         provider.journal.listener = request_logger(provider)
 
-    from .server import admin_token_for, is_loopback
+    from .server import admin_token_for, is_loopback, resolve_stack
 
     admin_token = admin_token_for(args.host, args.admin_token)
+    http, loop = resolve_stack(args.http, args.loop)  # the options checked what is installed
 
     def ready(url: str) -> None:
         print(url, flush=True)
@@ -182,7 +216,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         scale = f", time scale {args.time_scale:g}" if args.time_scale != 1.0 else ""
         print(
             f"fakeprovider {__version__}: serving {scenario.name!r} in the {provider.dialect.name} dialect"
-            f"{scale} at {url} (Ctrl+C to stop)",
+            f"{scale} at {url} on {http} + {loop} (Ctrl+C to stop)",
             file=sys.stderr,
             flush=True,
         )
@@ -196,6 +230,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
             on_ready=ready,
             idle_timeout=args.idle_timeout,
             admin_token=admin_token,
+            http=http,
+            loop=loop,
         )
     except OSError as exc:
         print(
@@ -424,6 +460,7 @@ def build_parser() -> argparse.ArgumentParser:
             "fakeprovider serve slow-success --dialect gemini",
             "fakeprovider serve long-render --journal soak.jsonl --journal-memory 10000",
             "fakeprovider serve --host 0.0.0.0 --admin-token s3cret   # others can reach it",
+            "fakeprovider serve --http h11 --loop asyncio  # the pure-Python stack, as a fallback",
         ),
     )
     serve.add_argument(
