@@ -64,6 +64,23 @@ def port_number(text: str) -> int:
     return value
 
 
+def _stack_option(option: str, fast: str, fallback: str) -> Callable[[str], str]:
+    """``--http`` / ``--loop``: the fast choice is refused when its package is missing (the
+    choices themselves are argparse's to check)."""
+
+    def parse(text: str) -> str:
+        import importlib.util
+
+        if text == fast and importlib.util.find_spec(fast) is None:
+            raise argparse.ArgumentTypeError(
+                f"{fast} is not installed here; install it (pip install {fast})"
+                f" or use --{option} {fallback}"
+            )
+        return text
+
+    return parse
+
+
 def add_serve_options(parser: argparse.ArgumentParser, *, port: int) -> None:
     """The options ``serve`` and ``run`` share (everything but the scenario)."""
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
@@ -108,6 +125,22 @@ def add_serve_options(parser: argparse.ArgumentParser, *, port: int) -> None:
         "--log-requests",
         action="store_true",
         help="print a line per request (and webhook delivery) to standard error as it is answered",
+    )
+    parser.add_argument(
+        "--http",
+        type=_stack_option("http", "httptools", "h11"),
+        choices=["auto", "httptools", "h11"],
+        default="auto",
+        help="HTTP/1.1 parser: httptools (fast, a dependency where it has wheels), h11 (pure"
+        " Python, the fallback), or auto: httptools when installed, else h11 (default: auto)",
+    )
+    parser.add_argument(
+        "--loop",
+        type=_stack_option("loop", "uvloop", "asyncio"),
+        choices=["auto", "uvloop", "asyncio"],
+        default="auto",
+        help="event loop: uvloop (fast; not on Windows or PyPy), asyncio (the standard"
+        " library's), or auto: uvloop when installed, else asyncio (default: auto)",
     )
     parser.add_argument(
         "--allow-webhook-host",

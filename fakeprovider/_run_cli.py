@@ -180,6 +180,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                 port=args.port,
                 log_level=args.log_level,
                 allow_webhook_hosts=args.allow_webhook_host,
+                http=args.http,
+                loop=args.loop,
             )
         except OSError as exc:
             _say(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}")

@@ -322,10 +322,12 @@ def _admin_app(provider: FakeProvider) -> Starlette:
         from .invariants import check
         from .limits import limits_for
 
-        scale = getattr(provider, "_time_scale", 1.0)
         try:
-            query = dict(request.query_params)
-            limits = limits_for(provider.scenario.expect, time_scale=scale, overrides=query)
+            limits = limits_for(
+                provider.scenario.expect,
+                time_scale=provider.settings.time_scale,
+                overrides=dict(request.query_params),
+            )
         except ValueError as exc:
             return _error(400, "invalid_limits", f"{exc}.")
 

@@ -71,9 +71,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.log_requests or args.log_level in ("info", "debug"):
         provider.journal.listener = request_logger(provider)
 
-    from .server import admin_token_for, is_loopback
+    from .server import admin_token_for, is_loopback, resolve_stack
 
     admin_token = admin_token_for(args.host, args.admin_token)
+    http, loop = resolve_stack(args.http, args.loop)  # the options checked what is installed
 
     def ready(url: str) -> None:
         print(url, flush=True)
@@ -92,7 +93,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         scale = f", time scale {args.time_scale:g}" if args.time_scale != 1.0 else ""
         print(
             f"fakeprovider {__version__}: serving {scenario.name!r} in the {provider.dialect.name} dialect"
-            f"{scale} at {url} (Ctrl+C to stop)",
+            f"{scale} at {url} on {http} + {loop} (Ctrl+C to stop)",
             file=sys.stderr,
             flush=True,
         )
@@ -106,6 +107,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
             on_ready=ready,
             idle_timeout=args.idle_timeout,
             admin_token=admin_token,
+            http=http,
+            loop=loop,
         )
     except OSError as exc:
         print(
@@ -296,6 +299,7 @@ def build_parser() -> argparse.ArgumentParser:
             "fakeprovider serve slow-success --dialect gemini",
             "fakeprovider serve long-render --journal soak.jsonl --journal-memory 10000",
             "fakeprovider serve --host 0.0.0.0 --admin-token s3cret   # others can reach it",
+            "fakeprovider serve --http h11 --loop asyncio  # the pure-Python stack, as a fallback",
         ),
     )
     serve.add_argument(

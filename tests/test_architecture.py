@@ -34,14 +34,16 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "fakeprovider.errors",
         "fakeprovider.httpdate",
     ),
-    # what is played and what was recorded: the scenario format and the journal
+    # what is played and what was recorded: the scenario, its settings, job state, the journal
     "models": (
         "fakeprovider._declarative",
         "fakeprovider._journal_schema",
         "fakeprovider._runs",
+        "fakeprovider.jobstore",
         "fakeprovider.journal",
         "fakeprovider.limits",
         "fakeprovider.scenario",
+        "fakeprovider.settings",
     ),
     # pure work on models: the engine, the checker and its reports, webhooks, words, strategies
     "core": (

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import cast
 
 from .._suggest import did_you_mean
 from ..scenario import DIALECT_NAMES, DialectName
+from ..settings import RunSettings
 from .ark import ArkDialect
 from .base import Dialect, HttpRequest, HttpResponse, Route
 from .dashscope import DashScopeDialect
@@ -43,14 +43,14 @@ _CLASSES: tuple[type[Dialect], ...] = (
     ReplicateDialect,
     RunwayDialect,
 )
-_BY_NAME = {cls.name: cls for cls in _CLASSES}
+_BY_NAME = {kind.name: kind for kind in _CLASSES}
 if set(_BY_NAME) != set(DIALECT_NAMES):  # pragma: no cover - a dialect added to one place only
     raise ImportError(
         f"dialect classes {sorted(_BY_NAME)} do not match scenario.DialectName {DIALECT_NAMES}"
     )
 
-#: Dialect name -> factory, in the order of ``scenario.DialectName`` (the one list of names).
-DIALECTS: dict[str, Callable[[], Dialect]] = {name: _BY_NAME[name] for name in DIALECT_NAMES}
+#: Dialect name -> class, in the order of ``scenario.DialectName`` (the one list of names).
+DIALECTS: dict[str, type[Dialect]] = {name: _BY_NAME[name] for name in DIALECT_NAMES}
 
 
 def dialect_name(name: str) -> DialectName:
@@ -62,9 +62,10 @@ def dialect_name(name: str) -> DialectName:
     return cast("DialectName", name)
 
 
-def get_dialect(name: str) -> Dialect:
-    """A new dialect called ``name``; ``ValueError`` listing the known ones otherwise."""
-    return DIALECTS[dialect_name(name)]()
+def get_dialect(name: str, settings: RunSettings | None = None) -> Dialect:
+    """The dialect called ``name``, made with ``settings`` (the defaults when None);
+    ``ValueError`` listing the known ones otherwise."""
+    return DIALECTS[dialect_name(name)](settings)
 
 
 def unknown_dialect(name: str) -> str:
