@@ -256,7 +256,7 @@ class FakeProvider:
         """What the current run plays and how, for the journal's run header: scenario name and
         digest, dialect, time scale, seed, version, start time (UTC) and the ``expect:`` limits
         at this time scale (what ``check`` judges the run by unless told otherwise)."""
-        from . import __version__
+        from ._version import __version__
         from .invariants import Limits
 
         start = self.engine.start

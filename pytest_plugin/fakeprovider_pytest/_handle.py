@@ -125,11 +125,9 @@ def plan_scenario(
         )
     check_time_scale(time_scale)
     if dialect is not None:
-        from fakeprovider.dialects import unknown_dialect
-        from fakeprovider.scenario import DIALECT_NAMES
+        from fakeprovider.dialects import dialect_name
 
-        if dialect not in DIALECT_NAMES:
-            raise ValueError(unknown_dialect(dialect))
+        dialect_name(dialect)
     return scenario, {"time_scale": time_scale, "seed": seed, "dialect": dialect}
 
 
@@ -218,18 +216,9 @@ class ProviderHandle:
 
     def limits(self, **limits: Any) -> Limits:
         """The scenario's ``expect:`` limits with ``limits`` on top (durations as '2m' or seconds)."""
-        from fakeprovider.invariants import Limits
+        from fakeprovider.limits import limits_for
 
-        texts = {name: value for name, value in limits.items() if isinstance(value, str)}
-        others = {name: value for name, value in limits.items() if not isinstance(value, str)}
-        base = Limits.from_expect(self.scenario.expect, time_scale=self.time_scale)
-        if others:
-            known = {f.name for f in dataclasses.fields(Limits)}
-            for name in others:
-                if name not in known:
-                    raise TypeError(f"Unknown limit {name!r}; known: {', '.join(sorted(known))}.")
-            base = dataclasses.replace(base, **others)
-        return Limits.from_strings(texts, base) if texts else base
+        return limits_for(self.scenario.expect, time_scale=self.time_scale, overrides=limits)
 
     def check(self, **limits: Any) -> Report:
         """The invariant report for this test's journal (``report.ok``, ``.render()``)."""
@@ -239,12 +228,9 @@ class ProviderHandle:
 
     def assert_invariants(self, **limits: Any) -> Report:
         """Raise ``InvariantViolation`` (an AssertionError) with each violation and its timeline."""
-        from fakeprovider.invariants import invariant_violation
+        from fakeprovider.invariants import assert_invariants
 
-        report = self.check(**limits)
-        if not report.ok:
-            raise invariant_violation(report)
-        return report
+        return assert_invariants(self.journal, self.limits(**limits))
 
     def expected_outcome(self, deadline: float | str | None = None) -> str:
         """What a correct client reports for the first job, given its ``deadline`` from submit."""
