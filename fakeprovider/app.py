@@ -319,13 +319,15 @@ def _admin_app(provider: FakeProvider) -> Starlette:
         return StreamingResponse(_json_array(entries), media_type="application/json")
 
     async def report(request: StarletteRequest) -> Response:
-        from .invariants import Limits, check
+        from .invariants import check
+        from .limits import limits_for
 
         try:
-            base = Limits.from_expect(
-                provider.scenario.expect, time_scale=provider.settings.time_scale
+            limits = limits_for(
+                provider.scenario.expect,
+                time_scale=provider.settings.time_scale,
+                overrides=dict(request.query_params),
             )
-            limits = Limits.from_strings(dict(request.query_params), base)
         except ValueError as exc:
             return _error(400, "invalid_limits", f"{exc}.")
 

@@ -149,7 +149,8 @@ class FakeProvider:
     """Plays one scenario at a time; ``reset()`` starts it over with an empty journal.
 
     ``settings`` holds what its parts share (the clock's epoch, ``time_scale``, ``seed`` and
-    ``dialect``), fixed at construction; the dialect and engine of every run are made with it.
+    ``dialect``): made at construction, replaced only by ``load(..., settings=...)``; the dialect
+    and engine of every run are made with it.
     """
 
     def __init__(
@@ -181,17 +182,33 @@ class FakeProvider:
         self._digest = ""
         self.load(scenario)
 
-    def load(self, scenario: Scenario | str, *, header: bool = True) -> None:
+    def load(
+        self,
+        scenario: Scenario | str,
+        *,
+        header: bool = True,
+        settings: RunSettings | None = None,
+    ) -> None:
         """Play ``scenario`` (a Scenario, bundled name, path or YAML) from now on, from scratch.
 
         ``header=False``: write no run header to the journal (the caller journals an entry
-        carrying ``run_header()`` instead, as the admin API does).
+        carrying ``run_header()`` instead, as the admin API does). ``settings``: play this run
+        and the later ones with these (``dataclasses.replace(provider.settings, time_scale=...)``;
+        the epoch stays the clock's) instead of the current ``settings``.
         """
+        settings = self.settings if settings is None else settings
+        if settings.epoch != self.clock.epoch:
+            raise ValueError(
+                f"The settings' epoch={settings.epoch!r} is not the clock's ({self.clock.epoch!r});"
+                " make them with dataclasses.replace(provider.settings, ...)."
+            )
         loaded = load_scenario(scenario) if isinstance(scenario, str) else scenario
-        self._digest = scenario_digest(loaded)
-        loaded = self.settings.play(loaded)
-        dialect = get_dialect(self.settings.dialect_for(loaded), self.settings)
+        digest = scenario_digest(loaded)
+        loaded = settings.play(loaded)
+        dialect = get_dialect(loaded.dialect, settings)
         with self._lock:
+            self.settings = settings
+            self._digest = digest
             self.scenario = loaded
             self.dialect: Dialect = dialect
             self.reset(header=header)
@@ -239,7 +256,7 @@ class FakeProvider:
         """What the current run plays and how, for the journal's run header: scenario name and
         digest, dialect, time scale, seed, version, start time (UTC) and the ``expect:`` limits
         at this time scale (what ``check`` judges the run by unless told otherwise)."""
-        from . import __version__
+        from ._version import __version__
         from .invariants import Limits
 
         start = self.engine.start

@@ -39,13 +39,12 @@ class RunSettings:
         return seconds * self.time_scale
 
     def play(self, scenario: Scenario) -> Scenario:
-        """``scenario`` as this fake plays it: at this time scale, with this seed if one is set."""
+        """``scenario`` as this fake plays it: at this time scale, with this seed and in this
+        dialect when they are set (the dialect's name is checked when the dialect is made)."""
         if self.time_scale != 1.0:
             scenario = scenario.scaled(self.time_scale)
         if self.seed is not None:
             scenario = dataclasses.replace(scenario, seed=self.seed)
+        if self.dialect is not None:
+            scenario = dataclasses.replace(scenario, dialect=self.dialect)  # type: ignore[arg-type]
         return scenario
-
-    def dialect_for(self, scenario: Scenario) -> str:
-        """The name of the dialect ``scenario`` is played in: this one if set, else its own."""
-        return self.dialect or scenario.dialect

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import pytest
 
@@ -104,3 +105,26 @@ def test_observers_hear_every_state_change_across_resets_until_they_stop() -> No
         (second, "processing"),
         (second, "succeeded"),
     ]
+
+
+def test_load_with_other_settings_plays_that_run_and_the_next_with_them() -> None:
+    provider = FakeProvider(parse_scenario(TIMED), clock=VirtualClock(), time_scale=0.5)
+    faster = dataclasses.replace(provider.settings, time_scale=0.1, dialect="replicate")
+    provider.load(parse_scenario(TIMED), settings=faster)
+    assert provider.settings is faster
+    assert provider.dialect.settings is faster
+    assert (provider.dialect.name, provider.scenario.dialect) == ("replicate", "replicate")
+    assert [step.at for step in provider.scenario.jobs[0].timeline] == [None, 1.0, 2.0]
+    provider.load("quick-preview")
+    assert (provider.settings, provider.run_header()["time_scale"]) == (faster, 0.1)
+
+
+def test_load_refuses_settings_with_another_epoch_than_the_clocks() -> None:
+    provider = FakeProvider(parse_scenario(TIMED), clock=VirtualClock(epoch=1_000.0))
+    message = (
+        "The settings' epoch=0.0 is not the clock's (1000.0);"
+        " make them with dataclasses.replace(provider.settings, ...)."
+    )
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        provider.load("quick-preview", settings=RunSettings())
+    assert provider.scenario.name == "unnamed"

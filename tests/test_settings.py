@@ -42,24 +42,18 @@ def test_scale_multiplies_a_duration_by_the_time_scale() -> None:
     assert RunSettings().scale(60.0) == 60.0
 
 
-def test_play_scales_the_scenario_and_sets_the_seed_when_one_is_given() -> None:
+def test_play_scales_the_scenario_and_sets_its_seed_and_dialect_when_given() -> None:
     scenario = parse_scenario(TIMED)
-    played = RunSettings(time_scale=0.1, seed=9).play(scenario)
+    played = RunSettings(time_scale=0.1, seed=9, dialect="replicate").play(scenario)
     assert [step.at for step in played.jobs[0].timeline] == [
         None,
         pytest.approx(0.4),
         pytest.approx(9.0),
     ]
     assert played.jobs[0].poll_after == pytest.approx(0.5)
-    assert played.seed == 9
+    assert (played.seed, played.dialect) == (9, "replicate")
 
 
 def test_play_with_the_defaults_returns_the_scenario_as_it_is() -> None:
     scenario = parse_scenario(TIMED)
     assert RunSettings().play(scenario) is scenario
-
-
-def test_the_dialect_named_in_the_settings_wins_over_the_scenarios_own() -> None:
-    scenario = parse_scenario(TIMED)
-    assert RunSettings().dialect_for(scenario) == "generic"
-    assert RunSettings(dialect="replicate").dialect_for(scenario) == "replicate"
