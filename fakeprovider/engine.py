@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from .http import format_http_date, parse_http_date
+from .jobstore import Job, JobStore, MemoryJobStore
 from .journal import Entry, Journal, RetryAfterRecord
 from .messages import (
     JobView,
@@ -35,52 +36,9 @@ from .messages import (
     scripted_error,
     video_bytes,
 )
-from .scenario import TERMINAL_STATUSES, Fault, JobSpec, RetryAfter, Scenario
+from .scenario import TERMINAL_STATUSES, Fault, RetryAfter, Scenario
 
 __all__ = ["Engine"]
-
-
-@dataclass
-class _Job:
-    id: str
-    spec_index: int
-    spec: JobSpec
-    created_at: float
-    request: Mapping[str, Any]
-    digest: str
-    credential: str | None
-    callback_url: str | None
-    step: int = 0
-    since: float = 0.0
-    polls: int = 0
-    cancelled: bool = False
-    #: True while the job has an entry in the engine's heap of timed steps.
-    scheduled: bool = False
-    #: The clock reading its timeline counts from: its creation, or for a job accepted over
-    #: the concurrency limit (throttled) the instant a slot freed; None while it waits.
-    started: float | None = None
-
-    @property
-    def start(self) -> float:
-        return self.started if self.started is not None else self.created_at
-
-    @property
-    def status(self) -> str:
-        if self.cancelled:
-            return "cancelled"
-        return _status_at(self.spec, self.step)
-
-    @property
-    def terminal(self) -> bool:
-        return self.status in TERMINAL_STATUSES
-
-
-def _status_at(spec: JobSpec, step: int) -> str:
-    for index in range(step, -1, -1):
-        status = spec.timeline[index].status
-        if status is not None:
-            return status
-    raise AssertionError("validated timelines start with a status")  # pragma: no cover
 
 
 #: How far below a whole token a bucket may be and still count as refilled (float sums).
@@ -105,7 +63,9 @@ class Engine:
     """Plays ``scenario`` on the clock readings it is given.
 
     ``start`` is the clock reading at which the scenario starts (fault windows count from it);
-    ``epoch`` the Unix time of clock reading 0 (for HTTP-dates); ``new_id`` makes job ids.
+    ``epoch`` the Unix time of clock reading 0 (for HTTP-dates); ``new_id`` makes job ids;
+    ``store`` keeps the jobs (a fresh ``MemoryJobStore`` by default); ``on_change`` is called
+    with every state change as it happens.
     """
 
     def __init__(
@@ -119,6 +79,8 @@ class Engine:
         poll_hints: bool | Collection[str] = True,
         inline_result: Callable[[Request, JobView], bool] | None = None,
         queue_at_capacity: bool = False,
+        store: JobStore | None = None,
+        on_change: Callable[[StateChange], None] | None = None,
     ) -> None:
         self.scenario = scenario
         self.start = start
@@ -136,26 +98,24 @@ class Engine:
         #: and held ``queued`` (``JobView.throttled``) until a slot frees, as Runway does.
         self.queue_at_capacity = queue_at_capacity
         self._waiting: dict[str | None, deque[str]] = {}
-        self._jobs: dict[str, _Job] = {}
-        self._order: list[str] = []
+        self._jobs: JobStore = store if store is not None else MemoryJobStore()
         self._submits = 0
         self._unmatched_submits = 0
         self._faults = [_FaultState() for _ in scenario.faults]
         self._buckets: dict[str, _Bucket] = {}
         self._token_uses: dict[str, int] = {}
-        self._idempotency: dict[tuple[str | None, str], str] = {}
         self._active: dict[str | None, set[str]] = {}
         self._ends: list[tuple[float, str]] = []  # heap of timed terminal instants (concurrency)
         self._due: list[tuple[float, int, str]] = []  # heap of each job's next timed step
         self._due_counter = 0
         self.changes: list[StateChange] = []
-        self.on_change: Callable[[StateChange], None] | None = None
+        self._on_change = on_change
 
     # -- public ---------------------------------------------------------------------------
 
     @property
     def jobs(self) -> list[JobView]:
-        return [self._view(self._jobs[i], self._jobs[i].since) for i in self._order]
+        return [self._view(job, job.since) for job in self._jobs]
 
     def handle(self, request: Request, now: float) -> Reply:
         """Decide the answer to ``request`` received at clock reading ``now``; journal it."""
@@ -198,7 +158,7 @@ class Engine:
 
     # -- decisions ------------------------------------------------------------------------
 
-    def _decide(self, seq: int, request: Request, now: float, job: _Job | None) -> Reply:
+    def _decide(self, seq: int, request: Request, now: float, job: Job | None) -> Reply:
         fault = self._pick_fault(request, now, job)
         delay = fault.delay if fault else 0.0
         respond_at = now + delay
@@ -278,13 +238,13 @@ class Engine:
         return None
 
     def _route(
-        self, seq: int, request: Request, now: float, respond_at: float, job: _Job | None
+        self, seq: int, request: Request, now: float, respond_at: float, job: Job | None
     ) -> Reply:
         kind = request.kind
         if kind == "submit":
             return self._submit(seq, request, now, respond_at)
         if kind == "list":
-            views = [self._view(self._advanced(self._jobs[i], now), now) for i in self._order]
+            views = [self._view(self._advanced(job, now), now) for job in self._jobs]
             if request.select is not None:
                 views = [view for view in views if request.select(view)]
             if request.newest_first:
@@ -352,9 +312,8 @@ class Engine:
         digest = request_digest(body)
         key = request.idempotency_key
         if key is not None:
-            existing = self._idempotency.get((request.credential, key))
-            if existing is not None:
-                job = self._jobs[existing]
+            job = self._jobs.by_idempotency_key(request.credential, key)
+            if job is not None:
                 if job.digest != digest:
                     refusal = Refusal.idempotency_key_reused(key)
                     return self._refuse(seq, request, respond_at, refusal)
@@ -381,7 +340,7 @@ class Engine:
         index = self._spec_for(body, consume=True)
         self._submits += 1
         job_id = self._new_id(self.scenario.seed, self._submits)
-        job = _Job(
+        job = Job(
             id=job_id,
             spec_index=index,
             spec=self.scenario.jobs[index],
@@ -393,12 +352,9 @@ class Engine:
             since=now,
             started=None if full else now,
         )
-        self._jobs[job_id] = job
+        self._jobs.add(job, key)
         if full:
             self._waiting.setdefault(request.credential, deque()).append(job_id)
-        self._order.append(job_id)
-        if key is not None:
-            self._idempotency[(request.credential, key)] = job_id
         self._changed(job, now)
         self._advance(job, now)
         if concurrency is not None and not job.terminal and not full:
@@ -419,7 +375,7 @@ class Engine:
         )
 
     @staticmethod
-    def _held(job: _Job, now: float, hold: float) -> float:
+    def _held(job: Job, now: float, hold: float) -> float:
         """How long a held submit waits: until the job's timeline ends, at most ``hold``."""
         if hold <= 0 or job.terminal:
             return 0.0
@@ -445,11 +401,11 @@ class Engine:
             self._unmatched_submits += 1
         return unmatched[position]
 
-    def _advanced(self, job: _Job, now: float) -> _Job:
+    def _advanced(self, job: Job, now: float) -> Job:
         self._advance(job, now)
         return job
 
-    def _advance(self, job: _Job, now: float) -> None:
+    def _advance(self, job: Job, now: float) -> None:
         """Move ``job`` along its timeline up to ``now`` (amortised O(1))."""
         if job.cancelled:
             return
@@ -476,7 +432,7 @@ class Engine:
                 self._changed(job, job.since)
         self._schedule(job)
 
-    def _schedule(self, job: _Job) -> None:
+    def _schedule(self, job: Job) -> None:
         """Put ``job``'s next timed step on the heap (at most one entry per job)."""
         if job.scheduled or job.cancelled or job.step + 1 >= len(job.spec.timeline):
             return
@@ -489,22 +445,22 @@ class Engine:
         heapq.heappush(self._due, (job.start + (step.at or 0.0), self._due_counter, job.id))
         job.scheduled = True
 
-    def _changed(self, job: _Job, at: float) -> None:
+    def _changed(self, job: Job, at: float) -> None:
         change = StateChange(job.id, job.status, at, self._view(job, at))
         self.changes.append(change)
         if job.terminal:
             for active in self._active.values():
                 active.discard(job.id)
-        if self.on_change is not None:
-            self.on_change(change)
+        if self._on_change is not None:
+            self._on_change(change)
         if job.terminal and self._waiting:
             self._promote(at)
 
-    def _waits(self, job: _Job) -> bool:
+    def _waits(self, job: Job) -> bool:
         """Whether ``job`` is throttled: accepted, waiting for a slot, its timeline not begun."""
         return job.started is None and not job.cancelled
 
-    def _activate(self, job: _Job) -> None:
+    def _activate(self, job: Job) -> None:
         """Count ``job`` against its credential's concurrency limit until it ends."""
         self._active.setdefault(job.credential, set()).add(job.id)
         end = job.spec.end_time
@@ -538,7 +494,7 @@ class Engine:
             active.discard(job_id)
         return len(active)
 
-    def _view(self, job: _Job, now: float) -> JobView:
+    def _view(self, job: Job, now: float) -> JobView:
         spec = job.spec
         step = spec.timeline[job.step]
         status = job.status
@@ -576,7 +532,7 @@ class Engine:
 
     # -- faults ---------------------------------------------------------------------------
 
-    def _pick_fault(self, request: Request, now: float, job: _Job | None) -> Fault | None:
+    def _pick_fault(self, request: Request, now: float, job: Job | None) -> Fault | None:
         chosen: Fault | None = None
         for index, fault in enumerate(self.scenario.faults):
             if fault.route != "any" and fault.route != request.kind:
