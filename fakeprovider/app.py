@@ -27,11 +27,10 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from ._suggest import did_you_mean
-from .dialects import HttpRequest, HttpResponse
-from .engine import ApiError, Reply
 from .errors import ScenarioError
-from .httpdate import format_http_date
+from .http import HttpRequest, HttpResponse, format_http_date
 from .journal import Entry
+from .messages import ApiError, Reply
 from .provider import INTERNAL_ERROR_MESSAGE, FakeProvider, internal_error
 from .scenario import bundled_scenarios, load_scenario, parse_scenario
 
@@ -319,12 +318,15 @@ def _admin_app(provider: FakeProvider) -> Starlette:
         return StreamingResponse(_json_array(entries), media_type="application/json")
 
     async def report(request: StarletteRequest) -> Response:
-        from .invariants import Limits, check
+        from .invariants import check
+        from .limits import limits_for
 
-        scale = getattr(provider, "_time_scale", 1.0)
         try:
-            base = Limits.from_expect(provider.scenario.expect, time_scale=scale)
-            limits = Limits.from_strings(dict(request.query_params), base)
+            limits = limits_for(
+                provider.scenario.expect,
+                time_scale=provider.settings.time_scale,
+                overrides=dict(request.query_params),
+            )
         except ValueError as exc:
             return _error(400, "invalid_limits", f"{exc}.")
 

@@ -12,7 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from fakeprovider.clock import VirtualClock
-from fakeprovider.dialects import HttpRequest
+from fakeprovider.http import HttpRequest
 from fakeprovider.inprocess import virtual_provider
 from fakeprovider.invariants import Limits, Violation, check
 from fakeprovider.journal import Entry
@@ -84,7 +84,7 @@ def violations(provider: FakeProvider, **overrides: Any) -> list[Violation]:
     ``time_scale`` goes to ``from_expect`` too: the scenario's durations are already scaled,
     but its ``status_rate`` budget is per scenario second and must be divided by the scale.
     """
-    scale = getattr(provider, "_time_scale", 1.0)
+    scale = provider.settings.time_scale
     limits = Limits.from_expect(provider.scenario.expect, time_scale=scale, **overrides)
     return list(check(settled(provider), limits).violations)
 
