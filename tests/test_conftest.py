@@ -42,8 +42,7 @@ def test_a_run_that_writes_into_the_working_directory_fails_naming_the_files(
 
 def test_a_run_that_writes_under_tmp_path_passes(repo: pytest.Pytester) -> None:
     (repo.path / "tests" / "test_tidy.py").write_text(
-        "def test_writes_under_tmp_path(tmp_path):\n"
-        "    (tmp_path / 'bad.jsonl').write_text('{}')\n"
+        "def test_writes_under_tmp_path(tmp_path):\n    (tmp_path / 'bad.jsonl').write_text('{}')\n"
     )
     result = repo.runpytest_subprocess("-p", "no:cacheprovider", "tests")
     assert result.ret == pytest.ExitCode.OK
