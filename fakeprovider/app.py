@@ -306,7 +306,7 @@ def _admin_app(provider: FakeProvider) -> Starlette:
                 "status": "ok",
                 "scenario": provider.scenario.name,
                 "dialect": provider.dialect.name,
-                "jobs": len(provider.engine.jobs),
+                "jobs": provider.engine.job_count,
                 "journal_entries": len(provider.journal),
                 "clock": provider.clock.now(),
             }

@@ -298,6 +298,11 @@ class Engine:
     # -- public ---------------------------------------------------------------------------
 
     @property
+    def job_count(self) -> int:
+        """How many jobs were accepted since the run started (O(1), unlike ``len(jobs)``)."""
+        return len(self._order)
+
+    @property
     def jobs(self) -> list[JobView]:
         return [self._view(self._jobs[i], self._jobs[i].since) for i in self._order]
 
@@ -464,23 +469,7 @@ class Engine:
         if kind == "submit":
             return self._submit(seq, request, now, respond_at)
         if kind == "list":
-            views = [self._view(self._advanced(self._jobs[i], now), now) for i in self._order]
-            if request.select is not None:
-                views = [view for view in views if request.select(view)]
-            if request.newest_first:
-                views.reverse()
-            shown = views
-            if request.page is not None:
-                offset, count = request.page
-                shown = views[offset : offset + count]
-            return Reply(
-                seq=seq,
-                request=request,
-                status_code=200,
-                respond_at=respond_at,
-                jobs=tuple(shown),
-                total=len(views),
-            )
+            return self._list(seq, request, now, respond_at)
         if job is None:
             return self._error(
                 seq,
@@ -643,6 +632,39 @@ class Engine:
             created=True,
         )
 
+    def _list(self, seq: int, request: Request, now: float, respond_at: float) -> Reply:
+        # Every job is brought up to ``now`` through the heap of timed steps (O(log n) per
+        # step taken); only the jobs a filter must see, or the page shows, are then viewed.
+        self.advance_all(now)
+        select = request.select
+        if select is None:
+            total = len(self._order)
+            offset, count = request.page if request.page is not None else (0, total)
+            if request.newest_first:
+                # the page counted from the newest job, without copying the whole order
+                stop = max(0, total - offset)
+                ids = self._order[max(0, stop - count) : stop][::-1]
+            else:
+                ids = self._order[offset : offset + count]
+            shown = [self._view(self._jobs[i], now) for i in ids]
+        else:
+            order = reversed(self._order) if request.newest_first else iter(self._order)
+            views = [self._view(self._jobs[i], now) for i in order]
+            matched = [view for view in views if select(view)]
+            total = len(matched)
+            shown = matched
+            if request.page is not None:
+                offset, count = request.page
+                shown = matched[offset : offset + count]
+        return Reply(
+            seq=seq,
+            request=request,
+            status_code=200,
+            respond_at=respond_at,
+            jobs=tuple(shown),
+            total=total,
+        )
+
     @staticmethod
     def _held(job: _Job, now: float, hold: float) -> float:
         """How long a held submit waits: until the job's timeline ends, at most ``hold``."""
@@ -669,10 +691,6 @@ class Engine:
         if consume:
             self._unmatched_submits += 1
         return unmatched[position]
-
-    def _advanced(self, job: _Job, now: float) -> _Job:
-        self._advance(job, now)
-        return job
 
     def _advance(self, job: _Job, now: float) -> None:
         """Move ``job`` along its timeline up to ``now`` (amortised O(1))."""
@@ -718,7 +736,8 @@ class Engine:
         change = StateChange(job.id, job.status, at, self._view(job, at))
         self.changes.append(change)
         if job.terminal:
-            for active in self._active.values():
+            active = self._active.get(job.credential)
+            if active is not None:  # a job counts only against its own credential's limit
                 active.discard(job.id)
         if self.on_change is not None:
             self.on_change(change)
