@@ -10,6 +10,7 @@ sent. The engine knows nothing about any wire shape: dialects translate.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import hashlib
 import heapq
 import json
@@ -20,7 +21,7 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from .httpdate import format_http_date
+from .httpdate import format_http_date, parse_http_date
 from .journal import Entry, Journal, RetryAfterRecord
 from .scenario import TERMINAL_STATUSES, Fault, JobError, JobSpec, Result, RetryAfter, Scenario
 
@@ -179,6 +180,8 @@ class _Job:
     #: The clock reading its timeline counts from: its creation, or for a job accepted over
     #: the concurrency limit (throttled) the instant a slot freed; None while it waits.
     started: float | None = None
+    #: ``_carried(spec)``: the status, progress and poll hint in force at each step.
+    carried: tuple[tuple[str, int | None, float | None], ...] = ()
 
     @property
     def start(self) -> float:
@@ -188,19 +191,29 @@ class _Job:
     def status(self) -> str:
         if self.cancelled:
             return "cancelled"
-        return _status_at(self.spec, self.step)
+        return self.carried[self.step][0]
 
     @property
     def terminal(self) -> bool:
         return self.status in TERMINAL_STATUSES
 
 
-def _status_at(spec: JobSpec, step: int) -> str:
-    for index in range(step, -1, -1):
-        status = spec.timeline[index].status
-        if status is not None:
-            return status
-    raise AssertionError("validated timelines start with a status")  # pragma: no cover
+def _carried(spec: JobSpec) -> tuple[tuple[str, int | None, float | None], ...]:
+    """For each step of ``spec``'s timeline, the status, progress and poll hint in force there:
+    each holds from the step that sets it until a later step changes it. Computed once per
+    spec, so that showing a job costs the same at any step."""
+    carried = []
+    status: str | None = None
+    progress: int | None = None
+    hint: float | None = None
+    for step in spec.timeline:
+        status = step.status if step.status is not None else status
+        progress = step.progress if step.progress is not None else progress
+        hint = step.poll_after if step.poll_after is not None else hint
+        if status is None:  # pragma: no cover - validated timelines start with a status
+            raise AssertionError("validated timelines start with a status")
+        carried.append((status, progress, hint))
+    return tuple(carried)
 
 
 #: How far below a whole token a bucket may be and still count as refilled (float sums).
@@ -234,6 +247,12 @@ def _digest(body: Mapping[str, Any] | None) -> str:
 def _fingerprint(credential: str | None) -> str | None:
     if credential is None:
         return None
+    return _credential_fingerprint(credential)
+
+
+@functools.lru_cache(maxsize=4096)
+def _credential_fingerprint(credential: str) -> str:
+    # every request of a client carries the same credential: hashed once, not per request
     return "cred_" + hashlib.sha256(credential.encode()).hexdigest()[:8]
 
 
@@ -285,6 +304,7 @@ class Engine:
         self._submits = 0
         self._unmatched_submits = 0
         self._faults = [_FaultState() for _ in scenario.faults]
+        self._carried = [_carried(spec) for spec in scenario.jobs]
         self._buckets: dict[str, _Bucket] = {}
         self._token_uses: dict[str, int] = {}
         self._idempotency: dict[tuple[str | None, str], str] = {}
@@ -606,6 +626,7 @@ class Engine:
             callback_url=request.callback_url,
             since=now,
             started=None if full else now,
+            carried=self._carried[index],
         )
         self._jobs[job_id] = job
         if full:
@@ -787,13 +808,7 @@ class Engine:
         step = spec.timeline[job.step]
         status = job.status
         # progress and a step's poll hint hold from their step on, until a later step changes them
-        progress = hint = None
-        for index in range(job.step, -1, -1):
-            earlier = spec.timeline[index]
-            if progress is None and earlier.progress is not None:
-                progress = earlier.progress
-            if hint is None and earlier.poll_after is not None:
-                hint = earlier.poll_after
+        _, progress, hint = job.carried[job.step]
         if status == "succeeded":
             progress = 100
         terminal = status in TERMINAL_STATUSES
@@ -876,8 +891,6 @@ class Engine:
         self, headers: tuple[tuple[str, str], ...], respond_at: float
     ) -> RetryAfterRecord | None:
         """What a ``Retry-After`` among ``headers`` means, as clock seconds."""
-        from .httpdate import parse_http_date
-
         for name, value in headers:
             lowered = name.lower()
             if lowered == "retry-after-ms":
@@ -935,7 +948,7 @@ class Engine:
             job_status=shown,
             # a dropped answer's Retry-After never reached the client, so it binds nothing
             retry_after=self.retry_after_record(reply.headers, reply.respond_at)
-            if reply.action == "respond"
+            if reply.headers and reply.action == "respond"
             else None,
             fault=reply.fault.name if reply.fault is not None else None,
             true_status=true_job.status if true_job is not None else None,
@@ -955,7 +968,16 @@ class Engine:
             error_code=reply.error.code if reply.error is not None else None,
             credential=_fingerprint(request.credential),
             idempotency_key=request.idempotency_key,
-            request_digest=_digest(request.body) if request.kind == "submit" else None,
+            # an accepted submit's job holds its body's digest already
+            request_digest=(
+                (
+                    true_job.digest
+                    if job is not None and true_job is not None
+                    else _digest(request.body)
+                )
+                if request.kind == "submit"
+                else None
+            ),
             dropped=reply.action if reply.action != "respond" else None,
             listed=tuple((view.id, view.status) for view in reply.jobs)
             if request.kind == "list"
@@ -990,6 +1012,7 @@ def _matches(pattern: Mapping[str, Any], body: Mapping[str, Any]) -> bool:
     return True
 
 
+@functools.lru_cache(maxsize=256)
 def _message(status: str, poll_after: float | None) -> str:
     wait = f" after at least {poll_after:g} seconds" if poll_after is not None else ""
     if status == "queued":

@@ -10,9 +10,11 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime
+import functools
 import hashlib
 import json
 import logging
+import math
 import re
 import threading
 from collections.abc import Iterable
@@ -129,6 +131,12 @@ def safe_header_value(value: str) -> str:
         c if c.isascii() and c.isprintable() else quote(c.encode("utf-8", "surrogatepass"))
         for c in value
     )
+
+
+@functools.lru_cache(maxsize=64)
+def _http_date(second: int) -> str:
+    # answers sent within one second share their Date: formatted once, not per answer
+    return format_http_date(second)
 
 
 def _with_error(reply: Reply, code: str) -> Reply:
@@ -372,7 +380,7 @@ class FakeProvider:
             return engine, engine.changes[since:], engine.next_due()
 
     def date_header(self, reply: Reply) -> str:
-        return format_http_date(self.clock.epoch + reply.respond_at)
+        return _http_date(math.floor(self.clock.epoch + reply.respond_at))
 
     def sent(
         self,

@@ -115,12 +115,17 @@ class BadRequest(Exception):
         )
 
 
+#: ``json.dumps(payload, separators=(",", ":"), ensure_ascii=False)``, without building an
+#: encoder per answer.
+_JSON = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+
+
 def json_response(
     status: int, payload: Any, headers: Sequence[tuple[str, str]] = ()
 ) -> HttpResponse:
     # A lone surrogate (refused in request bodies, but a scenario or a path may still carry
     # one) comes out as its JSON escape: rendering an answer must never fail.
-    text = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
+    text = _JSON.encode(payload)
     body = text.encode("utf-8", "backslashreplace")
     return HttpResponse(status, body, "application/json", tuple(headers))
 
@@ -165,8 +170,10 @@ class Dialect:
 
     def match(self, method: str, path: str) -> tuple[Route, dict[str, str]] | None:
         for route in self.routes:
+            if route.method != method:
+                continue
             found = route.pattern.match(path)
-            if found and route.method == method:
+            if found:
                 return route, found.groupdict()
         return None
 
