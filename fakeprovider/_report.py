@@ -8,11 +8,12 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._rules import Violation, _answer, _with_listed, describe, fmt_time, told, was_sent
+from ._runs import split_runs
 from .journal import Entry
 from .scenario import TERMINAL_STATUSES
 
 if TYPE_CHECKING:
-    from .invariants import Limits
+    from .limits import Limits
 
 __all__ = ["coverage", "metrics", "render"]
 
@@ -385,8 +386,6 @@ def render(
 ) -> str:
     """The report as text: the count per rule, then each violation with its timeline (the
     first ``max_violations`` of them; None or 0: all), the metrics and the warnings."""
-    from .invariants import split_runs
-
     runs = split_runs(entries)
     requests = found_metrics["requests"]
     clients = len(found_metrics["clients"])

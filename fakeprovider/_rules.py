@@ -20,7 +20,7 @@ from .journal import Entry, RetryAfterRecord
 from .scenario import TERMINAL_STATUSES
 
 if TYPE_CHECKING:
-    from .invariants import Limits
+    from .limits import Limits
 
 __all__ = [
     "CLIENT_RULES",

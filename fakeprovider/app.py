@@ -323,12 +323,15 @@ def _admin_app(provider: FakeProvider) -> Starlette:
         return StreamingResponse(_json_array(entries), media_type="application/json")
 
     async def report(request: StarletteRequest) -> Response:
-        from .invariants import Limits, check
+        from .invariants import check
+        from .limits import limits_for
 
-        scale = getattr(provider, "_time_scale", 1.0)
         try:
-            base = Limits.from_expect(provider.scenario.expect, time_scale=scale)
-            limits = Limits.from_strings(dict(request.query_params), base)
+            limits = limits_for(
+                provider.scenario.expect,
+                time_scale=provider.settings.time_scale,
+                overrides=dict(request.query_params),
+            )
         except ValueError as exc:
             return _error(400, "invalid_limits", f"{exc}.")
 

@@ -24,7 +24,7 @@ import heapq
 import itertools
 import logging
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
@@ -86,11 +86,14 @@ class Dispatcher:
         self._cursor = 0
         self._history: dict[str, list[StateChange]] = {}
         self._gone: set[str] = set()
+        self._forget: Callable[[], None] | None = None
         self.error: BaseException | None = None
 
     # -- control --------------------------------------------------------------------------
 
     def start(self, timeout: float = 5.0) -> Dispatcher:
+        # every state change wakes the loop, so a delivery due now is not left for the tick
+        self._forget = self.provider.observe(lambda change: self.wake())
         self._thread.start()
         if not self._started.wait(timeout):  # pragma: no cover - a broken event loop
             raise RuntimeError(f"the webhook dispatcher did not start: {self.error!r}")
@@ -99,6 +102,9 @@ class Dispatcher:
     def stop(self, timeout: float = 5.0) -> None:
         """Stop sending (sends in flight are cancelled) and join the thread."""
         self._stopping = True
+        if self._forget is not None:
+            self._forget()
+            self._forget = None
         self.wake()
         if self._thread.is_alive():
             self._thread.join(timeout)
@@ -214,7 +220,6 @@ class Dispatcher:
         self._gone.clear()
         for task in list(self._tasks):
             task.cancel()
-        engine.on_change = lambda change: self.wake()
 
     def _push(self, item: _Attempt) -> None:
         heapq.heappush(self._queue, (item.at, next(self._order), item))

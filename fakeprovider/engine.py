@@ -13,15 +13,17 @@ import fnmatch
 import functools
 import hashlib
 import heapq
+import itertools
 import json
 import math
 import random
 from collections import deque
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from .httpdate import format_http_date, parse_http_date
+from .jobstore import Job, JobStore, MemoryJobStore
 from .journal import Entry, Journal, RetryAfterRecord
 from .scenario import TERMINAL_STATUSES, Fault, JobError, JobSpec, Result, RetryAfter, Scenario
 
@@ -161,43 +163,6 @@ class StateChange:
     job: JobView | None = field(default=None, compare=False, repr=False)
 
 
-@dataclass
-class _Job:
-    id: str
-    spec_index: int
-    spec: JobSpec
-    created_at: float
-    request: Mapping[str, Any]
-    digest: str
-    credential: str | None
-    callback_url: str | None
-    step: int = 0
-    since: float = 0.0
-    polls: int = 0
-    cancelled: bool = False
-    #: True while the job has an entry in the engine's heap of timed steps.
-    scheduled: bool = False
-    #: The clock reading its timeline counts from: its creation, or for a job accepted over
-    #: the concurrency limit (throttled) the instant a slot freed; None while it waits.
-    started: float | None = None
-    #: ``_carried(spec)``: the status, progress and poll hint in force at each step.
-    carried: tuple[tuple[str, int | None, float | None], ...] = ()
-
-    @property
-    def start(self) -> float:
-        return self.started if self.started is not None else self.created_at
-
-    @property
-    def status(self) -> str:
-        if self.cancelled:
-            return "cancelled"
-        return self.carried[self.step][0]
-
-    @property
-    def terminal(self) -> bool:
-        return self.status in TERMINAL_STATUSES
-
-
 def _carried(spec: JobSpec) -> tuple[tuple[str, int | None, float | None], ...]:
     """For each step of ``spec``'s timeline, the status, progress and poll hint in force there:
     each holds from the step that sets it until a later step changes it. Computed once per
@@ -268,7 +233,9 @@ class Engine:
     """Plays ``scenario`` on the clock readings it is given.
 
     ``start`` is the clock reading at which the scenario starts (fault windows count from it);
-    ``epoch`` the Unix time of clock reading 0 (for HTTP-dates); ``new_id`` makes job ids.
+    ``epoch`` the Unix time of clock reading 0 (for HTTP-dates); ``new_id`` makes job ids;
+    ``store`` keeps the jobs (a fresh ``MemoryJobStore`` by default); ``on_change`` is called
+    with every state change as it happens.
     """
 
     def __init__(
@@ -282,6 +249,8 @@ class Engine:
         poll_hints: bool | Collection[str] = True,
         inline_result: Callable[[Request, JobView], bool] | None = None,
         queue_at_capacity: bool = False,
+        store: JobStore | None = None,
+        on_change: Callable[[StateChange], None] | None = None,
     ) -> None:
         self.scenario = scenario
         self.start = start
@@ -299,32 +268,30 @@ class Engine:
         #: and held ``queued`` (``JobView.throttled``) until a slot frees, as Runway does.
         self.queue_at_capacity = queue_at_capacity
         self._waiting: dict[str | None, deque[str]] = {}
-        self._jobs: dict[str, _Job] = {}
-        self._order: list[str] = []
+        self._jobs: JobStore = store if store is not None else MemoryJobStore()
         self._submits = 0
         self._unmatched_submits = 0
         self._faults = [_FaultState() for _ in scenario.faults]
         self._carried = [_carried(spec) for spec in scenario.jobs]
         self._buckets: dict[str, _Bucket] = {}
         self._token_uses: dict[str, int] = {}
-        self._idempotency: dict[tuple[str | None, str], str] = {}
         self._active: dict[str | None, set[str]] = {}
         self._ends: list[tuple[float, str]] = []  # heap of timed terminal instants (concurrency)
         self._due: list[tuple[float, int, str]] = []  # heap of each job's next timed step
         self._due_counter = 0
         self.changes: list[StateChange] = []
-        self.on_change: Callable[[StateChange], None] | None = None
+        self._on_change = on_change
 
     # -- public ---------------------------------------------------------------------------
 
     @property
     def job_count(self) -> int:
         """How many jobs were accepted since the run started (O(1), unlike ``len(jobs)``)."""
-        return len(self._order)
+        return len(self._jobs)
 
     @property
     def jobs(self) -> list[JobView]:
-        return [self._view(self._jobs[i], self._jobs[i].since) for i in self._order]
+        return [self._view(job, job.since) for job in self._jobs]
 
     def handle(self, request: Request, now: float) -> Reply:
         """Decide the answer to ``request`` received at clock reading ``now``; journal it."""
@@ -367,7 +334,7 @@ class Engine:
 
     # -- decisions ------------------------------------------------------------------------
 
-    def _decide(self, seq: int, request: Request, now: float, job: _Job | None) -> Reply:
+    def _decide(self, seq: int, request: Request, now: float, job: Job | None) -> Reply:
         fault = self._pick_fault(request, now, job)
         delay = fault.delay if fault else 0.0
         respond_at = now + delay
@@ -483,7 +450,7 @@ class Engine:
         return None
 
     def _route(
-        self, seq: int, request: Request, now: float, respond_at: float, job: _Job | None
+        self, seq: int, request: Request, now: float, respond_at: float, job: Job | None
     ) -> Reply:
         kind = request.kind
         if kind == "submit":
@@ -574,9 +541,8 @@ class Engine:
         digest = _digest(body)
         key = request.idempotency_key
         if key is not None:
-            existing = self._idempotency.get((request.credential, key))
-            if existing is not None:
-                job = self._jobs[existing]
+            job = self._jobs.by_idempotency_key(request.credential, key)
+            if job is not None:
                 if job.digest != digest:
                     return self._error(
                         seq,
@@ -615,7 +581,7 @@ class Engine:
         index = self._spec_for(body, consume=True)
         self._submits += 1
         job_id = self._new_id(self.scenario.seed, self._submits)
-        job = _Job(
+        job = Job(
             id=job_id,
             spec_index=index,
             spec=self.scenario.jobs[index],
@@ -626,14 +592,10 @@ class Engine:
             callback_url=request.callback_url,
             since=now,
             started=None if full else now,
-            carried=self._carried[index],
         )
-        self._jobs[job_id] = job
+        self._jobs.add(job, key)
         if full:
             self._waiting.setdefault(request.credential, deque()).append(job_id)
-        self._order.append(job_id)
-        if key is not None:
-            self._idempotency[(request.credential, key)] = job_id
         self._changed(job, now)
         self._advance(job, now)
         if concurrency is not None and not job.terminal and not full:
@@ -657,21 +619,14 @@ class Engine:
         # Every job is brought up to ``now`` through the heap of timed steps (O(log n) per
         # step taken); only the jobs a filter must see, or the page shows, are then viewed.
         self.advance_all(now)
+        jobs: Iterable[Job] = self._newest_first() if request.newest_first else self._jobs
         select = request.select
         if select is None:
-            total = len(self._order)
+            total = len(self._jobs)
             offset, count = request.page if request.page is not None else (0, total)
-            if request.newest_first:
-                # the page counted from the newest job, without copying the whole order
-                stop = max(0, total - offset)
-                ids = self._order[max(0, stop - count) : stop][::-1]
-            else:
-                ids = self._order[offset : offset + count]
-            shown = [self._view(self._jobs[i], now) for i in ids]
+            shown = [self._view(job, now) for job in itertools.islice(jobs, offset, offset + count)]
         else:
-            order = reversed(self._order) if request.newest_first else iter(self._order)
-            views = [self._view(self._jobs[i], now) for i in order]
-            matched = [view for view in views if select(view)]
+            matched = [view for view in (self._view(job, now) for job in jobs) if select(view)]
             total = len(matched)
             shown = matched
             if request.page is not None:
@@ -686,8 +641,14 @@ class Engine:
             total=total,
         )
 
+    def _newest_first(self) -> Iterator[Job]:
+        """Every job, newest first: straight from a store that iterates backwards (the
+        ``MemoryJobStore`` does), else from a copy of its order."""
+        newest: Callable[[], Iterator[Job]] | None = getattr(self._jobs, "__reversed__", None)
+        return newest() if newest is not None else reversed(list(self._jobs))
+
     @staticmethod
-    def _held(job: _Job, now: float, hold: float) -> float:
+    def _held(job: Job, now: float, hold: float) -> float:
         """How long a held submit waits: until the job's timeline ends, at most ``hold``."""
         if hold <= 0 or job.terminal:
             return 0.0
@@ -713,7 +674,7 @@ class Engine:
             self._unmatched_submits += 1
         return unmatched[position]
 
-    def _advance(self, job: _Job, now: float) -> None:
+    def _advance(self, job: Job, now: float) -> None:
         """Move ``job`` along its timeline up to ``now`` (amortised O(1))."""
         if job.cancelled:
             return
@@ -740,7 +701,7 @@ class Engine:
                 self._changed(job, job.since)
         self._schedule(job)
 
-    def _schedule(self, job: _Job) -> None:
+    def _schedule(self, job: Job) -> None:
         """Put ``job``'s next timed step on the heap (at most one entry per job)."""
         if job.scheduled or job.cancelled or job.step + 1 >= len(job.spec.timeline):
             return
@@ -753,23 +714,23 @@ class Engine:
         heapq.heappush(self._due, (job.start + (step.at or 0.0), self._due_counter, job.id))
         job.scheduled = True
 
-    def _changed(self, job: _Job, at: float) -> None:
+    def _changed(self, job: Job, at: float) -> None:
         change = StateChange(job.id, job.status, at, self._view(job, at))
         self.changes.append(change)
         if job.terminal:
             active = self._active.get(job.credential)
             if active is not None:  # a job counts only against its own credential's limit
                 active.discard(job.id)
-        if self.on_change is not None:
-            self.on_change(change)
+        if self._on_change is not None:
+            self._on_change(change)
         if job.terminal and self._waiting:
             self._promote(at)
 
-    def _waits(self, job: _Job) -> bool:
+    def _waits(self, job: Job) -> bool:
         """Whether ``job`` is throttled: accepted, waiting for a slot, its timeline not begun."""
         return job.started is None and not job.cancelled
 
-    def _activate(self, job: _Job) -> None:
+    def _activate(self, job: Job) -> None:
         """Count ``job`` against its credential's concurrency limit until it ends."""
         self._active.setdefault(job.credential, set()).add(job.id)
         end = job.spec.end_time
@@ -803,12 +764,13 @@ class Engine:
             active.discard(job_id)
         return len(active)
 
-    def _view(self, job: _Job, now: float) -> JobView:
+    def _view(self, job: Job, now: float) -> JobView:
         spec = job.spec
         step = spec.timeline[job.step]
-        status = job.status
         # progress and a step's poll hint hold from their step on, until a later step changes them
-        _, progress, hint = job.carried[job.step]
+        status, progress, hint = self._carried[job.spec_index][job.step]
+        if job.cancelled:
+            status = "cancelled"
         if status == "succeeded":
             progress = 100
         terminal = status in TERMINAL_STATUSES
@@ -835,7 +797,7 @@ class Engine:
 
     # -- faults ---------------------------------------------------------------------------
 
-    def _pick_fault(self, request: Request, now: float, job: _Job | None) -> Fault | None:
+    def _pick_fault(self, request: Request, now: float, job: Job | None) -> Fault | None:
         chosen: Fault | None = None
         for index, fault in enumerate(self.scenario.faults):
             if fault.route != "any" and fault.route != request.kind:

@@ -17,7 +17,7 @@ import logging
 import math
 import re
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import IO, Any
 from urllib.parse import quote
 
@@ -28,6 +28,7 @@ from .engine import ApiError, Engine, Reply, Request, StateChange, _digest, _fin
 from .httpdate import format_http_date
 from .journal import Entry, Journal
 from .scenario import Scenario, load_scenario
+from .settings import RunSettings
 
 __all__ = ["FakeProvider"]
 
@@ -153,7 +154,12 @@ def scenario_digest(scenario: Scenario) -> str:
 
 
 class FakeProvider:
-    """Plays one scenario at a time; ``reset()`` starts it over with an empty journal."""
+    """Plays one scenario at a time; ``reset()`` starts it over with an empty journal.
+
+    ``settings`` holds what its parts share (the clock's epoch, ``time_scale``, ``seed`` and
+    ``dialect``): made at construction, replaced only by ``load(..., settings=...)``; the dialect
+    and engine of every run are made with it.
+    """
 
     def __init__(
         self,
@@ -171,9 +177,10 @@ class FakeProvider:
         self.journal = Journal(sink=journal_sink, memory=journal_memory)
         self.log_once = LogOnce()
         self._lock = threading.RLock()
-        self._dialect_override = dialect
-        self._seed_override = seed
-        self._time_scale = time_scale
+        self.settings = RunSettings(
+            epoch=self.clock.epoch, time_scale=time_scale, seed=seed, dialect=dialect
+        )
+        self._observers: tuple[Callable[[StateChange], None], ...] = ()
         #: Hosts besides loopback addresses and ``localhost`` that webhooks may be sent to.
         self.allow_webhook_hosts = frozenset(allow_webhook_hosts)
         #: The fake's own address as its clients use it (the last request's), for the links
@@ -183,22 +190,33 @@ class FakeProvider:
         self._digest = ""
         self.load(scenario)
 
-    def load(self, scenario: Scenario | str, *, header: bool = True) -> None:
+    def load(
+        self,
+        scenario: Scenario | str,
+        *,
+        header: bool = True,
+        settings: RunSettings | None = None,
+    ) -> None:
         """Play ``scenario`` (a Scenario, bundled name, path or YAML) from now on, from scratch.
 
         ``header=False``: write no run header to the journal (the caller journals an entry
-        carrying ``run_header()`` instead, as the admin API does).
+        carrying ``run_header()`` instead, as the admin API does). ``settings``: play this run
+        and the later ones with these (``dataclasses.replace(provider.settings, time_scale=...)``;
+        the epoch stays the clock's) instead of the current ``settings``.
         """
+        settings = self.settings if settings is None else settings
+        if settings.epoch != self.clock.epoch:
+            raise ValueError(
+                f"The settings' epoch={settings.epoch!r} is not the clock's ({self.clock.epoch!r});"
+                " make them with dataclasses.replace(provider.settings, ...)."
+            )
         loaded = load_scenario(scenario) if isinstance(scenario, str) else scenario
-        self._digest = scenario_digest(loaded)
-        if self._time_scale != 1.0:
-            loaded = loaded.scaled(self._time_scale)
-        if self._seed_override is not None:
-            loaded = dataclasses.replace(loaded, seed=self._seed_override)
-        dialect = get_dialect(self._dialect_override or loaded.dialect)
-        dialect.epoch = self.clock.epoch
-        dialect.time_scale = self._time_scale
+        digest = scenario_digest(loaded)
+        loaded = settings.play(loaded)
+        dialect = get_dialect(loaded.dialect, settings)
         with self._lock:
+            self.settings = settings
+            self._digest = digest
             self.scenario = loaded
             self.dialect: Dialect = dialect
             self.reset(header=header)
@@ -214,12 +232,13 @@ class FakeProvider:
             self.engine = Engine(
                 self.scenario,
                 start=self.clock.now(),
-                epoch=self.clock.epoch,
+                epoch=self.settings.epoch,
                 journal=self.journal,
                 new_id=self.dialect.new_job_id,
                 poll_hints=self.dialect.poll_hints,
                 inline_result=self.dialect.inline_result,
                 queue_at_capacity=self.dialect.queues_at_capacity,
+                on_change=self._changed,
             )
             if header:
                 first = not self._started
@@ -245,23 +264,40 @@ class FakeProvider:
         """What the current run plays and how, for the journal's run header: scenario name and
         digest, dialect, time scale, seed, version, start time (UTC) and the ``expect:`` limits
         at this time scale (what ``check`` judges the run by unless told otherwise)."""
-        from . import __version__
+        from ._version import __version__
         from .invariants import Limits
 
         start = self.engine.start
-        started = datetime.datetime.fromtimestamp(self.clock.epoch + start, datetime.UTC)
-        limits = Limits.from_expect(self.scenario.expect, time_scale=self._time_scale)
+        started = datetime.datetime.fromtimestamp(self.settings.epoch + start, datetime.UTC)
+        limits = Limits.from_expect(self.scenario.expect, time_scale=self.settings.time_scale)
         return {
             "scenario": self.scenario.name,
             "digest": self._digest,
             "dialect": self.dialect.name,
-            "time_scale": self._time_scale,
+            "time_scale": self.settings.time_scale,
             "seed": self.scenario.seed,
             "version": __version__,
             "started": started.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
             "clock": start,
             "limits": limits.to_dict(),
         }
+
+    def observe(self, observer: Callable[[StateChange], None]) -> Callable[[], None]:
+        """Call ``observer`` with every state change of every run from now on (from the thread
+        that caused it, holding the provider's lock: keep it short). Returns a function that
+        stops the calls."""
+        with self._lock:
+            self._observers = (*self._observers, observer)
+
+        def forget() -> None:
+            with self._lock:
+                self._observers = tuple(o for o in self._observers if o is not observer)
+
+        return forget
+
+    def _changed(self, change: StateChange) -> None:
+        for observer in self._observers:
+            observer(change)
 
     def receive(self, http: HttpRequest) -> tuple[Reply, HttpResponse]:
         """Decide the answer to ``http`` at the clock's current reading.
@@ -380,7 +416,7 @@ class FakeProvider:
             return engine, engine.changes[since:], engine.next_due()
 
     def date_header(self, reply: Reply) -> str:
-        return _http_date(math.floor(self.clock.epoch + reply.respond_at))
+        return _http_date(math.floor(self.settings.epoch + reply.respond_at))
 
     def sent(
         self,

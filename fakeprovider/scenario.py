@@ -576,11 +576,7 @@ class Scenario:
 
     def scaled(self, factor: float) -> Scenario:
         """Every duration multiplied by ``factor`` (``--time-scale``); counts are unchanged."""
-        if not 0 < factor <= MAX_TIME_SCALE:
-            raise ValueError(
-                f"time scale must be a number greater than 0 and at most {MAX_TIME_SCALE:g},"
-                f" got {factor!r}"
-            )
+        check_time_scale(factor)
         return _scale(self, factor)  # type: ignore[no-any-return]
 
     def to_yaml(self) -> str:
@@ -590,6 +586,15 @@ class Scenario:
 
     def to_dict(self) -> dict[str, Any]:
         return to_plain(self)  # type: ignore[no-any-return]
+
+
+def check_time_scale(factor: float) -> None:
+    """``ValueError`` unless ``factor`` is a time scale: greater than 0, at most 1000."""
+    if not 0 < factor <= MAX_TIME_SCALE:
+        raise ValueError(
+            f"time scale must be a number greater than 0 and at most {MAX_TIME_SCALE:g},"
+            f" got {factor!r}"
+        )
 
 
 def _fmt(seconds: float) -> str:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..engine import ApiError, JobView, Reply, Request, RequestKind
+from ..settings import RunSettings
 from ..webhooks import Outgoing, WebhookMessage, generic_payload, iso_timestamp, signed_message
 
 __all__ = ["BadRequest", "Dialect", "HttpRequest", "HttpResponse", "Route"]
@@ -143,13 +144,6 @@ class Dialect:
     #: Said beside the name wherever dialects are listed (``serve --help``): a sunset API...
     note = ""
     routes: Sequence[Route] = ()
-    #: Unix time of clock reading 0, set by ``FakeProvider`` so that dialects can show
-    #: timestamps (``created_at``...) as providers do. Job times in a ``JobView`` are clock
-    #: readings; ``epoch + reading`` is Unix time.
-    epoch: float = 0.0
-    #: The scenario's ``--time-scale``, set by ``FakeProvider``: durations a request asks the
-    #: provider for (Replicate's ``Prefer: wait=N``) run at the scenario's speed.
-    time_scale: float = 1.0
     #: Which answers tell clients when to poll again (a header or a body field), as the
     #: provider sends them on the wire: True for every answer about a job, False for none, or
     #: the request kinds (``{"status"}``) whose answers carry a hint. The journal records a
@@ -160,6 +154,18 @@ class Dialect:
     #: Whether the provider accepts a create over the scenario's ``concurrency`` limit and
     #: holds it queued until a slot frees (Runway's ``THROTTLED``) instead of refusing it 429.
     queues_at_capacity: bool = False
+
+    def __init__(self, settings: RunSettings | None = None) -> None:
+        #: What the fake shares with its dialect (``FakeProvider`` passes its own): the epoch,
+        #: so that dialects can show timestamps (``created_at``...) as providers do, and the
+        #: time scale, so that durations a request asks for run at the scenario's speed.
+        self.settings = settings if settings is not None else RunSettings()
+
+    @property
+    def epoch(self) -> float:
+        """Unix time of clock reading 0: job times in a ``JobView`` are clock readings, and
+        ``epoch + reading`` is Unix time."""
+        return self.settings.epoch
 
     def inline_result(self, request: Request, job: JobView) -> bool:
         """Whether this dialect's answer to ``request``, showing ``job`` succeeded, carries the

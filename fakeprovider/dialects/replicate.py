@@ -92,7 +92,7 @@ class ReplicateDialect(Dialect):
                     "send 'wait' or 'wait=N' with N from 1 to 60."
                 )
                 raise BadRequest(400, "invalid_prefer", message, body=body)
-            hold = float(found.group(1) or _DEFAULT_WAIT) * self.time_scale
+            hold = self.settings.scale(float(found.group(1) or _DEFAULT_WAIT))
         why = self._invalid(route.template, body)
         if why is not None:
             raise BadRequest(422, "invalid_fields", why, body=body)

@@ -66,7 +66,7 @@ def violations(provider: FakeProvider, **overrides: Any) -> list[Violation]:
     ``time_scale`` goes to ``from_expect`` too: the scenario's durations are already scaled,
     but its ``status_rate`` budget is per scenario second and must be divided by the scale.
     """
-    scale = getattr(provider, "_time_scale", 1.0)
+    scale = provider.settings.time_scale
     limits = Limits.from_expect(provider.scenario.expect, time_scale=scale, **overrides)
     return list(check(settled(provider), limits).violations)
 
