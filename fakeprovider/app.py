@@ -16,6 +16,7 @@ import hmac
 import json
 import socket
 import struct
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from typing import Any
 from urllib.parse import parse_qsl
@@ -27,11 +28,10 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from ._suggest import did_you_mean
-from .dialects import HttpRequest, HttpResponse
-from .engine import ApiError, Reply
 from .errors import ScenarioError
-from .httpdate import format_http_date
+from .http import HttpRequest, HttpResponse, format_http_date
 from .journal import Entry
+from .messages import ApiError, Reply
 from .provider import INTERNAL_ERROR_MESSAGE, FakeProvider, internal_error
 from .scenario import bundled_scenarios, load_scenario, parse_scenario
 
@@ -97,16 +97,22 @@ class FakeProviderApp:
             self._stopping.set()
 
     async def _pause(self, seconds: float) -> bool:
-        """Wait ``seconds``, or less when the server stops; True when cut short."""
+        """Wait ``seconds``, or less when the server stops; True when cut short. At least
+        ``seconds``: uvloop's timers count from the loop's cached time, in whole milliseconds,
+        and may fire a millisecond early, so whatever is left is waited out."""
         if self._stopping is None:
             self._stopping = asyncio.Event()
             if self.stopping:
                 self._stopping.set()
         if self._stopping.is_set():
             return True
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._stopping.wait(), timeout=seconds)
-            return True
+        deadline = time.monotonic() + seconds
+        left = seconds
+        while left > 0:  # ends at the deadline: each pass waits out what is left
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopping.wait(), timeout=left)
+                return True
+            left = deadline - time.monotonic()
         return False
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
