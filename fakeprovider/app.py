@@ -27,11 +27,10 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from ._suggest import did_you_mean
-from .dialects import HttpRequest, HttpResponse
-from .engine import ApiError, Reply
 from .errors import ScenarioError
-from .httpdate import format_http_date
+from .http import HttpRequest, HttpResponse, format_http_date
 from .journal import Entry
+from .messages import ApiError, Reply
 from .provider import INTERNAL_ERROR_MESSAGE, FakeProvider, internal_error
 from .scenario import bundled_scenarios, load_scenario, parse_scenario
 

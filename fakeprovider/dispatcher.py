@@ -32,9 +32,10 @@ from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
 import httpx
 
-from .engine import Engine, StateChange
-from .httpdate import parse_http_date
+from .engine import Engine
+from .http import parse_http_date
 from .journal import Entry, RetryAfterRecord
+from .messages import StateChange
 from .provider import FakeProvider
 from .scenario import Webhooks
 from .webhooks import Delivery, Outgoing, backoff, is_allowed_target, plan_change

@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fakeprovider.clock import DEFAULT_EPOCH
-from fakeprovider.engine import ApiError, Engine, Request
+from fakeprovider.engine import Engine
+from fakeprovider.messages import ApiError, Request
 from fakeprovider.scenario import load_scenario, parse_scenario
 
 

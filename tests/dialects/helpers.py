@@ -12,7 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from fakeprovider.clock import VirtualClock
-from fakeprovider.dialects import HttpRequest
+from fakeprovider.http import HttpRequest
 from fakeprovider.invariants import Limits, Violation, check
 from fakeprovider.journal import Entry
 from fakeprovider.provider import FakeProvider

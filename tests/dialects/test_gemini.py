@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from fakeprovider.engine import video_bytes
+from fakeprovider.messages import video_bytes
 
 from .helpers import (
     CLIENT_HEADERS,

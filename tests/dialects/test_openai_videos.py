@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from fakeprovider.dialects import HttpRequest
+from fakeprovider.http import HttpRequest
 from fakeprovider.provider import FakeProvider
 from fakeprovider.scenario import parse_scenario
 from fakeprovider.webhooks import verify

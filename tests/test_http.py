@@ -1,4 +1,4 @@
-"""HTTP-dates in the three RFC 9110 forms."""
+"""The neutral HTTP layer: HTTP-dates in the three RFC 9110 forms, safe headers, JSON answers."""
 
 from __future__ import annotations
 
@@ -8,7 +8,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fakeprovider.httpdate import format_http_date, parse_http_date, parse_retry_after
+from fakeprovider.http import (
+    HttpResponse,
+    error_code,
+    error_response,
+    format_http_date,
+    json_response,
+    parse_http_date,
+    parse_retry_after,
+    safe_header_value,
+    wire_problem,
+)
 
 RFC_EXAMPLE = 784111777  # Sun, 06 Nov 1994 08:49:37 GMT, the RFC's own example
 
@@ -65,3 +75,47 @@ def test_unknown_form_is_refused() -> None:
 )
 def test_parse_retry_after(value: str, expected: float | None) -> None:
     assert parse_retry_after(value, date_of_response=1000.0) == expected
+
+
+def test_header_values_are_made_safe_by_percent_encoding() -> None:
+    assert safe_header_value(" job_1 ") == "job_1"
+    assert safe_header_value("job\x00é") == "job%00%C3%A9"
+
+
+@pytest.mark.parametrize(
+    ("response", "problem"),
+    [
+        (HttpResponse(200, headers=(("x-ok", "1"),)), None),
+        (
+            HttpResponse(103),
+            "status 103 cannot be a final answer (HTTP/1.1 final statuses are 200 to 599)",
+        ),
+        (
+            HttpResponse(200, headers=(("bad name", "1"),)),
+            "header name 'bad name' is not an HTTP token (letters, digits and !#$%&'*+-.^_`|~ only)",
+        ),
+        (
+            HttpResponse(200, headers=(("Content-Length", "1"),)),
+            "header 'Content-Length' is written by the server from the body and cannot be scripted",
+        ),
+    ],
+)
+def test_wire_problem_names_what_http_1_1_cannot_carry(
+    response: HttpResponse, problem: str | None
+) -> None:
+    assert wire_problem(response) == problem
+
+
+def test_error_answers_are_compact_json() -> None:
+    response = error_response(429, "rate_limited", "Slow down.", [("Retry-After", "3")])
+    assert response == HttpResponse(
+        429,
+        b'{"error":{"code":"rate_limited","message":"Slow down."}}',
+        "application/json",
+        (("Retry-After", "3"),),
+    )
+    assert json_response(200, {"id": "\ud800"}).body == b'{"id":"\\ud800"}'
+
+
+def test_statuses_have_error_codes() -> None:
+    assert [error_code(s) for s in (404, 429, 418)] == ["not_found", "rate_limited", "http_418"]
