@@ -16,6 +16,7 @@ import hmac
 import json
 import socket
 import struct
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from typing import Any
 from urllib.parse import parse_qsl
@@ -101,16 +102,22 @@ class FakeProviderApp:
             self._stopping.set()
 
     async def _pause(self, seconds: float) -> bool:
-        """Wait ``seconds``, or less when the server stops; True when cut short."""
+        """Wait ``seconds``, or less when the server stops; True when cut short. At least
+        ``seconds``: uvloop's timers count from the loop's cached time, in whole milliseconds,
+        and may fire a millisecond early, so whatever is left is waited out."""
         if self._stopping is None:
             self._stopping = asyncio.Event()
             if self.stopping:
                 self._stopping.set()
         if self._stopping.is_set():
             return True
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._stopping.wait(), timeout=seconds)
-            return True
+        deadline = time.monotonic() + seconds
+        left = seconds
+        while left > 0:  # ends at the deadline: each pass waits out what is left
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopping.wait(), timeout=left)
+                return True
+            left = deadline - time.monotonic()
         return False
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

@@ -7,10 +7,13 @@ completed entry as one JSON line to an optional sink, flushed as it goes.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import gc
 import itertools
 import json
 import logging
+import operator
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -340,6 +343,9 @@ class Journal(Sequence[Entry]):
     __hash__ = None  # type: ignore[assignment]
 
 
+_SEQ = operator.attrgetter("seq")
+
+
 def order_entries(entries: Iterable[Entry]) -> list[Entry]:
     """``entries`` sorted by ``seq``, process by process.
 
@@ -351,25 +357,44 @@ def order_entries(entries: Iterable[Entry]) -> list[Entry]:
     given = list(entries)
     starts = [i for i, e in enumerate(given) if e.seq == 0 and e.is_header]
     if len(starts) <= 1:
-        return sorted(given, key=lambda e: e.seq)
+        return sorted(given, key=_SEQ)
     bounds = [0, *(i for i in starts if i > 0), len(given)]
     out: list[Entry] = []
     for low, high in itertools.pairwise(bounds):
-        out.extend(sorted(given[low:high], key=lambda e: e.seq))
+        out.extend(sorted(given[low:high], key=_SEQ))
     return out
+
+
+@contextlib.contextmanager
+def paused_gc() -> Iterator[None]:
+    """Hold the cyclic garbage collector while reading or judging a journal.
+
+    Both build many small objects and keep most of them (no cycles among them), so each
+    collection would walk every entry read so far for nothing: on a large journal that is
+    about a third of the time. Reference counting still frees what is dropped; collection
+    resumes (if it was on) when the block ends.
+    """
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_on:
+            gc.enable()
 
 
 def read_journal(source: str | Path | IO[str] | IO[bytes]) -> list[Entry]:
     """Entries from a JSONL file (or open text or binary stream), sorted by ``seq``
-    (``order_entries``).
+    (``order_entries``). The file is read a line at a time.
 
     Raises ``ValueError`` as ``FILE:LINE: field: what was expected`` for the first line that
     is not an entry (not UTF-8, not JSON, a field missing or of the wrong type).
     """
     from ._journal_schema import parse_lines
 
-    if isinstance(source, (str, Path)):
-        with open(source, "rb") as handle:
-            return order_entries(parse_lines(handle, str(source)))
-    name = getattr(source, "name", "<journal>")
-    return order_entries(parse_lines(source, str(name)))
+    with paused_gc():
+        if isinstance(source, (str, Path)):
+            with open(source, "rb") as handle:
+                return order_entries(parse_lines(handle, str(source)))
+        name = getattr(source, "name", "<journal>")
+        return order_entries(parse_lines(source, str(name)))
