@@ -15,14 +15,13 @@ import fnmatch
 import functools
 import heapq
 import itertools
-import math
 import random
 from collections import deque
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .http import format_http_date, parse_http_date
+from .http import read_retry_after, retry_after_header
 from .jobstore import Job, JobStore, MemoryJobStore
 from .journal import Entry, Journal, RetryAfterRecord
 from .messages import (
@@ -617,34 +616,14 @@ class Engine:
     ) -> tuple[tuple[str, str], ...]:
         if retry.raw is not None:
             return (("Retry-After", retry.raw),)
-        if retry.form == "ms":
-            return (("retry-after-ms", str(max(0, _ceil(retry.wait * 1000)))),)
-        if retry.form == "seconds":
-            return (("Retry-After", str(max(0, _ceil(retry.wait)))),)
-        instant = _ceil(self.epoch + respond_at + retry.wait)
-        return (("Retry-After", format_http_date(instant, retry.form)),)
+        return (retry_after_header(retry.wait, retry.form, sent_at=self.epoch + respond_at),)
 
     def retry_after_record(
         self, headers: tuple[tuple[str, str], ...], respond_at: float
     ) -> RetryAfterRecord | None:
         """What a ``Retry-After`` among ``headers`` means, as clock seconds."""
-        for name, value in headers:
-            lowered = name.lower()
-            if lowered == "retry-after-ms":
-                try:
-                    delay = float(value) / 1000
-                except ValueError:
-                    return RetryAfterRecord(value, None, "retry-after-ms", "invalid")
-                return RetryAfterRecord(value, respond_at + delay, "retry-after-ms", "ms")
-            if lowered == "retry-after":
-                text = value.strip()
-                if text.isdigit():
-                    return RetryAfterRecord(value, respond_at + int(text), "retry-after", "seconds")
-                parsed = parse_http_date(text)
-                if parsed is None:
-                    return RetryAfterRecord(value, None, "retry-after", "invalid")
-                return RetryAfterRecord(value, parsed - self.epoch, "retry-after", _date_form(text))
-        return None
+        found = read_retry_after(headers, sent_at=respond_at, epoch=self.epoch)
+        return None if found is None else RetryAfterRecord(*found)
 
     # -- helpers --------------------------------------------------------------------------
 
@@ -721,17 +700,6 @@ class Engine:
             and not reply.scripted
             else None,
         )
-
-
-def _ceil(value: float) -> int:
-    """Round up, but not for float noise: 3.0000000000000004 s of computed wait is 3 s."""
-    return math.ceil(value - _TOKEN_SLACK)
-
-
-def _date_form(text: str) -> str:
-    if "," not in text:
-        return "asctime"
-    return "rfc850" if "-" in text else "imf"
 
 
 def _matches(pattern: Mapping[str, Any], body: Mapping[str, Any]) -> bool:

@@ -9,7 +9,8 @@ and iteration is in the order jobs were added, so a run stays deterministic.
 
 A store hands out the records themselves: the engine changes a job it got from ``get`` in place
 (its step, ``since``, ``polls``...), so a store that keeps copies elsewhere must hand out
-records that write their changes through.
+records that write their changes through. Only jobs live here: the engine's schedule of timed
+steps, its concurrency slots, rate-limit buckets and fault counts are still its own, per engine.
 """
 
 from __future__ import annotations
