@@ -4,6 +4,7 @@ The stable surface is re-exported here; ``fakeprovider.strategies`` (Hypothesis)
 plugin are imported on their own, so ``import fakeprovider`` pulls in neither.
 """
 
+from ._version import __version__
 from .clock import Clock, RealClock, VirtualClock
 from .engine import Engine
 from .errors import FakeProviderError, InvariantViolation, Problem, ScenarioError
@@ -11,8 +12,6 @@ from .invariants import Limits, Report, Violation, assert_invariants, check, exp
 from .journal import Entry, Journal, read_journal
 from .provider import FakeProvider
 from .scenario import Scenario, bundled_scenarios, load_scenario, parse_scenario
-
-__version__ = "0.1.0"
 
 __all__ = [
     "Clock",

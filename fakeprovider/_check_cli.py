@@ -17,6 +17,7 @@ from ._report import MAX_VIOLATIONS
 from .errors import ScenarioError
 from .invariants import Limits, Report, check, runs_with_headers
 from .journal import read_journal
+from .limits import limits_for
 
 __all__ = ["BadInput", "add_check_parser", "add_report_parser", "cmd_check", "judge"]
 
@@ -60,7 +61,7 @@ _OPTIONS = {
 
 
 def add_check_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from .cli import examples, formatter, time_scale
+    from ._cli_options import examples, formatter, time_scale
 
     parser = sub.add_parser(
         "check",
@@ -99,7 +100,7 @@ def add_check_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
 
 def add_report_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from .cli import examples, formatter, time_scale
+    from ._cli_options import examples, formatter, time_scale
 
     parser = sub.add_parser(
         "report",
@@ -298,7 +299,7 @@ def _run_limits(args: argparse.Namespace, headers: list[dict[str, Any] | None]) 
                 from .scenario import load_scenario
 
                 scenario = load_scenario(args.scenario, time_scale=scale)
-                scenarios[scale] = Limits.from_expect(scenario.expect, time_scale=scale)
+                scenarios[scale] = limits_for(scenario.expect, time_scale=scale)
             base = scenarios[scale]
         elif header is not None and isinstance(header.get("limits"), dict):
             values = {k: v for k, v in header["limits"].items() if k in known}
@@ -310,5 +311,5 @@ def _run_limits(args: argparse.Namespace, headers: list[dict[str, Any] | None]) 
                 ) from None
         else:
             base = Limits()
-        out.append(Limits.from_strings(given, base))
+        out.append(limits_for(base=base, overrides=given))
     return out

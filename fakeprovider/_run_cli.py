@@ -44,7 +44,7 @@ def _seconds(text: str) -> float:
 
 def add_run_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from ._check_cli import add_format_options, add_limit_options
-    from .cli import add_serve_options, examples, formatter
+    from ._cli_options import add_serve_options, examples, formatter
 
     parser = sub.add_parser(
         "run",
@@ -66,6 +66,7 @@ def add_run_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
             "fakeprovider run rate-limited --junit report.xml --report-html report.html -- make"
             " e2e",
             "fakeprovider run deadline-expiry --format github --deadline 90s -- npm test",
+            "fakeprovider run slow-success --http h11 --loop asyncio -- make e2e   # pure Python",
         ),
     )
     parser.add_argument("scenario", metavar="SCENARIO", help="bundled scenario name or path")
@@ -134,8 +135,8 @@ def _say(text: str) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from .cli import request_logger
-    from .dialects import DIALECTS, unknown_dialect
+    from ._cli_options import request_logger
+    from .dialects import dialect_name
     from .provider import FakeProvider
     from .server import ServerThread
 
@@ -143,8 +144,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not command:
         _say("no command given; usage: fakeprovider run SCENARIO [options] -- COMMAND [ARGS...]")
         return 2
-    if args.dialect is not None and args.dialect not in DIALECTS:
-        _say(unknown_dialect(args.dialect))
+    try:
+        if args.dialect is not None:
+            dialect_name(args.dialect)
+    except ValueError as exc:
+        _say(str(exc))
         return 2
     with contextlib.ExitStack() as stack:
         if args.journal is None:
@@ -177,6 +181,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                 port=args.port,
                 log_level=args.log_level,
                 allow_webhook_hosts=args.allow_webhook_host,
+                http=args.http,
+                loop=args.loop,
             )
         except OSError as exc:
             _say(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}")

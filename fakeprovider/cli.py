@@ -4,133 +4,43 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import math
 import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from . import __version__
+from ._cli_options import (
+    add_serve_options,
+    examples,
+    formatter,
+    positive_int,
+    request_logger,
+    time_scale,
+    timeout,
+)
 from ._suggest import did_you_mean
+from ._version import __version__
 from .errors import ScenarioError
 
 if TYPE_CHECKING:
-    from .journal import Entry
-    from .provider import FakeProvider
+    pass
 
 __all__ = ["main"]
 
 Command = Callable[[argparse.Namespace], int]
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {value}")
-    return value
-
-
-def _timeout(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if not 0 < value <= 3600:
-        raise argparse.ArgumentTypeError(f"expected seconds between 0 and 3600, got {text!r}")
-    return value
-
-
-def time_scale(text: str) -> float:
-    """``--time-scale F``: a number greater than 0 and at most ``MAX_TIME_SCALE`` (1000)."""
-    from .scenario import MAX_TIME_SCALE
-
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not 0 < value <= MAX_TIME_SCALE:
-        raise argparse.ArgumentTypeError(
-            f"expected a time scale greater than 0 and at most {MAX_TIME_SCALE:g}, got {text!r}"
-        )
-    return value
-
-
-def _port(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"expected a port between 0 and 65535, got {value}")
-    return value
-
-
-def add_serve_options(parser: argparse.ArgumentParser, *, port: int) -> None:
-    """The options ``serve`` and ``run`` share (everything but the scenario)."""
-    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
-    parser.add_argument(
-        "--port",
-        type=_port,
-        default=port,
-        help=f"port to bind, 0 for any free one (default: {port})",
-    )
-    from .dialects import describe_dialects
-
-    parser.add_argument(
-        "--dialect",
-        default=None,
-        metavar="NAME",
-        help=f"wire dialect, one of: {describe_dialects()} (default: the scenario's, else generic)",
-    )
-    parser.add_argument(
-        "--journal",
-        type=Path,
-        default=None,
-        metavar="PATH",
-        help="append every request to this JSONL file as it completes",
-    )
-    parser.add_argument(
-        "--seed", type=int, default=None, metavar="N", help="override the scenario's seed"
-    )
-    parser.add_argument(
-        "--time-scale",
-        type=time_scale,
-        default=1.0,
-        metavar="F",
-        help="multiply every duration in the scenario by F (0.1 runs a 93 s job in 9.3 s)",
-    )
-    parser.add_argument(
-        "--log-level",
-        default="warning",
-        choices=["critical", "error", "warning", "info", "debug"],
-        help="uvicorn log level; info or debug also print a line per request",
-    )
-    parser.add_argument(
-        "--log-requests",
-        action="store_true",
-        help="print a line per request (and webhook delivery) to standard error as it is answered",
-    )
-    parser.add_argument(
-        "--allow-webhook-host",
-        action="append",
-        default=[],
-        metavar="HOST",
-        help="let webhooks go to HOST too (by default only to loopback addresses and"
-        " localhost); repeat for several hosts",
-    )
-
-
 def cmd_serve(args: argparse.Namespace) -> int:
-    from .dialects import DIALECTS, unknown_dialect
+    from .dialects import dialect_name
     from .provider import FakeProvider
     from .server import serve_forever
 
-    if args.dialect is not None and args.dialect not in DIALECTS:
-        print(f"fakeprovider serve: {unknown_dialect(args.dialect)}", file=sys.stderr)
+    try:
+        if args.dialect is not None:
+            dialect_name(args.dialect)
+    except ValueError as exc:
+        print(f"fakeprovider serve: {exc}", file=sys.stderr)
         return 2
     sink: TextIO | None = None
     try:
@@ -161,9 +71,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.log_requests or args.log_level in ("info", "debug"):
         provider.journal.listener = request_logger(provider)
 
-    from .server import admin_token_for, is_loopback
+    from .server import admin_token_for, is_loopback, resolve_stack
 
     admin_token = admin_token_for(args.host, args.admin_token)
+    http, loop = resolve_stack(args.http, args.loop)  # the options checked what is installed
 
     def ready(url: str) -> None:
         print(url, flush=True)
@@ -182,7 +93,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         scale = f", time scale {args.time_scale:g}" if args.time_scale != 1.0 else ""
         print(
             f"fakeprovider {__version__}: serving {scenario.name!r} in the {provider.dialect.name} dialect"
-            f"{scale} at {url} (Ctrl+C to stop)",
+            f"{scale} at {url} on {http} + {loop} (Ctrl+C to stop)",
             file=sys.stderr,
             flush=True,
         )
@@ -196,6 +107,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
             on_ready=ready,
             idle_timeout=args.idle_timeout,
             admin_token=admin_token,
+            http=http,
+            loop=loop,
         )
     except OSError as exc:
         print(
@@ -218,20 +131,6 @@ def write_ready_file(path: Path, url: str) -> None:
     partial = path.with_name(f".{path.name}.partial")
     partial.write_text(url + "\n", encoding="utf-8")
     os.replace(partial, path)
-
-
-def request_logger(provider: FakeProvider, stream: TextIO | None = None) -> Callable[[Entry], None]:
-    """A journal listener printing each entry as a line of the journal table (times from the
-    start of the current run) to ``stream`` (standard error by default)."""
-    from ._table import entry_line, header_line
-
-    def log(entry: Entry) -> None:
-        out = stream if stream is not None else sys.stderr
-        line = header_line(entry) if entry.is_header else entry_line(entry, provider.engine.start)
-        with contextlib.suppress(OSError, ValueError):
-            print(line.strip() if entry.is_header else line, file=out, flush=True)
-
-    return log
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -370,30 +269,6 @@ class _Parser(argparse.ArgumentParser):
             )
 
 
-class _Formatter(argparse.RawDescriptionHelpFormatter):
-    def __init__(self, prog: str) -> None:
-        super().__init__(prog, max_help_position=28)
-
-    def add_argument(self, action: argparse.Action) -> None:
-        super().add_argument(action)
-        # argparse measures the column before any command exists: make room for the names
-        if isinstance(action, argparse._SubParsersAction) and action.choices:
-            widest = max(len(name) for name in action.choices)
-            self._action_max_length = max(
-                self._action_max_length, self._current_indent + 4 + widest
-            )
-
-
-def formatter(prog: str) -> argparse.HelpFormatter:
-    """Help laid out as written (examples keep their lines), commands in one column."""
-    return _Formatter(prog)
-
-
-def examples(*lines: str) -> str:
-    """An ``epilog``: example command lines, each with what it does."""
-    return "examples:\n" + "\n".join(f"  {line}" for line in lines)
-
-
 def build_parser() -> argparse.ArgumentParser:
     # sub-commands' parsers are _Parsers too (argparse makes them of the parent's class)
     parser: argparse.ArgumentParser = _Parser(
@@ -424,6 +299,7 @@ def build_parser() -> argparse.ArgumentParser:
             "fakeprovider serve slow-success --dialect gemini",
             "fakeprovider serve long-render --journal soak.jsonl --journal-memory 10000",
             "fakeprovider serve --host 0.0.0.0 --admin-token s3cret   # others can reach it",
+            "fakeprovider serve --http h11 --loop asyncio  # the pure-Python stack, as a fallback",
         ),
     )
     serve.add_argument(
@@ -451,7 +327,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument(
         "--journal-memory",
-        type=_positive_int,
+        type=positive_int,
         default=None,
         metavar="N",
         help="keep only the last N entries in memory (the --journal file still gets every"
@@ -459,7 +335,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument(
         "--idle-timeout",
-        type=_timeout,
+        type=timeout,
         default=5.0,
         metavar="SECONDS",
         help="close a connection that has no request in progress for this long (default: 5)",

@@ -24,7 +24,7 @@ import heapq
 import itertools
 import logging
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
@@ -32,9 +32,10 @@ from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
 import httpx
 
-from .engine import Engine, StateChange
-from .httpdate import parse_http_date
+from .engine import Engine
+from .http import parse_retry_after
 from .journal import Entry, RetryAfterRecord
+from .messages import StateChange
 from .provider import FakeProvider
 from .scenario import Webhooks
 from .webhooks import Delivery, Outgoing, backoff, is_allowed_target, plan_change
@@ -86,11 +87,14 @@ class Dispatcher:
         self._cursor = 0
         self._history: dict[str, list[StateChange]] = {}
         self._gone: set[str] = set()
+        self._forget: Callable[[], None] | None = None
         self.error: BaseException | None = None
 
     # -- control --------------------------------------------------------------------------
 
     def start(self, timeout: float = 5.0) -> Dispatcher:
+        # every state change wakes the loop, so a delivery due now is not left for the tick
+        self._forget = self.provider.observe(lambda change: self.wake())
         self._thread.start()
         if not self._started.wait(timeout):  # pragma: no cover - a broken event loop
             raise RuntimeError(f"the webhook dispatcher did not start: {self.error!r}")
@@ -99,6 +103,9 @@ class Dispatcher:
     def stop(self, timeout: float = 5.0) -> None:
         """Stop sending (sends in flight are cancelled) and join the thread."""
         self._stopping = True
+        if self._forget is not None:
+            self._forget()
+            self._forget = None
         self.wake()
         if self._thread.is_alive():
             self._thread.join(timeout)
@@ -214,7 +221,6 @@ class Dispatcher:
         self._gone.clear()
         for task in list(self._tasks):
             task.cancel()
-        engine.on_change = lambda change: self.wake()
 
     def _push(self, item: _Attempt) -> None:
         heapq.heappush(self._queue, (item.at, next(self._order), item))
@@ -382,10 +388,4 @@ def _retry_after(headers: httpx.Headers, now: float, epoch: float) -> RetryAfter
     value = headers.get("retry-after")
     if value is None:
         return None
-    text = value.strip()
-    if text.isdigit():
-        return RetryAfterRecord(value, now + int(text), "retry-after", "seconds")
-    parsed = parse_http_date(text)
-    if parsed is None:
-        return RetryAfterRecord(value, None, "retry-after", "invalid")
-    return RetryAfterRecord(value, parsed - epoch, "retry-after", "date")
+    return RetryAfterRecord(*parse_retry_after(value, sent_at=now, epoch=epoch))

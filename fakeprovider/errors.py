@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from .invariants import Report
+from typing import Any, Protocol
 
 __all__ = [
+    "CheckReport",
     "FakeProviderError",
     "InvariantViolation",
     "NotInterceptedError",
@@ -46,11 +44,30 @@ class ScenarioError(FakeProviderError):
         super().__init__("\n".join(str(p) for p in self.problems))
 
 
+class CheckReport(Protocol):
+    """What ``InvariantViolation.report`` offers: a ``fakeprovider.invariants.Report``, described
+    here by its shape so that the exception tree, which every layer uses, imports no checker."""
+
+    @property
+    def ok(self) -> bool: ...
+
+    @property
+    def violations(self) -> Sequence[Any]: ...
+
+    def render(self, max_violations: int | None = ...) -> str: ...
+
+    def rule_counts(self) -> dict[str, int]: ...
+
+    def summary(self) -> str: ...
+
+    def to_dict(self) -> dict[str, Any]: ...
+
+
 class InvariantViolation(FakeProviderError, AssertionError):
     """A client broke one or more invariants; the message is the readable report."""
 
     #: The ``fakeprovider.invariants.Report`` behind the message (None when raised by hand).
-    report: Report | None = None
+    report: CheckReport | None = None
 
 
 class NotInterceptedError(FakeProviderError):

@@ -10,22 +10,38 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime
+import functools
 import hashlib
 import json
 import logging
-import re
+import math
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import IO, Any
-from urllib.parse import quote
 
 from .clock import Clock, RealClock
-from .dialects import Dialect, HttpRequest, HttpResponse, get_dialect
-from .dialects.base import json_response
-from .engine import ApiError, Engine, Reply, Request, StateChange, _digest, _fingerprint
-from .httpdate import format_http_date
+from .dialects import Dialect, get_dialect
+from .engine import Engine
+from .http import (
+    NO_BODY,
+    HttpRequest,
+    HttpResponse,
+    format_http_date,
+    json_response,
+    safe_header_value,
+    wire_problem,
+)
 from .journal import Entry, Journal
+from .messages import (
+    ApiError,
+    Reply,
+    Request,
+    StateChange,
+    credential_fingerprint,
+    request_digest,
+)
 from .scenario import Scenario, load_scenario
+from .settings import RunSettings
 
 __all__ = ["FakeProvider"]
 
@@ -33,14 +49,6 @@ __all__ = ["FakeProvider"]
 logger = logging.getLogger("fakeprovider.server")
 
 INTERNAL_ERROR_MESSAGE = "fakeprovider failed; this is a bug, please report it."
-
-
-#: What HTTP/1.1 allows as a header name (RFC 9110 token).
-_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")
-#: Headers the server writes itself from the body: a scenario that sets them breaks the framing.
-_FRAMING = frozenset({"content-length", "transfer-encoding"})
-#: Statuses whose answers carry no body (RFC 9110 6.4.1).
-_NO_BODY = frozenset({204, 304})
 
 
 class LogOnce:
@@ -70,28 +78,6 @@ class LogOnce:
             )
 
 
-def wire_problem(response: HttpResponse) -> str | None:
-    """Why HTTP/1.1 cannot carry ``response`` as a final answer, or None when it can.
-
-    A scenario may script any status and header; these it cannot send (uvicorn's HTTP stack
-    would refuse them after the request was journaled, and drop the connection).
-    """
-    if not 200 <= response.status <= 599:
-        return (
-            f"status {response.status} cannot be a final answer (HTTP/1.1 final statuses are"
-            " 200 to 599)"
-        )
-    for name, _ in response.headers:
-        if not _TOKEN.match(name):
-            return (
-                f"header name {name!r} is not an HTTP token (letters, digits and"
-                " !#$%&'*+-.^_`|~ only)"
-            )
-        if name.lower() in _FRAMING:
-            return f"header {name!r} is written by the server from the body and cannot be scripted"
-    return None
-
-
 def unsendable_answer(problem: str) -> HttpResponse:
     """The answer when the scenario scripted one that HTTP/1.1 cannot carry: a JSON 500."""
     return json_response(
@@ -114,21 +100,10 @@ def internal_error() -> HttpResponse:
     )
 
 
-def safe_header_value(value: str) -> str:
-    """``value`` with every character but visible ASCII and space percent-encoded (as UTF-8).
-
-    Leading and trailing spaces go (HTTP/1.1 cannot carry them). Header values a dialect
-    echoes from the request (a job id from the path, say) may hold
-    anything the percent-decoded path held: a NUL, U+FFFD, a bidi override. Sent as they
-    are, they would make the answer fail after the request was journaled.
-    """
-    value = value.strip(" ")  # HTTP field values neither start nor end with whitespace
-    if value.isascii() and value.isprintable():
-        return value
-    return "".join(
-        c if c.isascii() and c.isprintable() else quote(c.encode("utf-8", "surrogatepass"))
-        for c in value
-    )
+@functools.lru_cache(maxsize=64)
+def _http_date(second: int) -> str:
+    # answers sent within one second share their Date: formatted once, not per answer
+    return format_http_date(second)
 
 
 def _with_error(reply: Reply, code: str) -> Reply:
@@ -145,7 +120,12 @@ def scenario_digest(scenario: Scenario) -> str:
 
 
 class FakeProvider:
-    """Plays one scenario at a time; ``reset()`` starts it over with an empty journal."""
+    """Plays one scenario at a time; ``reset()`` starts it over with an empty journal.
+
+    ``settings`` holds what its parts share (the clock's epoch, ``time_scale``, ``seed`` and
+    ``dialect``): made at construction, replaced only by ``load(..., settings=...)``; the dialect
+    and engine of every run are made with it.
+    """
 
     def __init__(
         self,
@@ -163,9 +143,10 @@ class FakeProvider:
         self.journal = Journal(sink=journal_sink, memory=journal_memory)
         self.log_once = LogOnce()
         self._lock = threading.RLock()
-        self._dialect_override = dialect
-        self._seed_override = seed
-        self._time_scale = time_scale
+        self.settings = RunSettings(
+            epoch=self.clock.epoch, time_scale=time_scale, seed=seed, dialect=dialect
+        )
+        self._observers: tuple[Callable[[StateChange], None], ...] = ()
         #: Hosts besides loopback addresses and ``localhost`` that webhooks may be sent to.
         self.allow_webhook_hosts = frozenset(allow_webhook_hosts)
         #: The fake's own address as its clients use it (the last request's), for the links
@@ -175,22 +156,33 @@ class FakeProvider:
         self._digest = ""
         self.load(scenario)
 
-    def load(self, scenario: Scenario | str, *, header: bool = True) -> None:
+    def load(
+        self,
+        scenario: Scenario | str,
+        *,
+        header: bool = True,
+        settings: RunSettings | None = None,
+    ) -> None:
         """Play ``scenario`` (a Scenario, bundled name, path or YAML) from now on, from scratch.
 
         ``header=False``: write no run header to the journal (the caller journals an entry
-        carrying ``run_header()`` instead, as the admin API does).
+        carrying ``run_header()`` instead, as the admin API does). ``settings``: play this run
+        and the later ones with these (``dataclasses.replace(provider.settings, time_scale=...)``;
+        the epoch stays the clock's) instead of the current ``settings``.
         """
+        settings = self.settings if settings is None else settings
+        if settings.epoch != self.clock.epoch:
+            raise ValueError(
+                f"The settings' epoch={settings.epoch!r} is not the clock's ({self.clock.epoch!r});"
+                " make them with dataclasses.replace(provider.settings, ...)."
+            )
         loaded = load_scenario(scenario) if isinstance(scenario, str) else scenario
-        self._digest = scenario_digest(loaded)
-        if self._time_scale != 1.0:
-            loaded = loaded.scaled(self._time_scale)
-        if self._seed_override is not None:
-            loaded = dataclasses.replace(loaded, seed=self._seed_override)
-        dialect = get_dialect(self._dialect_override or loaded.dialect)
-        dialect.epoch = self.clock.epoch
-        dialect.time_scale = self._time_scale
+        digest = scenario_digest(loaded)
+        loaded = settings.play(loaded)
+        dialect = get_dialect(loaded.dialect, settings)
         with self._lock:
+            self.settings = settings
+            self._digest = digest
             self.scenario = loaded
             self.dialect: Dialect = dialect
             self.reset(header=header)
@@ -206,12 +198,13 @@ class FakeProvider:
             self.engine = Engine(
                 self.scenario,
                 start=self.clock.now(),
-                epoch=self.clock.epoch,
+                epoch=self.settings.epoch,
                 journal=self.journal,
                 new_id=self.dialect.new_job_id,
                 poll_hints=self.dialect.poll_hints,
                 inline_result=self.dialect.inline_result,
                 queue_at_capacity=self.dialect.queues_at_capacity,
+                on_change=self._changed,
             )
             if header:
                 first = not self._started
@@ -237,23 +230,40 @@ class FakeProvider:
         """What the current run plays and how, for the journal's run header: scenario name and
         digest, dialect, time scale, seed, version, start time (UTC) and the ``expect:`` limits
         at this time scale (what ``check`` judges the run by unless told otherwise)."""
-        from . import __version__
+        from ._version import __version__
         from .invariants import Limits
 
         start = self.engine.start
-        started = datetime.datetime.fromtimestamp(self.clock.epoch + start, datetime.UTC)
-        limits = Limits.from_expect(self.scenario.expect, time_scale=self._time_scale)
+        started = datetime.datetime.fromtimestamp(self.settings.epoch + start, datetime.UTC)
+        limits = Limits.from_expect(self.scenario.expect, time_scale=self.settings.time_scale)
         return {
             "scenario": self.scenario.name,
             "digest": self._digest,
             "dialect": self.dialect.name,
-            "time_scale": self._time_scale,
+            "time_scale": self.settings.time_scale,
             "seed": self.scenario.seed,
             "version": __version__,
             "started": started.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
             "clock": start,
             "limits": limits.to_dict(),
         }
+
+    def observe(self, observer: Callable[[StateChange], None]) -> Callable[[], None]:
+        """Call ``observer`` with every state change of every run from now on (from the thread
+        that caused it, holding the provider's lock: keep it short). Returns a function that
+        stops the calls."""
+        with self._lock:
+            self._observers = (*self._observers, observer)
+
+        def forget() -> None:
+            with self._lock:
+                self._observers = tuple(o for o in self._observers if o is not observer)
+
+        return forget
+
+    def _changed(self, change: StateChange) -> None:
+        for observer in self._observers:
+            observer(change)
 
     def receive(self, http: HttpRequest) -> tuple[Reply, HttpResponse]:
         """Decide the answer to ``http`` at the clock's current reading.
@@ -309,7 +319,7 @@ class FakeProvider:
         if not all(safe_header_value(v) == v for _, v in response.headers):
             headers = tuple((name, safe_header_value(v)) for name, v in response.headers)
             response = dataclasses.replace(response, headers=headers)
-        if response.status in _NO_BODY and response.body:
+        if response.status in NO_BODY and response.body:
             # a 204 or 304 has no body on the wire: a scripted one is not sent
             response = dataclasses.replace(response, body=b"", media_type=None)
         problem = wire_problem(response)
@@ -350,13 +360,13 @@ class FakeProvider:
             received_at=now,
             status_code=500,
             error_code="internal_error",
-            credential=_fingerprint(request.credential),
+            credential=credential_fingerprint(request.credential),
             idempotency_key=request.idempotency_key,
         )
         if request.kind == "submit":
             # a body the engine could not even digest stays without one
             with contextlib.suppress(Exception):
-                entry = dataclasses.replace(entry, request_digest=_digest(request.body))
+                entry = dataclasses.replace(entry, request_digest=request_digest(request.body))
         self.journal.append(entry)
         return reply
 
@@ -372,7 +382,7 @@ class FakeProvider:
             return engine, engine.changes[since:], engine.next_due()
 
     def date_header(self, reply: Reply) -> str:
-        return format_http_date(self.clock.epoch + reply.respond_at)
+        return _http_date(math.floor(self.settings.epoch + reply.respond_at))
 
     def sent(
         self,

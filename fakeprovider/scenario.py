@@ -34,6 +34,7 @@ from ._declarative import (
 from ._suggest import did_you_mean
 from ._yaml import YamlSyntaxError, load_located
 from .errors import Problem, ScenarioError
+from .http import RetryAfterForm
 
 __all__ = [
     "TERMINAL_STATUSES",
@@ -68,7 +69,6 @@ Event = Literal[
     "job.cancelled",
     "job.completed_with_errors",
 ]
-RetryAfterForm = Literal["seconds", "imf", "rfc850", "asctime", "ms"]
 TERMINAL_STATUSES = frozenset({"succeeded", "failed", "cancelled", "completed_with_errors"})
 Progress = Annotated[int, Bounds(minimum=0, maximum=100)]
 Fraction = Annotated[float, Bounds(minimum=0, maximum=1)]
@@ -576,11 +576,7 @@ class Scenario:
 
     def scaled(self, factor: float) -> Scenario:
         """Every duration multiplied by ``factor`` (``--time-scale``); counts are unchanged."""
-        if not 0 < factor <= MAX_TIME_SCALE:
-            raise ValueError(
-                f"time scale must be a number greater than 0 and at most {MAX_TIME_SCALE:g},"
-                f" got {factor!r}"
-            )
+        check_time_scale(factor)
         return _scale(self, factor)  # type: ignore[no-any-return]
 
     def to_yaml(self) -> str:
@@ -590,6 +586,15 @@ class Scenario:
 
     def to_dict(self) -> dict[str, Any]:
         return to_plain(self)  # type: ignore[no-any-return]
+
+
+def check_time_scale(factor: float) -> None:
+    """``ValueError`` unless ``factor`` is a time scale: greater than 0, at most 1000."""
+    if not 0 < factor <= MAX_TIME_SCALE:
+        raise ValueError(
+            f"time scale must be a number greater than 0 and at most {MAX_TIME_SCALE:g},"
+            f" got {factor!r}"
+        )
 
 
 def _fmt(seconds: float) -> str:

@@ -3,12 +3,18 @@
 ``ServerThread`` binds the socket itself (port 0 picks a free port), hands it to uvicorn, waits
 until uvicorn has started before returning from ``start()``, and stops with ``should_exit``.
 Both also run a webhook ``Dispatcher`` (its own thread and event loop) for the provider.
+
+Both serve on the fast stack when it is installed (it is a dependency where it has wheels):
+``httptools`` parses HTTP/1.1 and ``uvloop`` runs the event loop; ``http="h11"`` and
+``loop="asyncio"`` are the pure-Python fallbacks (``"auto"``, the default, picks the fast one
+when it imports).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib.util
 import ipaddress
 import logging
 import math
@@ -17,8 +23,9 @@ import signal
 import socket
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from types import FrameType, TracebackType
+from typing import Any, Literal, get_args
 
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
@@ -29,10 +36,13 @@ from .provider import FakeProvider
 
 __all__ = [
     "DEFAULT_HOST",
+    "HTTP_CHOICES",
+    "LOOP_CHOICES",
     "ServerThread",
     "admin_token_for",
     "bind_socket",
     "is_loopback",
+    "resolve_stack",
     "serve_forever",
     "serving",
 ]
@@ -43,6 +53,13 @@ DEFAULT_HOST = "127.0.0.1"
 IDLE_TIMEOUT = 5.0
 #: Seconds the server waits, once asked to stop, for the answers in flight to go out.
 GRACEFUL_TIMEOUT = 2.0
+
+Http = Literal["auto", "httptools", "h11"]
+Loop = Literal["auto", "uvloop", "asyncio"]
+#: ``http=``: the HTTP/1.1 parser; ``auto`` is httptools when it imports, else h11.
+HTTP_CHOICES: tuple[str, ...] = get_args(Http)
+#: ``loop=``: the event loop; ``auto`` is uvloop when it imports, else asyncio's own.
+LOOP_CHOICES: tuple[str, ...] = get_args(Loop)
 
 
 class OncePerCause(logging.Filter):
@@ -81,24 +98,36 @@ def _quiet_floods() -> None:
         logging.getLogger(name).addFilter(_ONCE)
 
 
-class _Protocol(H11Protocol):
-    """uvicorn's HTTP/1.1 protocol, with idle connections timed out.
+class _IdleTimeout(asyncio.Protocol):
+    """Idle connections timed out, on top of either of uvicorn's HTTP/1.1 protocols.
 
     uvicorn only times out a kept-alive connection between requests; a connection that never
     sends a whole request head would stay open for ever (thousands of them exhaust the file
     descriptors). Here every connection must have a request in progress within the idle
     timeout of opening or of its last answer, else it is closed.
+
+    One timer per connection, not one per answer: an answer only notes the time (a timer
+    cancelled and made again costs 5-9 us, a tenth of a status read); when the timer fires
+    early because of a later answer or a request in progress, it is set again for the rest.
     """
 
-    _idle: asyncio.TimerHandle | None = None
+    # set by uvicorn's protocol classes, which come after this one in the MRO
+    loop: asyncio.AbstractEventLoop
+    transport: asyncio.Transport
+    timeout_keep_alive: Any  # an int in uvicorn's annotations; a float works
+    cycle: Any  # each protocol's own RequestResponseCycle, None before the first request
 
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+    _idle: asyncio.TimerHandle | None = None
+    _active = 0.0  # loop time of the opening or of the last answer
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
-        self._arm_idle()
+        self._active = self.loop.time()
+        self._idle = self.loop.call_at(self._active + self.timeout_keep_alive, self._idle_check)
 
     def on_response_complete(self) -> None:
-        super().on_response_complete()
-        self._arm_idle()
+        super().on_response_complete()  # type: ignore[misc]  # uvicorn's protocol has it
+        self._active = self.loop.time()
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self._idle is not None:
@@ -106,16 +135,80 @@ class _Protocol(H11Protocol):
             self._idle = None
         super().connection_lost(exc)
 
-    def _arm_idle(self) -> None:
-        if self._idle is not None:
-            self._idle.cancel()
-        self._idle = self.loop.call_later(self.timeout_keep_alive, self._idle_timeout)
-
-    def _idle_timeout(self) -> None:
+    def _idle_check(self) -> None:
         self._idle = None
+        if self.transport.is_closing():
+            return
+        now = self.loop.time()
         busy = self.cycle is not None and not self.cycle.response_complete
-        if not busy and not self.transport.is_closing():
+        if busy:  # answered in time or not, the idle time counts from its answer
+            self._idle = self.loop.call_at(now + self.timeout_keep_alive, self._idle_check)
+        elif now - self._active < self.timeout_keep_alive:  # answered since the timer was set
+            self._idle = self.loop.call_at(self._active + self.timeout_keep_alive, self._idle_check)
+        else:
             self.transport.close()
+
+
+class _H11Protocol(_IdleTimeout, H11Protocol):
+    """uvicorn's pure-Python HTTP/1.1 protocol (h11), with idle connections timed out."""
+
+
+def _httptools_protocol() -> type[asyncio.Protocol]:
+    """uvicorn's httptools protocol with idle connections timed out (imported here: httptools
+    may be missing)."""
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    class _HttpToolsProtocol(_IdleTimeout, HttpToolsProtocol):
+        """uvicorn's HTTP/1.1 protocol on httptools, with idle connections timed out."""
+
+    return _HttpToolsProtocol
+
+
+_HTTPTOOLS_PROTOCOL: list[type[asyncio.Protocol]] = []  # made once, on first use
+
+
+def _installed(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None
+
+
+def resolve_stack(http: str = "auto", loop: str = "auto") -> tuple[str, str]:
+    """The HTTP parser and event loop ``http`` and ``loop`` name, ``auto`` resolved: httptools
+    and uvloop when they are installed, else h11 and asyncio. Raises ValueError for a name
+    that is not a choice or for a package that is not installed."""
+    if http not in HTTP_CHOICES:
+        raise ValueError(f"http must be one of {', '.join(HTTP_CHOICES)}, got {http!r}")
+    if loop not in LOOP_CHOICES:
+        raise ValueError(f"loop must be one of {', '.join(LOOP_CHOICES)}, got {loop!r}")
+    for name, chosen, fallback, option in (
+        ("httptools", http, "h11", "http"),
+        ("uvloop", loop, "asyncio", "loop"),
+    ):
+        if chosen == name and not _installed(name):
+            raise ValueError(
+                f"{option}={name!r} needs the {name} package, which is not installed here;"
+                f" install it (pip install {name}) or use {option}={fallback!r}"
+            )
+    if http == "auto":
+        http = "httptools" if _installed("httptools") else "h11"
+    if loop == "auto":
+        loop = "uvloop" if _installed("uvloop") else "asyncio"
+    return http, loop
+
+
+def _protocol_class(http: str) -> type[asyncio.Protocol]:
+    if http == "h11":
+        return _H11Protocol
+    if not _HTTPTOOLS_PROTOCOL:
+        _HTTPTOOLS_PROTOCOL.append(_httptools_protocol())
+    return _HTTPTOOLS_PROTOCOL[0]
+
+
+def _loop_factory(loop: str) -> Callable[[], asyncio.AbstractEventLoop]:
+    if loop == "uvloop":
+        import uvloop
+
+        return uvloop.new_event_loop
+    return asyncio.new_event_loop
 
 
 class _Server(uvicorn.Server):
@@ -172,11 +265,15 @@ def _server(
     *,
     admin_token: str | None = None,
     foreground: bool = False,
+    http: str = "httptools",
+    loop: str = "uvloop",
 ) -> _Server:
+    """A uvicorn server for ``provider`` on ``http`` and ``loop`` (resolved: no ``auto``)."""
     app = create_app(provider, admin_token=admin_token)
     config = uvicorn.Config(
         app,
-        http=_Protocol,
+        http=_protocol_class(http),
+        loop=loop,  # what serve() runs on: the runner gets _loop_factory(loop)
         log_level=log_level,
         access_log=False,
         date_header=False,  # the fake writes Date itself, from the scenario clock
@@ -208,15 +305,26 @@ class ServerThread:
         allow_webhook_hosts: Iterable[str] = (),
         idle_timeout: float = IDLE_TIMEOUT,
         admin_token: str | None = None,
+        http: str = "auto",
+        loop: str = "auto",
     ) -> None:
         self.provider = provider
+        #: The HTTP parser and event loop this server runs on (``auto`` resolved).
+        self.http, self.loop = resolve_stack(http, loop)
         self.dispatcher = Dispatcher(provider, allow_webhook_hosts=allow_webhook_hosts)
         self._socket = bind_socket(host, port)
         self.url = _url(self._socket)
         #: What the admin API wants as ``Authorization: Bearer``: the one given, or one made up
         #: when ``host`` is not a loopback address; None: no token needed.
         self.admin_token = admin_token_for(host, admin_token)
-        self._server = _server(provider, log_level, idle_timeout, admin_token=self.admin_token)
+        self._server = _server(
+            provider,
+            log_level,
+            idle_timeout,
+            admin_token=self.admin_token,
+            http=self.http,
+            loop=self.loop,
+        )
         self._thread = threading.Thread(
             target=self._run, name=f"fakeprovider {self.url}", daemon=True
         )
@@ -224,7 +332,8 @@ class ServerThread:
 
     def _run(self) -> None:
         try:
-            asyncio.run(self._server.serve(sockets=[self._socket]))
+            with asyncio.Runner(loop_factory=_loop_factory(self.loop)) as runner:
+                runner.run(self._server.serve(sockets=[self._socket]))
         except BaseException as exc:  # pragma: no cover - surfaced by start()/stop()
             self.error = exc
 
@@ -298,14 +407,26 @@ def serve_forever(
     allow_webhook_hosts: Iterable[str] = (),
     idle_timeout: float = IDLE_TIMEOUT,
     admin_token: str | None = None,
+    http: str = "auto",
+    loop: str = "auto",
 ) -> None:
     """Serve in the foreground until SIGINT or SIGTERM, then answer what is in flight (within
     ``GRACEFUL_TIMEOUT``; the answers are journaled) and return.
 
     ``admin_token``: what the admin API wants as ``Authorization: Bearer`` (give the one from
-    ``admin_token_for(host, ...)`` to require one on a non-loopback address)."""
+    ``admin_token_for(host, ...)`` to require one on a non-loopback address). ``http`` and
+    ``loop``: see ``resolve_stack`` (ValueError for one that is not installed)."""
+    http, loop = resolve_stack(http, loop)
     sock = bind_socket(host, port)
-    server = _server(provider, log_level, idle_timeout, admin_token=admin_token, foreground=True)
+    server = _server(
+        provider,
+        log_level,
+        idle_timeout,
+        admin_token=admin_token,
+        foreground=True,
+        http=http,
+        loop=loop,
+    )
     dispatcher = Dispatcher(provider, allow_webhook_hosts=allow_webhook_hosts).start()
     if callable(on_ready):
         on_ready(_url(sock))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import signal
 import subprocess
@@ -139,6 +140,58 @@ def test_a_mistyped_command_or_choice_gets_a_suggestion(
         "fakeprovider serve: error: argument --log-level: invalid choice: 'warn' (did you mean"
         " 'warning'?); choose from 'critical', 'error', 'warning', 'info', 'debug'"
     )
+
+    with pytest.raises(SystemExit):
+        main(["serve", "--http", "h1"])
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "fakeprovider serve: error: argument --http: invalid choice: 'h1' (did you mean 'h11'?);"
+        " choose from 'auto', 'httptools', 'h11'"
+    )
+
+
+@pytest.mark.parametrize(
+    ("option", "package", "fallback"),
+    [("--http", "httptools", "h11"), ("--loop", "uvloop", "asyncio")],
+)
+def test_serve_and_run_refuse_a_fast_package_that_is_not_installed(
+    option: str,
+    package: str,
+    fallback: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, package=None: None)
+    for command in (["serve"], ["run", "slow-success"]):
+        with pytest.raises(SystemExit) as exited:
+            main([*command, option, package])
+        assert exited.value.code == 2
+        assert capsys.readouterr().err.splitlines()[-1] == (
+            f"fakeprovider {command[0]}: error: argument {option}: {package} is not installed"
+            f" here; install it (pip install {package}) or use {option} {fallback}"
+        )
+
+
+def test_serve_on_h11_and_asyncio_serves_and_says_so() -> None:
+    process = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "fakeprovider", "serve", "quick-preview", "--port", "0"),
+            *("--http", "h11", "--loop", "asyncio"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        url = process.stdout.readline().strip()
+        with httpx.Client(base_url=url) as http:
+            job = http.post("/v1/jobs", json={"prompt": "x"}).json()["job_id"]
+            assert http.get(f"/v1/jobs/{job}").status_code == 200
+    finally:
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=10)
+    assert process.returncode == 0
+    assert f" at {url} on h11 + asyncio (Ctrl+C to stop)" in err
 
 
 def _commands() -> list[str]:

@@ -471,6 +471,29 @@ def test_session_examples_carry_their_time_scale_to_the_limits(inprocess: bool) 
         session.close()
 
 
+@pytest.mark.parametrize("inprocess", [False, True])
+def test_the_fake_itself_plays_at_the_examples_time_scale_seed_and_dialect(inprocess: bool) -> None:
+    """The provider is told how to play (its run header and dialect say so), not only the handle."""
+    from fakeprovider_pytest import FakeproviderSession, prepare_scenario
+
+    play = {"time_scale": 0.02, "seed": 5, "dialect": "replicate"}
+    session = FakeproviderSession()
+    try:
+        with session.example("slow-success", inprocess=inprocess, **play) as fp:
+            settings = fp.provider.settings
+            assert (settings.time_scale, settings.seed, settings.dialect) == (0.02, 5, "replicate")
+            assert fp.provider.dialect.settings is settings
+            header = fp.provider.run_header()
+            assert (header["time_scale"], header["seed"], header["dialect"]) == (
+                0.02,
+                5,
+                "replicate",
+            )
+            assert fp.scenario == prepare_scenario("slow-success", **play)
+    finally:
+        session.close()
+
+
 def test_a_misspelt_marker_option_gets_a_suggestion() -> None:
     from fakeprovider_pytest._handle import prepare_scenario
 

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from typing import cast
 
+from .._suggest import did_you_mean
+from ..http import HttpRequest, HttpResponse
+from ..scenario import DIALECT_NAMES, DialectName
+from ..settings import RunSettings
 from .ark import ArkDialect
-from .base import Dialect, HttpRequest, HttpResponse, Route
+from .base import Dialect, Route
 from .dashscope import DashScopeDialect
 from .fal import FalDialect
 from .gemini import GeminiDialect
@@ -23,36 +27,50 @@ __all__ = [
     "HttpResponse",
     "Route",
     "describe_dialects",
+    "dialect_name",
     "get_dialect",
+    "unknown_dialect",
 ]
 
-#: Dialect name -> factory. Provider dialects register here.
-DIALECTS: dict[str, Callable[[], Dialect]] = {
-    "generic": GenericDialect,
-    "openai-videos": OpenAIVideosDialect,
-    "runway": RunwayDialect,
-    "replicate": ReplicateDialect,
-    "fal": FalDialect,
-    "google-veo": GoogleVeoDialect,
-    "gemini": GeminiDialect,
-    "luma": LumaDialect,
-    "ark": ArkDialect,
-    "dashscope": DashScopeDialect,
-}
+_CLASSES: tuple[type[Dialect], ...] = (
+    ArkDialect,
+    DashScopeDialect,
+    FalDialect,
+    GeminiDialect,
+    GenericDialect,
+    GoogleVeoDialect,
+    LumaDialect,
+    OpenAIVideosDialect,
+    ReplicateDialect,
+    RunwayDialect,
+)
+_BY_NAME = {kind.name: kind for kind in _CLASSES}
+if set(_BY_NAME) != set(DIALECT_NAMES):  # pragma: no cover - a dialect added to one place only
+    raise ImportError(
+        f"dialect classes {sorted(_BY_NAME)} do not match scenario.DialectName {DIALECT_NAMES}"
+    )
+
+#: Dialect name -> class, in the order of ``scenario.DialectName`` (the one list of names).
+DIALECTS: dict[str, type[Dialect]] = {name: _BY_NAME[name] for name in DIALECT_NAMES}
 
 
-def get_dialect(name: str) -> Dialect:
-    """The dialect called ``name``; ``ValueError`` listing the known ones otherwise."""
-    try:
-        return DIALECTS[name]()
-    except KeyError:
-        raise ValueError(unknown_dialect(name)) from None
+def dialect_name(name: str) -> DialectName:
+    """``name`` if a dialect is called so; otherwise ``ValueError`` with ``unknown_dialect``'s
+    message. The one check of a dialect name given outside a scenario file (the ``serve`` and
+    ``run`` options, the pytest marker, ``FakeProvider(dialect=...)``)."""
+    if name not in DIALECTS:
+        raise ValueError(unknown_dialect(name))
+    return cast("DialectName", name)
+
+
+def get_dialect(name: str, settings: RunSettings | None = None) -> Dialect:
+    """The dialect called ``name``, made with ``settings`` (the defaults when None);
+    ``ValueError`` listing the known ones otherwise."""
+    return DIALECTS[dialect_name(name)](settings)
 
 
 def unknown_dialect(name: str) -> str:
     """The message for a dialect name that is not one: the known ones, and the closest."""
-    from .._suggest import did_you_mean
-
     known = ", ".join(sorted(DIALECTS))
     return f"unknown dialect {name!r}{did_you_mean(name, DIALECTS)}; known dialects: {known}"
 

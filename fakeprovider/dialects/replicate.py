@@ -24,19 +24,11 @@ from collections.abc import Sequence
 from http import HTTPStatus
 from typing import Any
 
-from ..engine import ApiError, JobView, Reply, Request
+from ..http import HttpRequest, HttpResponse, json_response
+from ..messages import ApiError, JobView, Reply, Request
 from ..webhooks import Outgoing, WebhookMessage, signed_message
 from . import _common
-from .base import (
-    BadRequest,
-    Dialect,
-    HttpRequest,
-    HttpResponse,
-    Route,
-    json_response,
-    read_json_object,
-    video_response,
-)
+from .base import BadRequest, Dialect, Route, read_json_object, video_response
 
 _STATUS = {
     "queued": "starting",
@@ -92,7 +84,7 @@ class ReplicateDialect(Dialect):
                     "send 'wait' or 'wait=N' with N from 1 to 60."
                 )
                 raise BadRequest(400, "invalid_prefer", message, body=body)
-            hold = float(found.group(1) or _DEFAULT_WAIT) * self.time_scale
+            hold = self.settings.scale(float(found.group(1) or _DEFAULT_WAIT))
         why = self._invalid(route.template, body)
         if why is not None:
             raise BadRequest(422, "invalid_fields", why, body=body)

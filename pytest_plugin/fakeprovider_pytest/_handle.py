@@ -18,7 +18,15 @@ if TYPE_CHECKING:
     from fakeprovider.provider import FakeProvider
     from fakeprovider.scenario import Scenario
 
-__all__ = ["PLAY_OPTIONS", "ProviderHandle", "SearchDirs", "locate_scenario", "prepare_scenario"]
+__all__ = [
+    "PLAY_OPTIONS",
+    "ProviderHandle",
+    "SearchDirs",
+    "load",
+    "locate_scenario",
+    "plan_scenario",
+    "prepare_scenario",
+]
 
 #: Where a scenario path is looked for, in order: (folder, how the error names it).
 SearchDirs = Sequence[tuple[Path, str]]
@@ -70,7 +78,7 @@ PLAY_OPTIONS = ("time_scale", "seed", "dialect")
 _DURATION_EXPECTS = frozenset({"deadline", "ack_limit"})
 
 
-def prepare_scenario(
+def plan_scenario(
     source: Scenario | str | Path,
     *,
     time_scale: float = 1.0,
@@ -78,8 +86,9 @@ def prepare_scenario(
     dialect: str | None = None,
     search_dirs: SearchDirs | None = None,
     **expect: Any,
-) -> Scenario:
-    """``source`` loaded, with ``expect:`` overrides, scaled by ``time_scale``, seed and dialect set.
+) -> tuple[Scenario, dict[str, Any]]:
+    """``source`` loaded with its ``expect:`` overrides, and how to play it: the checked
+    ``time_scale``, ``seed`` and ``dialect`` (``RunSettings`` fields, applied by the provider).
 
     Overrides are in scenario time (``deadline="2m"`` or seconds) and are scaled with the rest.
     With ``search_dirs`` (the plugin passes the test file's folder, then the rootdir), a path is
@@ -88,7 +97,7 @@ def prepare_scenario(
     """
     from fakeprovider._suggest import did_you_mean
     from fakeprovider.durations import parse_duration
-    from fakeprovider.scenario import Expect, Scenario, load_scenario
+    from fakeprovider.scenario import Expect, Scenario, check_time_scale, load_scenario
 
     if isinstance(source, Scenario):
         scenario = source
@@ -114,18 +123,41 @@ def prepare_scenario(
         scenario = dataclasses.replace(
             scenario, expect=dataclasses.replace(scenario.expect, **values)
         )
-    if time_scale != 1.0:
-        scenario = scenario.scaled(time_scale)
-    if seed is not None:
-        scenario = dataclasses.replace(scenario, seed=seed)
+    check_time_scale(time_scale)
     if dialect is not None:
-        from fakeprovider.dialects import unknown_dialect
-        from fakeprovider.scenario import DIALECT_NAMES
+        from fakeprovider.dialects import dialect_name
 
-        if dialect not in DIALECT_NAMES:
-            raise ValueError(unknown_dialect(dialect))
-        scenario = dataclasses.replace(scenario, dialect=dialect)  # type: ignore[arg-type]
-    return scenario
+        dialect_name(dialect)
+    return scenario, {"time_scale": time_scale, "seed": seed, "dialect": dialect}
+
+
+def prepare_scenario(
+    source: Scenario | str | Path,
+    *,
+    time_scale: float = 1.0,
+    seed: int | None = None,
+    dialect: str | None = None,
+    search_dirs: SearchDirs | None = None,
+    **expect: Any,
+) -> Scenario:
+    """``source`` loaded, with ``expect:`` overrides, scaled by ``time_scale``, seed and dialect
+    set: the scenario as a provider plays it (``plan_scenario`` says how)."""
+    from fakeprovider.settings import RunSettings
+
+    scenario, play = plan_scenario(
+        source,
+        time_scale=time_scale,
+        seed=seed,
+        dialect=dialect,
+        search_dirs=search_dirs,
+        **expect,
+    )
+    return RunSettings(**play).play(scenario)
+
+
+def load(provider: FakeProvider, scenario: Scenario, play: dict[str, Any]) -> None:
+    """Play ``scenario`` on ``provider`` from scratch, as ``play`` says (``plan_scenario``)."""
+    provider.load(scenario, settings=dataclasses.replace(provider.settings, **play))
 
 
 class ProviderHandle:
@@ -141,16 +173,12 @@ class ProviderHandle:
         url: str,
         *,
         mode: str,
-        time_scale: float = 1.0,
         search_dirs: SearchDirs | None = None,
     ) -> None:
         self.provider = provider
         self.url = url
         #: ``"server"`` or ``"inprocess"``.
         self.mode = mode
-        #: The ``time_scale`` the scenario was prepared with: ``limits()`` divides the
-        #: ``expect.status_rate`` budget by it (durations in ``expect`` are already scaled).
-        self.time_scale = time_scale
         #: Where ``load()`` looks for a scenario path (the test's folder, then the rootdir).
         self.search_dirs = search_dirs
         self._start = provider.engine.start
@@ -170,31 +198,27 @@ class ProviderHandle:
     def clock(self) -> Clock:
         return self.provider.clock
 
+    @property
+    def time_scale(self) -> float:
+        """The time scale the scenario plays at: ``limits()`` divides the ``expect.status_rate``
+        budget by it (durations in ``expect`` are already scaled)."""
+        return self.provider.settings.time_scale
+
     def load(self, scenario: Scenario | str | Path, **overrides: Any) -> None:
         """Play ``scenario`` from now on, from scratch (journal emptied); keywords as the marker.
 
         A path is looked for next to the test file, then in the rootdir, then among the bundled
         names, as the marker's is."""
-        self.provider.load(prepare_scenario(scenario, search_dirs=self.search_dirs, **overrides))
-        self.time_scale = float(overrides.get("time_scale", 1.0))
+        load(self.provider, *plan_scenario(scenario, search_dirs=self.search_dirs, **overrides))
         self._start = self.provider.engine.start
 
     # -- checks --------------------------------------------------------------------------
 
     def limits(self, **limits: Any) -> Limits:
         """The scenario's ``expect:`` limits with ``limits`` on top (durations as '2m' or seconds)."""
-        from fakeprovider.invariants import Limits
+        from fakeprovider.limits import limits_for
 
-        texts = {name: value for name, value in limits.items() if isinstance(value, str)}
-        others = {name: value for name, value in limits.items() if not isinstance(value, str)}
-        base = Limits.from_expect(self.scenario.expect, time_scale=self.time_scale)
-        if others:
-            known = {f.name for f in dataclasses.fields(Limits)}
-            for name in others:
-                if name not in known:
-                    raise TypeError(f"Unknown limit {name!r}; known: {', '.join(sorted(known))}.")
-            base = dataclasses.replace(base, **others)
-        return Limits.from_strings(texts, base) if texts else base
+        return limits_for(self.scenario.expect, time_scale=self.time_scale, overrides=limits)
 
     def check(self, **limits: Any) -> Report:
         """The invariant report for this test's journal (``report.ok``, ``.render()``)."""
@@ -204,12 +228,9 @@ class ProviderHandle:
 
     def assert_invariants(self, **limits: Any) -> Report:
         """Raise ``InvariantViolation`` (an AssertionError) with each violation and its timeline."""
-        from fakeprovider.invariants import invariant_violation
+        from fakeprovider.invariants import assert_invariants
 
-        report = self.check(**limits)
-        if not report.ok:
-            raise invariant_violation(report)
-        return report
+        return assert_invariants(self.journal, self.limits(**limits))
 
     def expected_outcome(self, deadline: float | str | None = None) -> str:
         """What a correct client reports for the first job, given its ``deadline`` from submit."""

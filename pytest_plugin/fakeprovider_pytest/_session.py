@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._handle import ProviderHandle, SearchDirs, prepare_scenario
+from ._handle import ProviderHandle, SearchDirs, load, plan_scenario
 
 if TYPE_CHECKING:
     from fakeprovider.scenario import Scenario
@@ -75,11 +75,8 @@ class FakeproviderSession:
         assert self._provider is not None
         self._provider.take_errors()
         search = _search_dirs
-        self._provider.load(prepare_scenario(scenario, search_dirs=search, **overrides))
-        scale = float(overrides.get("time_scale", 1.0))
-        handle = ProviderHandle(
-            self._provider, server.url, mode="server", time_scale=scale, search_dirs=search
-        )
+        load(self._provider, *plan_scenario(scenario, search_dirs=search, **overrides))
+        handle = ProviderHandle(self._provider, server.url, mode="server", search_dirs=search)
         self.last_handle = handle
         return handle
 
@@ -120,15 +117,10 @@ class FakeproviderSession:
         from fakeprovider.inprocess import VirtualProvider
 
         search = _search_dirs
-        prepared = prepare_scenario(scenario, search_dirs=search, **overrides)
-        with VirtualProvider(prepared) as virtual:
-            scale = float(overrides.get("time_scale", 1.0))
+        planned, play = plan_scenario(scenario, search_dirs=search, **overrides)
+        with VirtualProvider(planned, **play) as virtual:
             handle = ProviderHandle(
-                virtual.provider,
-                virtual.url,
-                mode="inprocess",
-                time_scale=scale,
-                search_dirs=search,
+                virtual.provider, virtual.url, mode="inprocess", search_dirs=search
             )
             self.last_handle = handle
             yield handle

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ._handle import ProviderHandle, prepare_scenario
+from ._handle import ProviderHandle, plan_scenario
 from ._session import DEFAULT_SCENARIO, FakeproviderSession, forget_last_handles
 
 if TYPE_CHECKING:
@@ -62,14 +62,15 @@ def _search_dirs(item: pytest.Item) -> list[tuple[Path, str]]:
     return [(item.path.parent, "next to the test file"), (item.config.rootpath, "in the rootdir")]
 
 
-def _marker_scenario(request: pytest.FixtureRequest) -> Scenario:
-    """The marker's scenario with its overrides; a mistake in the marker fails the test with
-    the message alone (no traceback through the plugin)."""
+def _marker_scenario(request: pytest.FixtureRequest) -> tuple[Scenario, dict[str, Any]]:
+    """The marker's scenario with its ``expect:`` overrides, and how to play it (``time_scale``,
+    ``seed``, ``dialect``); a mistake in the marker fails the test with the message alone (no
+    traceback through the plugin)."""
     from fakeprovider.errors import ScenarioError
 
     marker = request.node.get_closest_marker("fakeprovider")
     if marker is None:
-        return prepare_scenario(DEFAULT_SCENARIO, search_dirs=_search_dirs(request.node))
+        return plan_scenario(DEFAULT_SCENARIO, search_dirs=_search_dirs(request.node))
     if len(marker.args) > 1:
         pytest.fail(
             "The fakeprovider marker takes one scenario (a name, path or YAML text),"
@@ -79,16 +80,10 @@ def _marker_scenario(request: pytest.FixtureRequest) -> Scenario:
     scenario = marker.args[0] if marker.args else marker.kwargs.get("scenario", DEFAULT_SCENARIO)
     overrides = {k: v for k, v in marker.kwargs.items() if k != "scenario"}
     try:
-        return prepare_scenario(scenario, search_dirs=_search_dirs(request.node), **overrides)
+        return plan_scenario(scenario, search_dirs=_search_dirs(request.node), **overrides)
     except (TypeError, ValueError, ScenarioError) as exc:
         problem = str(exc)
     pytest.fail(f"The fakeprovider marker of {request.node.nodeid}: {problem}", pytrace=False)
-
-
-def _marker_time_scale(request: pytest.FixtureRequest) -> float:
-    """The marker's ``time_scale`` (checked by ``_marker_scenario``), for the handle's limits."""
-    marker = request.node.get_closest_marker("fakeprovider")
-    return float(marker.kwargs.get("time_scale", 1.0)) if marker is not None else 1.0
 
 
 @pytest.fixture(scope="session")
@@ -104,8 +99,8 @@ def fakeprovider(
     request: pytest.FixtureRequest, fakeprovider_session: FakeproviderSession
 ) -> Iterator[ProviderHandle]:
     """The session's real server, reset and playing the marker's scenario for this test."""
-    handle = fakeprovider_session.server_handle(_marker_scenario(request))
-    handle.time_scale = _marker_time_scale(request)
+    scenario, play = _marker_scenario(request)
+    handle = fakeprovider_session.server_handle(scenario, **play)
     yield handle
     fakeprovider_session.raise_errors()
 
@@ -128,9 +123,8 @@ def fakeprovider_inprocess(
     missing = _missing_inprocess_dependency()
     if missing is not None:
         pytest.fail(missing, pytrace=False)
-    scenario = _marker_scenario(request)
-    with fakeprovider_session.example(scenario, inprocess=True) as handle:
-        handle.time_scale = _marker_time_scale(request)
+    scenario, play = _marker_scenario(request)
+    with fakeprovider_session.example(scenario, inprocess=True, **play) as handle:
         yield handle
 
 

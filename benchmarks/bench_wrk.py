@@ -1,0 +1,665 @@
+"""The server under load from ``wrk``: fakeprovider against bare Starlette, side by side.
+
+Four servers, each a process of its own on 127.0.0.1, started afresh in every round and taken in
+turn (so a machine that gets busier part-way slows every server alike):
+
+- bare Starlette + uvicorn on httptools + uvloop (the baseline every ratio is against),
+- bare Starlette + uvicorn on h11 + asyncio,
+- ``fakeprovider serve long-render --journal FILE --http h11 --loop asyncio``,
+- ``fakeprovider serve long-render --journal FILE --http httptools --loop uvloop``.
+
+The bare apps answer, with fixed bytes, exactly the body the fake answered to a status read and
+to a submit (same size, same status code). For each server: the startup time (spawn to the first
+200), a warm-up of GET status reads, then GET status reads of one job and POST submits for a
+fixed time each. ``wrk -t1 -c16`` is the load generator; with two or more cores the server is
+pinned to one and ``wrk`` to another (``os.sched_setaffinity``), so the client never competes
+with the server for a core. Retained bytes per request: the server's RSS growth over the
+measured GET reads divided by their count (after the warm-up, so start-up allocations and
+caches are not counted). The table shows medians over the rounds; each ratio is the median of
+per-round ratios against the baseline of the same round.
+
+Install wrk first (Debian/Ubuntu: ``apt-get install wrk``; macOS: ``brew install wrk``). Without
+it a bounded Python client (asyncio, raw HTTP/1.1 keep-alive) stands in and the script says so:
+it saturates long before the fast servers do, so its numbers measure the client, not the server.
+
+    python benchmarks/bench_wrk.py                      # 3 rounds, 3 s warm-up, 8 s per run
+    python benchmarks/bench_wrk.py --rounds 1 --warmup 1 --duration 2   # a quick look
+    python benchmarks/bench_wrk.py --servers fake-fast,bare-fast --json  # a subset, as JSON
+
+Loopback only; every run is bounded by its duration (wrk's ``-d``, the fallback's own clock)
+plus a timeout, and the whole benchmark by ``--max-seconds``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import http.client
+import json
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+HOST = "127.0.0.1"
+SCENARIO = "long-render"
+
+#: The bare app: answers a status read and a submit with the bytes given in a JSON file.
+BARE = """
+import json, sys
+import uvicorn
+from starlette.applications import Starlette
+from starlette.responses import Response
+from starlette.routing import Route
+
+answers = json.load(open(sys.argv[2]))
+status_body = answers["status_body"].encode()
+submit_body = answers["submit_body"].encode()
+submit_code = answers["submit_code"]
+
+async def status(request):
+    return Response(status_body, media_type="application/json")
+
+async def submit(request):
+    await request.body()
+    return Response(submit_body, status_code=submit_code, media_type="application/json")
+
+app = Starlette(routes=[Route("/v1/jobs/{job_id}", status), Route("/v1/jobs", submit, methods=["POST"])])
+uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), http=sys.argv[3], loop=sys.argv[4],
+            log_level="warning", access_log=False, lifespan="off")
+"""
+
+#: wrk's ``done`` hook: one machine-readable line after wrk's own summary.
+LUA_DONE = """
+done = function(summary, latency, requests)
+  io.write(string.format(
+    "BENCH {\\"requests\\": %d, \\"duration_us\\": %d, \\"p50_us\\": %d, \\"p99_us\\": %d, "
+    .. "\\"max_us\\": %d, \\"connect_errors\\": %d, \\"read_errors\\": %d, "
+    .. "\\"write_errors\\": %d, \\"status_errors\\": %d, \\"timeouts\\": %d}\\n",
+    summary.requests, summary.duration, latency:percentile(50), latency:percentile(99),
+    latency.max, summary.errors.connect, summary.errors.read, summary.errors.write,
+    summary.errors.status, summary.errors.timeout))
+end
+"""
+SUBMIT_BODY = '{"prompt": "bench"}'
+LUA_POST = (
+    'wrk.method = "POST"\n'
+    f"wrk.body = '{SUBMIT_BODY}'\n"
+    'wrk.headers["Content-Type"] = "application/json"\n'
+)
+
+#: The stand-in when wrk is missing: ``python -c FALLBACK url method path body seconds conns``.
+FALLBACK = r"""
+import asyncio, json, sys, time
+from urllib.parse import urlsplit
+
+url, method, path, body, seconds, conns = sys.argv[1:7]
+seconds, conns = float(seconds), int(conns)
+parts = urlsplit(url)
+payload = body.encode()
+head = f"{method} {path} HTTP/1.1\r\nHost: {parts.netloc}\r\n"
+if payload:
+    head += f"Content-Type: application/json\r\nContent-Length: {len(payload)}\r\n"
+request = head.encode() + b"\r\n" + payload
+latencies, errors = [], {"read": 0, "status": 0}
+LIMIT = 2_000_000  # latencies kept (bounded memory)
+
+async def one(deadline):
+    reader, writer = await asyncio.open_connection(parts.hostname, parts.port)
+    try:
+        while time.perf_counter() < deadline:
+            start = time.perf_counter()
+            writer.write(request)
+            status = await reader.readline()
+            length = 0
+            while (line := await reader.readline()) not in (b"\r\n", b""):
+                name, _, value = line.partition(b":")
+                if name.strip().lower() == b"content-length":
+                    length = int(value)
+            await reader.readexactly(length)
+            if len(latencies) < LIMIT:
+                latencies.append(time.perf_counter() - start)
+            if int(status.split()[1]) > 399:
+                errors["status"] += 1
+    except (OSError, asyncio.IncompleteReadError, IndexError, ValueError):
+        errors["read"] += 1
+    finally:
+        writer.close()
+
+async def main():
+    start = time.perf_counter()
+    await asyncio.wait_for(asyncio.gather(*(one(start + seconds) for _ in range(conns))), seconds + 10)
+    elapsed = time.perf_counter() - start
+    ordered = sorted(latencies) or [0.0]
+    pick = lambda q: int(ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1e6)
+    print("BENCH " + json.dumps({
+        "requests": len(latencies), "duration_us": int(elapsed * 1e6), "p50_us": pick(0.5),
+        "p99_us": pick(0.99), "max_us": int(ordered[-1] * 1e6), "connect_errors": 0,
+        "read_errors": errors["read"], "write_errors": 0, "status_errors": errors["status"],
+        "timeouts": 0}))
+
+asyncio.run(main())
+"""
+
+
+@dataclass(frozen=True)
+class Server:
+    """One server of the comparison: ``kind`` bare or fake, on ``http`` + ``loop``."""
+
+    name: str
+    label: str
+    kind: str
+    http: str
+    loop: str
+
+
+SERVERS = (
+    Server(
+        "bare-fast", "bare Starlette + uvicorn, httptools + uvloop", "bare", "httptools", "uvloop"
+    ),
+    Server("bare-h11", "bare Starlette + uvicorn, h11 + asyncio", "bare", "h11", "asyncio"),
+    Server("fake-h11", "fakeprovider, h11 + asyncio", "fake", "h11", "asyncio"),
+    Server(
+        "fake-fast", "fakeprovider, httptools + uvloop (default)", "fake", "httptools", "uvloop"
+    ),
+)
+BASELINE = "bare-fast"
+
+
+@dataclass(frozen=True)
+class LoadResult:
+    """What one load run measured (wrk's numbers, or the fallback's in the same shape)."""
+
+    requests: int
+    seconds: float
+    p50_ms: float
+    p99_ms: float
+    max_ms: float
+    errors: int
+
+    @property
+    def rate(self) -> float:
+        return self.requests / self.seconds if self.seconds > 0 else 0.0
+
+
+def parse_load_output(text: str) -> LoadResult:
+    """The ``BENCH {...}`` line that the ``done`` hook (or the fallback) prints, as numbers.
+    Raises ValueError when there is none (wrk failed before it finished)."""
+    for line in text.splitlines():
+        if line.startswith("BENCH "):
+            data = json.loads(line.removeprefix("BENCH "))
+            errors = sum(
+                int(data[key])
+                for key in (
+                    "connect_errors",
+                    "read_errors",
+                    "write_errors",
+                    "status_errors",
+                    "timeouts",
+                )
+            )
+            return LoadResult(
+                requests=int(data["requests"]),
+                seconds=int(data["duration_us"]) / 1e6,
+                p50_ms=int(data["p50_us"]) / 1e3,
+                p99_ms=int(data["p99_us"]) / 1e3,
+                max_ms=int(data["max_us"]) / 1e3,
+                errors=errors,
+            )
+    raise ValueError(f"no BENCH line in the load generator's output: {text[-500:]!r}")
+
+
+@dataclass
+class Sample:
+    """One server's numbers in one round."""
+
+    server: str
+    startup_s: float
+    get: LoadResult
+    post: LoadResult | None
+    retained_bytes: float | None
+
+
+@dataclass
+class Row:
+    """One line of the table: medians over the rounds."""
+
+    server: Server
+    get_rate: float
+    get_ratio: float
+    get_p99_ms: float
+    post_rate: float | None
+    post_ratio: float | None
+    post_p99_ms: float | None
+    startup_s: float
+    retained_bytes: float | None
+    errors: int
+    rounds: int = 0
+    get_rates: list[float] = field(default_factory=list)
+
+
+def _median_or_none(values: Sequence[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return statistics.median(present) if present else None
+
+
+def summarise(rounds: Sequence[Sequence[Sample]], servers: Sequence[Server]) -> list[Row]:
+    """Medians per server over ``rounds`` (each a list of samples taken in the same round);
+    each ratio is the median over the rounds of the server's rate over the baseline's in the
+    same round (1.0 for the baseline itself; NaN when the baseline was not measured)."""
+    rows = []
+    for server in servers:
+        mine = [s for samples in rounds for s in samples if s.server == server.name]
+        if not mine:
+            continue
+        get_ratios: list[float] = []
+        post_ratios: list[float] = []
+        for samples in rounds:
+            by_name = {s.server: s for s in samples}
+            own, base = by_name.get(server.name), by_name.get(BASELINE)
+            if own is None or base is None:
+                continue
+            if base.get.rate > 0:
+                get_ratios.append(own.get.rate / base.get.rate)
+            if own.post is not None and base.post is not None and base.post.rate > 0:
+                post_ratios.append(own.post.rate / base.post.rate)
+        posts = [s.post for s in mine if s.post is not None]
+        rows.append(
+            Row(
+                server=server,
+                get_rate=statistics.median(s.get.rate for s in mine),
+                get_ratio=statistics.median(get_ratios) if get_ratios else float("nan"),
+                get_p99_ms=statistics.median(s.get.p99_ms for s in mine),
+                post_rate=statistics.median(p.rate for p in posts) if posts else None,
+                post_ratio=statistics.median(post_ratios) if post_ratios else None,
+                post_p99_ms=statistics.median(p.p99_ms for p in posts) if posts else None,
+                startup_s=statistics.median(s.startup_s for s in mine),
+                retained_bytes=_median_or_none([s.retained_bytes for s in mine]),
+                errors=sum(s.get.errors + (s.post.errors if s.post else 0) for s in mine),
+                rounds=len(mine),
+                get_rates=[s.get.rate for s in mine],
+            )
+        )
+    return rows
+
+
+def _ms(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.1f} ms" if value >= 1 else f"{value:.2f} ms"
+
+
+def _ratio(value: float | None) -> str:
+    return "-" if value is None or value != value else f"{value:.2f}"
+
+
+def _bytes(value: float | None) -> str:
+    return "-" if value is None else f"{max(value, 0.0):,.0f} B"
+
+
+def format_table(rows: Sequence[Row]) -> str:
+    """The issue's table (GET status reads), then submits, as Markdown."""
+    lines = [
+        "| server | GET status reads/s | x bare httptools+uvloop | p99 | startup"
+        " | retained per request |",
+        "|---|---|---|---|---|---|",
+    ]
+    for row in rows:
+        lines.append(
+            f"| {row.server.label} | {row.get_rate:,.0f} | {_ratio(row.get_ratio)}"
+            f" | {_ms(row.get_p99_ms)} | {row.startup_s:.2f} s | {_bytes(row.retained_bytes)} |"
+        )
+    if any(row.post_rate is not None for row in rows):
+        lines += [
+            "",
+            "| server | POST submits/s | x bare httptools+uvloop | p99 |",
+            "|---|---|---|---|",
+        ]
+        for row in rows:
+            rate = "-" if row.post_rate is None else f"{row.post_rate:,.0f}"
+            lines.append(
+                f"| {row.server.label} | {rate} | {_ratio(row.post_ratio)}"
+                f" | {_ms(row.post_p99_ms)} |"
+            )
+    return "\n".join(lines)
+
+
+# ---- running servers and load (needs a machine; not unit-tested) ----
+
+
+class Budget:
+    """The whole benchmark's time limit."""
+
+    def __init__(self, seconds: float) -> None:
+        self.deadline = time.monotonic() + seconds
+
+    def check(self, what: str) -> None:
+        if time.monotonic() > self.deadline:
+            raise SystemExit(f"bench_wrk: over --max-seconds before {what}; nothing more is run")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind((HOST, 0))
+        return int(s.getsockname()[1])
+
+
+def _cores() -> tuple[set[int] | None, set[int] | None]:
+    """(server cores, load cores): one core each when there are two or more, else no pinning."""
+    if not hasattr(os, "sched_getaffinity"):
+        return None, None
+    cores = sorted(os.sched_getaffinity(0))
+    if len(cores) < 2:
+        return None, None
+    return {cores[0]}, {cores[1]}
+
+
+def _pin(pid: int, cores: set[int] | None) -> None:
+    if cores is not None:
+        with contextlib.suppress(OSError):  # the process may already be gone
+            os.sched_setaffinity(pid, cores)
+
+
+def _rss_bytes(pid: int) -> int | None:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    for line in status.splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    return None
+
+
+def _request(port: int, method: str, path: str, body: str = "") -> tuple[int, str]:
+    connection = http.client.HTTPConnection(HOST, port, timeout=5)
+    try:
+        headers = {"Content-Type": "application/json"} if body else {}
+        connection.request(method, path, body=body or None, headers=headers)
+        answer = connection.getresponse()
+        return answer.status, answer.read().decode()
+    finally:
+        connection.close()
+
+
+@contextlib.contextmanager
+def running(
+    server: Server, answers: Path, journal: Path, cores: set[int] | None
+) -> Iterator[tuple[subprocess.Popen[bytes], int, float]]:
+    """Start ``server``, wait (at most 30 s) for its first 200; yields the process, its port
+    and the startup time (spawn to first 200)."""
+    port = _free_port()
+    if server.kind == "bare":
+        command = [sys.executable, "-c", BARE, str(port), str(answers), server.http, server.loop]
+        probe = "/v1/jobs/probe"
+    else:
+        command = [
+            *(sys.executable, "-m", "fakeprovider", "serve", SCENARIO, "--port", str(port)),
+            *("--journal", str(journal), "--http", server.http, "--loop", server.loop),
+        ]
+        probe = "/__admin/health"
+    start = time.perf_counter()
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _pin(process.pid, cores)
+    try:
+        while True:
+            if process.poll() is not None:
+                raise RuntimeError(
+                    f"{server.name} exited with {process.returncode}:"
+                    f" {process.stderr.read().decode()[-2000:] if process.stderr else ''}"
+                )
+            with contextlib.suppress(OSError):
+                if _request(port, "GET", probe)[0] == 200:
+                    break
+            if time.perf_counter() - start > 30:
+                raise RuntimeError(f"{server.name} did not answer 200 within 30 s")
+            time.sleep(0.005)
+        startup = time.perf_counter() - start
+        yield process, port, startup
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=5)
+        if process.stderr is not None:
+            process.stderr.close()
+
+
+@dataclass(frozen=True)
+class Load:
+    """How to drive load: wrk (``wrk`` the path) or the Python fallback."""
+
+    wrk: str | None
+    connections: int
+    threads: int
+    cores: set[int] | None
+    scripts: Path
+
+    def run(self, port: int, method: str, path: str, seconds: float) -> LoadResult:
+        url = f"http://{HOST}:{port}"
+        if self.wrk is not None:
+            script = self.scripts / ("post.lua" if method == "POST" else "get.lua")
+            command = [
+                self.wrk,
+                *("-t", str(self.threads), "-c", str(self.connections)),
+                *("-d", f"{seconds:g}s", "--timeout", "5s", "-s", str(script)),
+                url + path,
+            ]
+        else:
+            body = SUBMIT_BODY if method == "POST" else ""
+            command = [sys.executable, "-c", FALLBACK, url, method, path, body]
+            command += [f"{seconds:g}", str(self.connections)]
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        _pin(process.pid, self.cores)
+        try:
+            out, _ = process.communicate(timeout=seconds + 30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.communicate(timeout=5)
+            raise RuntimeError(f"the load generator ran past {seconds + 30:g} s") from None
+        return parse_load_output(out.decode(errors="replace"))
+
+
+def probe_answers(answers: Path, journal: Path) -> None:
+    """Start the fake once and record what it answers to a submit and a status read, for the
+    bare apps to answer the same bytes."""
+    fake = next(s for s in SERVERS if s.kind == "fake")
+    with running(fake, answers, journal, None) as (_, port, _startup):
+        submit_code, submit_body = _request(port, "POST", "/v1/jobs", SUBMIT_BODY)
+        job = json.loads(submit_body)["job_id"]
+        status_code, status_body = _request(port, "GET", f"/v1/jobs/{job}")
+    if status_code != 200:
+        raise RuntimeError(f"the fake answered a status read with {status_code}")
+    answers.write_text(
+        json.dumps(
+            {"submit_code": submit_code, "submit_body": submit_body, "status_body": status_body}
+        )
+    )
+
+
+def measure(
+    server: Server,
+    load: Load,
+    answers: Path,
+    journal: Path,
+    cores: set[int] | None,
+    *,
+    warmup: float,
+    duration: float,
+    submits: bool,
+) -> Sample:
+    with running(server, answers, journal, cores) as (process, port, startup):
+        if server.kind == "fake":
+            job = json.loads(_request(port, "POST", "/v1/jobs", SUBMIT_BODY)[1])["job_id"]
+        else:
+            job = "job_bench"
+        path = f"/v1/jobs/{job}"
+        if warmup > 0:
+            load.run(port, "GET", path, warmup)
+        before = _rss_bytes(process.pid)
+        get = load.run(port, "GET", path, duration)
+        after = _rss_bytes(process.pid)
+        retained = None
+        if before is not None and after is not None and get.requests > 0:
+            retained = (after - before) / get.requests
+        post = load.run(port, "POST", "/v1/jobs", duration) if submits else None
+    return Sample(server.name, startup, get, post, retained)
+
+
+def _machine() -> dict[str, object]:
+    model = "unknown"
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    return {
+        "nproc": os.cpu_count(),
+        "cpu": model,
+        "python": sys.version.split()[0],
+        "load_average": [round(x, 2) for x in os.getloadavg()],
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0] if __doc__ else None,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--rounds", type=int, default=3, help="rounds (default 3)")
+    parser.add_argument("--warmup", type=float, default=3.0, help="seconds of warm-up (default 3)")
+    parser.add_argument(
+        "--duration", type=float, default=8.0, help="seconds per measured run (default 8)"
+    )
+    parser.add_argument("--connections", type=int, default=16, help="wrk -c (default 16)")
+    parser.add_argument("--threads", type=int, default=1, help="wrk -t (default 1)")
+    parser.add_argument(
+        "--servers",
+        default=",".join(s.name for s in SERVERS),
+        help=f"comma-separated subset of {', '.join(s.name for s in SERVERS)}",
+    )
+    parser.add_argument("--no-submits", action="store_true", help="GET status reads only")
+    parser.add_argument(
+        "--python-client", action="store_true", help="use the Python fallback even if wrk exists"
+    )
+    parser.add_argument("--max-seconds", type=float, default=900.0, help="whole-run limit")
+    parser.add_argument("--json", action="store_true", help="print the results as JSON too")
+    args = parser.parse_args(argv)
+    names = args.servers.split(",")
+    unknown = sorted(set(names) - {s.name for s in SERVERS})
+    if unknown:
+        parser.error(f"unknown server(s): {', '.join(unknown)}")
+    if not (1 <= args.rounds <= 20 and 0 < args.duration <= 120 and 0 <= args.warmup <= 60):
+        parser.error("expected 1-20 rounds, a duration of at most 120 s, a warm-up of at most 60 s")
+    servers = [s for s in SERVERS if s.name in names]
+    budget = Budget(args.max_seconds)
+    wrk = None if args.python_client else shutil.which("wrk")
+    server_cores, load_cores = _cores()
+    machine = _machine()
+    print(
+        f"bench_wrk: {machine['nproc']} x {machine['cpu']}, Python {machine['python']},"
+        f" load average {machine['load_average']}; load: "
+        + (f"wrk -t{args.threads} -c{args.connections}" if wrk else "the Python fallback (no wrk)")
+        + (
+            f"; server on core {min(server_cores)}, load on core {min(load_cores)}"
+            if server_cores and load_cores
+            else "; no pinning (one core)"
+        ),
+        file=sys.stderr,
+        flush=True,
+    )
+    rounds: list[list[Sample]] = []
+    with tempfile.TemporaryDirectory(prefix="bench-wrk-") as tmp:
+        folder = Path(tmp)
+        (folder / "get.lua").write_text(LUA_DONE)
+        (folder / "post.lua").write_text(LUA_POST + LUA_DONE)
+        answers = folder / "answers.json"
+        probe_answers(answers, folder / "probe.jsonl")
+        load = Load(wrk, args.connections, args.threads, load_cores, folder)
+        for number in range(args.rounds):
+            samples = []
+            order = servers if number % 2 == 0 else list(reversed(servers))
+            for server in order:
+                budget.check(f"{server.name} in round {number + 1}")
+                journal = folder / f"{server.name}-{number}.jsonl"
+                sample = measure(
+                    server,
+                    load,
+                    answers,
+                    journal,
+                    server_cores,
+                    warmup=args.warmup,
+                    duration=args.duration,
+                    submits=not args.no_submits,
+                )
+                with contextlib.suppress(OSError):
+                    journal.unlink()  # a fast server writes hundreds of MB per round
+                samples.append(sample)
+                print(
+                    f"round {number + 1}: {server.name}: {sample.get.rate:,.0f} reads/s"
+                    f" (p99 {_ms(sample.get.p99_ms)}), "
+                    + (f"{sample.post.rate:,.0f} submits/s, " if sample.post is not None else "")
+                    + f"startup {sample.startup_s:.2f} s",
+                    file=sys.stderr,
+                    flush=True,
+                )
+            rounds.append(samples)
+    rows = summarise(rounds, servers)
+    machine["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
+    print(format_table(rows))
+    errors = sum(row.errors for row in rows)
+    print(
+        f"\n{args.rounds} round(s), {args.warmup:g} s warm-up, {args.duration:g} s per run,"
+        + (
+            f" wrk -t{args.threads} -c{args.connections};"
+            if wrk
+            else " the Python client (no wrk);"
+        )
+        + f" load average before {machine['load_average']}, after {machine['load_average_after']}"
+        + (f"; {errors} errors (wrk's non-2xx/3xx and socket errors)" if errors else "")
+    )
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "machine": machine,
+                    "load_generator": "wrk" if wrk else "python",
+                    "rows": [
+                        {
+                            "server": row.server.name,
+                            "get_rps": round(row.get_rate),
+                            "get_ratio": round(row.get_ratio, 3),
+                            "get_p99_ms": row.get_p99_ms,
+                            "post_rps": None if row.post_rate is None else round(row.post_rate),
+                            "post_ratio": None
+                            if row.post_ratio is None
+                            else round(row.post_ratio, 3),
+                            "post_p99_ms": row.post_p99_ms,
+                            "startup_s": round(row.startup_s, 3),
+                            "retained_bytes_per_request": None
+                            if row.retained_bytes is None
+                            else round(row.retained_bytes),
+                            "errors": row.errors,
+                        }
+                        for row in rows
+                    ],
+                },
+                indent=2,
+            )
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,104 @@
+"""``benchmarks/bench_wrk.py``'s pure parts: reading wrk's output and building the table.
+
+The benchmark itself (servers under wrk for minutes) is run by hand; these run in
+milliseconds, with no server and no wrk.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_wrk.py"
+
+#: What ``wrk -t1 -c16 -d8s -s get.lua`` prints: its own summary, then the done hook's line.
+WRK_OUTPUT = """\
+Running 8s test @ http://127.0.0.1:40123/v1/jobs/job_1
+  1 threads and 16 connections
+  Thread Stats   Avg      Stdev     Max   +/- Stdev
+    Latency     1.31ms  412.20us  12.01ms   91.02%
+    Req/Sec    12.29k   401.15    12.90k    85.00%
+  97858 requests in 8.00s, 40.12MB read
+Requests/sec:  12231.61
+Transfer/sec:      5.01MB
+BENCH {"requests": 97858, "duration_us": 8000412, "p50_us": 1204, "p99_us": 4512, "max_us": 12010, "connect_errors": 0, "read_errors": 1, "write_errors": 0, "status_errors": 2, "timeouts": 0}
+"""
+
+
+def _script() -> ModuleType:
+    name = "fakeprovider_benchmarks_bench_wrk"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, SCRIPT)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up while the script loads
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_wrk_output_is_read_from_the_done_hooks_line() -> None:
+    bench = _script()
+    result = bench.parse_load_output(WRK_OUTPUT)
+    assert result == bench.LoadResult(
+        requests=97858, seconds=8.000412, p50_ms=1.204, p99_ms=4.512, max_ms=12.01, errors=3
+    )
+    assert result.rate == pytest.approx(97858 / 8.000412)
+
+
+def test_output_without_the_done_hooks_line_is_refused() -> None:
+    bench = _script()
+    message = "no BENCH line in the load generator's output: 'unable to connect to 127.0.0.1:1'"
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        bench.parse_load_output("unable to connect to 127.0.0.1:1")
+
+
+def _sample(bench: ModuleType, server: str, get_rate: float, post_rate: float | None = None):
+    def load(rate: float) -> object:
+        return bench.LoadResult(
+            requests=int(rate * 8), seconds=8.0, p50_ms=0.5, p99_ms=1.25, max_ms=3.0, errors=0
+        )
+
+    post = None if post_rate is None else load(post_rate)
+    return bench.Sample(server, 0.125, load(get_rate), post, 586.0 if "fake" in server else 0.0)
+
+
+def test_each_ratio_is_the_median_of_ratios_to_the_baseline_of_the_same_round() -> None:
+    bench = _script()
+    rounds = [
+        # the machine slows down in the last round: every server alike, so the ratio holds
+        [_sample(bench, "bare-fast", 30000), _sample(bench, "fake-fast", 15000)],  # 0.5
+        [_sample(bench, "fake-fast", 24000), _sample(bench, "bare-fast", 32000)],  # 0.75
+        [_sample(bench, "bare-fast", 10000), _sample(bench, "fake-fast", 7000)],  # 0.7
+    ]
+    servers = [s for s in bench.SERVERS if s.name in ("bare-fast", "fake-fast")]
+    bare, fake = bench.summarise(rounds, servers)
+    assert (bare.get_rate, bare.get_ratio) == (30000, 1.0)
+    assert fake.get_rate == 15000
+    assert fake.get_ratio == pytest.approx(0.7)  # not 15000 / 30000: rounds are not mixed
+    assert fake.get_rates == [15000, 24000, 7000]
+    assert (fake.retained_bytes, fake.startup_s, fake.post_rate) == (586.0, 0.125, None)
+
+
+def test_the_table_is_the_issues_with_submits_below() -> None:
+    bench = _script()
+    rounds = [[_sample(bench, "bare-fast", 32584, 20000), _sample(bench, "fake-h11", 6900, 3000)]]
+    servers = [s for s in bench.SERVERS if s.name in ("bare-fast", "fake-h11")]
+    assert bench.format_table(bench.summarise(rounds, servers)).splitlines() == [
+        "| server | GET status reads/s | x bare httptools+uvloop | p99 | startup"
+        " | retained per request |",
+        "|---|---|---|---|---|---|",
+        "| bare Starlette + uvicorn, httptools + uvloop | 32,584 | 1.00 | 1.2 ms | 0.12 s | 0 B |",
+        "| fakeprovider, h11 + asyncio | 6,900 | 0.21 | 1.2 ms | 0.12 s | 586 B |",
+        "",
+        "| server | POST submits/s | x bare httptools+uvloop | p99 |",
+        "|---|---|---|---|",
+        "| bare Starlette + uvicorn, httptools + uvloop | 20,000 | 1.00 | 1.2 ms |",
+        "| fakeprovider, h11 + asyncio | 3,000 | 0.15 | 1.2 ms |",
+    ]

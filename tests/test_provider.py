@@ -1,0 +1,130 @@
+"""FakeProvider's configuration: made once, passed to every part at construction, never patched."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import pytest
+
+from fakeprovider.clock import VirtualClock
+from fakeprovider.http import HttpRequest
+from fakeprovider.messages import StateChange
+from fakeprovider.provider import FakeProvider
+from fakeprovider.scenario import parse_scenario
+from fakeprovider.settings import RunSettings
+
+TIMED = """
+seed: 3
+jobs:
+  - timeline:
+      - status: queued
+      - {at: 10s, status: processing}
+      - {at: 20s, status: succeeded}
+"""
+
+
+def submit(provider: FakeProvider) -> str:
+    headers = {"content-type": "application/json"}
+    http = HttpRequest("POST", "/v1/jobs", headers=headers, body=b'{"prompt": "a cat"}')
+    reply, _ = provider.receive(http)
+    assert reply.job is not None
+    return reply.job.id
+
+
+def test_the_provider_settings_hold_its_arguments_and_its_clocks_epoch() -> None:
+    clock = VirtualClock(epoch=1_000.0)
+    provider = FakeProvider(
+        parse_scenario(TIMED), clock=clock, time_scale=0.5, seed=8, dialect="replicate"
+    )
+    assert provider.settings == RunSettings(
+        epoch=1_000.0, time_scale=0.5, seed=8, dialect="replicate"
+    )
+
+
+def test_every_dialect_the_provider_makes_is_made_with_its_settings() -> None:
+    provider = FakeProvider(parse_scenario(TIMED), clock=VirtualClock(epoch=1_000.0))
+    assert provider.dialect.settings is provider.settings
+    assert provider.dialect.epoch == 1_000.0
+    provider.load("quick-preview")
+    assert provider.dialect.settings is provider.settings
+
+
+def test_a_dialects_epoch_cannot_be_set_after_it_is_made() -> None:
+    provider = FakeProvider(parse_scenario(TIMED), clock=VirtualClock())
+    with pytest.raises(AttributeError):
+        provider.dialect.epoch = 5.0  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        provider.settings.time_scale = 2.0  # type: ignore[misc]
+
+
+def test_the_scenario_plays_at_the_settings_time_scale_and_seed() -> None:
+    provider = FakeProvider(parse_scenario(TIMED), clock=VirtualClock(), time_scale=0.5, seed=8)
+    assert [step.at for step in provider.scenario.jobs[0].timeline] == [None, 5.0, 10.0]
+    assert provider.scenario.seed == 8
+    assert provider.run_header()["time_scale"] == 0.5
+
+
+def test_a_replicate_wait_runs_at_the_providers_time_scale() -> None:
+    provider = FakeProvider(
+        parse_scenario(TIMED), clock=VirtualClock(), dialect="replicate", time_scale=0.1
+    )
+    http = HttpRequest(
+        "POST",
+        "/v1/predictions",
+        headers={"prefer": "wait=5", "content-type": "application/json"},
+        body=b'{"version": "v", "input": {"prompt": "a cat"}}',
+    )
+    reply, response = provider.receive(http)
+    # 5 s at time scale 0.1 is 0.5 s: the answer comes then, before the job ends at 2 s
+    assert (response.status, reply.request.hold, reply.delay) == (201, 0.5, 0.5)
+    assert reply.job is not None
+    assert reply.job.status == "queued"
+
+
+def test_observers_hear_every_state_change_across_resets_until_they_stop() -> None:
+    clock = VirtualClock()
+    provider = FakeProvider(parse_scenario(TIMED), clock=clock)
+    heard: list[StateChange] = []
+    forget = provider.observe(heard.append)
+    first = submit(provider)
+    provider.reset()  # a new engine: made with the same observers
+    second = submit(provider)
+    clock.advance(10.0)
+    provider.advance()
+    forget()
+    clock.advance(10.0)
+    provider.advance()
+    assert [(c.job_id, c.status, c.at) for c in heard] == [
+        (first, "queued", 0.0),
+        (second, "queued", 0.0),
+        (second, "processing", 10.0),
+    ]
+    assert [(c.job_id, c.status) for c in provider.engine.changes] == [
+        (second, "queued"),
+        (second, "processing"),
+        (second, "succeeded"),
+    ]
+
+
+def test_load_with_other_settings_plays_that_run_and_the_next_with_them() -> None:
+    provider = FakeProvider(parse_scenario(TIMED), clock=VirtualClock(), time_scale=0.5)
+    faster = dataclasses.replace(provider.settings, time_scale=0.1, dialect="replicate")
+    provider.load(parse_scenario(TIMED), settings=faster)
+    assert provider.settings is faster
+    assert provider.dialect.settings is faster
+    assert (provider.dialect.name, provider.scenario.dialect) == ("replicate", "replicate")
+    assert [step.at for step in provider.scenario.jobs[0].timeline] == [None, 1.0, 2.0]
+    provider.load("quick-preview")
+    assert (provider.settings, provider.run_header()["time_scale"]) == (faster, 0.1)
+
+
+def test_load_refuses_settings_with_another_epoch_than_the_clocks() -> None:
+    provider = FakeProvider(parse_scenario(TIMED), clock=VirtualClock(epoch=1_000.0))
+    message = (
+        "The settings' epoch=0.0 is not the clock's (1000.0);"
+        " make them with dataclasses.replace(provider.settings, ...)."
+    )
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        provider.load("quick-preview", settings=RunSettings())
+    assert provider.scenario.name == "unnamed"

@@ -1,0 +1,148 @@
+"""The server: the fast stack (httptools + uvloop) by default, h11 + asyncio as the fallback."""
+
+from __future__ import annotations
+
+import asyncio
+import http.client as http_client
+import re
+import socket
+import time
+
+import httpx
+import pytest
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from fakeprovider import server as server_module
+from fakeprovider.provider import FakeProvider
+from fakeprovider.scenario import parse_scenario
+from fakeprovider.server import ServerThread, resolve_stack
+
+INSTANT = "name: instant\njobs: [{timeline: [{status: succeeded}], result: {size_bytes: 16}}]\n"
+
+
+def _provider() -> FakeProvider:
+    return FakeProvider(parse_scenario(INSTANT))
+
+
+def _submit_and_read(url: str) -> tuple[int, str]:
+    with httpx.Client(base_url=url) as http:
+        job = http.post("/v1/jobs", json={"prompt": "x"}).json()["job_id"]
+        answer = http.get(f"/v1/jobs/{job}")
+    return answer.status_code, answer.json()["status"]
+
+
+def test_the_default_server_runs_on_httptools_and_uvloop_when_they_are_installed() -> None:
+    pytest.importorskip("httptools")
+    pytest.importorskip("uvloop")
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    with ServerThread(_provider()) as running:
+        config = running._server.config
+        assert (running.http, running.loop) == ("httptools", "uvloop")
+        assert issubclass(config.http, HttpToolsProtocol)  # type: ignore[arg-type]
+        assert config.loop == "uvloop"
+        assert _submit_and_read(running.url) == (200, "succeeded")
+
+
+def test_the_server_thread_runs_its_event_loop_on_uvloop() -> None:
+    uvloop = pytest.importorskip("uvloop")
+    loops: list[asyncio.AbstractEventLoop] = []
+    server = ServerThread(_provider())
+    original = server._server.main_loop
+
+    async def spy() -> None:  # records the running loop, then serves as usual
+        loops.append(asyncio.get_running_loop())
+        await original()
+
+    server._server.main_loop = spy  # type: ignore[method-assign]
+    with server:
+        assert _submit_and_read(server.url) == (200, "succeeded")
+    assert [type(loop) for loop in loops] == [uvloop.Loop]
+
+
+def test_h11_and_asyncio_serve_when_asked_for() -> None:
+    with ServerThread(_provider(), http="h11", loop="asyncio") as running:
+        config = running._server.config
+        assert (running.http, running.loop) == ("h11", "asyncio")
+        assert issubclass(config.http, H11Protocol)  # type: ignore[arg-type]
+        assert config.loop == "asyncio"
+        assert _submit_and_read(running.url) == (200, "succeeded")
+
+
+def test_auto_falls_back_to_h11_and_asyncio_when_the_fast_stack_is_missing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(server_module, "_installed", lambda module: False)
+    assert resolve_stack() == ("h11", "asyncio")
+    with ServerThread(_provider()) as running:
+        assert issubclass(running._server.config.http, H11Protocol)  # type: ignore[arg-type]
+        assert _submit_and_read(running.url) == (200, "succeeded")
+
+
+def test_asking_for_a_missing_fast_package_says_what_to_do(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(server_module, "_installed", lambda module: False)
+    http = (
+        "http='httptools' needs the httptools package, which is not installed here;"
+        " install it (pip install httptools) or use http='h11'"
+    )
+    with pytest.raises(ValueError, match=f"^{re.escape(http)}$"):
+        resolve_stack(http="httptools")
+    loop = (
+        "loop='uvloop' needs the uvloop package, which is not installed here;"
+        " install it (pip install uvloop) or use loop='asyncio'"
+    )
+    with pytest.raises(ValueError, match=f"^{re.escape(loop)}$"):
+        resolve_stack(loop="uvloop")
+
+
+def test_an_unknown_stack_name_is_refused() -> None:
+    with pytest.raises(ValueError, match=r"^http must be one of auto, httptools, h11, got 'h2'$"):
+        resolve_stack(http="h2")
+    with pytest.raises(
+        ValueError, match=r"^loop must be one of auto, uvloop, asyncio, got 'trio'$"
+    ):
+        resolve_stack(loop="trio")
+
+
+@pytest.mark.parametrize("http", ["h11", "httptools"])
+def test_idle_connections_are_closed_on_either_parser(http: str) -> None:
+    if http == "httptools":
+        pytest.importorskip("httptools")
+    with ServerThread(_provider(), http=http, idle_timeout=0.2) as running:
+        host, port = running.url.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port)), timeout=10) as idle:
+            assert idle.recv(1) == b""  # closed by the server (a hang would time out)
+        with socket.create_connection((host, int(port)), timeout=10) as trickle:
+            trickle.sendall(b"GET /v1/jobs HTTP/1.1\r\n")  # a head that never ends
+            assert trickle.recv(1) == b""
+        with socket.create_connection((host, int(port)), timeout=10) as kept:
+            kept.sendall(b"GET /v1/jobs HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert kept.recv(12) == b"HTTP/1.1 200"
+            kept.sendall(b"GET /v1/jo")  # the next head, trickled after an answer
+            while kept.recv(65536):  # the rest of the answer, then the close
+                pass
+
+
+@pytest.mark.parametrize("http", ["h11", "httptools"])
+def test_a_connection_answered_within_the_idle_timeout_each_time_stays_open(http: str) -> None:
+    if http == "httptools":
+        pytest.importorskip("httptools")
+    with ServerThread(_provider(), http=http, idle_timeout=0.3) as running:
+        host, port = running.url.removeprefix("http://").split(":")
+        connection = http_client.HTTPConnection(host, int(port), timeout=10)
+        try:
+            sockets = []
+            for _ in range(6):  # 0.6 s and more in all, never 0.3 s without an answer
+                connection.request("GET", "/v1/jobs")
+                answer = connection.getresponse()
+                answer.read()
+                assert answer.status == 200
+                sockets.append(connection.sock)
+                time.sleep(0.1)
+            assert len(set(map(id, sockets))) == 1  # one connection all along, still open
+            assert connection.sock is not None
+            assert connection.sock.recv(1) == b""  # then closed 0.3 s after the last answer
+        finally:
+            connection.close()
