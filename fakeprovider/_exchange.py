@@ -19,8 +19,8 @@ from typing import Literal
 from urllib.parse import parse_qsl, unquote
 
 from .clock import VirtualClock
-from .dialects import HttpRequest, HttpResponse
-from .engine import Reply
+from .http import HttpRequest, HttpResponse
+from .messages import Reply
 from .provider import FakeProvider
 from .virtualtime import _current
 

@@ -31,8 +31,12 @@ def _job_key(job_id: str, run: int, runs: int) -> str:
 def _clients(run: Sequence[Entry]) -> dict[str, list[Entry]]:
     out: dict[str, list[Entry]] = {}
     for e in run:
-        if e.kind not in ("webhook", "unknown"):
-            out.setdefault(e.client, []).append(e)
+        if e.kind != "webhook" and e.kind != "unknown":
+            mine = out.get(e.client)
+            if mine is None:
+                out[e.client] = [e]
+            else:
+                mine.append(e)
     return out
 
 
@@ -91,7 +95,7 @@ def metrics(runs: Sequence[Sequence[Entry]]) -> dict[str, Any]:
         terminal_jobs.update(_job_key(j, number, len(runs)) for j in terminal_at)
         for job_id, spent in _time_in_status(run).items():
             time_in_status[_job_key(job_id, number, len(runs))] = spent
-        hooks = [e for e in run if was_sent(e)]
+        hooks = [e for e in run if e.kind == "webhook" and was_sent(e)]
         deliveries.extend(hooks)
         notified.update(
             _job_key(h.job_id, number, len(runs))
@@ -180,7 +184,7 @@ def coverage(runs: Sequence[Sequence[Entry]], limits: Limits) -> tuple[dict[str,
         not_checked["deadline"] = "no deadline was set"
     if limits.status_rate is None:
         not_checked["status_rate"] = "opt-in: no status_rate budget was set"
-    if not any(was_sent(e) for e in entries):
+    if not any(e.kind == "webhook" and was_sent(e) for e in entries):
         not_checked["webhook_ack"] = "no webhook was delivered"
     found = {
         "statuses_observed": {c: sorted(s) for c, s in sorted(observed.items())},
@@ -218,7 +222,11 @@ def _gave_up(run: Sequence[Entry]) -> list[str]:
     before it knew the job had ended (by an answer, the list, or a genuine webhook): the
     signature of a client that takes a failed read for a failed job. A warning, not a
     violation: a client out of retries or out of time stops the same way."""
-    notified = {e.job_id for e in run if told(e) and e.job_status in TERMINAL_STATUSES}
+    notified = {
+        e.job_id
+        for e in run
+        if e.kind == "webhook" and told(e) and e.job_status in TERMINAL_STATUSES
+    }
     out: list[str] = []
     for client, mine in _clients(run).items():
         last: dict[str, Entry] = {}
@@ -279,16 +287,22 @@ class _RunIndex:
     """A run's entries by (client, job) (job None: the client's status reads) and by seq, so
     that each violation's timeline costs what it shows, not the whole run."""
 
-    def __init__(self, run: Sequence[Entry]) -> None:
+    def __init__(self, run: Sequence[Entry], shown: Sequence[Violation] | None = None) -> None:
+        """Index ``run``; with ``shown``, only what the timelines of those violations read
+        (their clients' jobs and their seqs), so rendering a few violations of a large
+        journal does not index all of it."""
         self.groups: dict[tuple[str, str | None], list[Entry]] = {}
         self.by_seq: dict[int, Entry] = {}
+        keys = None if shown is None else {(v.client, v.job_id) for v in shown}
+        seqs = None if shown is None else {s for v in shown for s in v.seqs}
         for e in run:
-            self.by_seq.setdefault(e.seq, e)
+            if seqs is None or e.seq in seqs:
+                self.by_seq.setdefault(e.seq, e)
             if e.kind in ("webhook", "unknown"):
                 continue
-            if e.job_id is not None:
+            if e.job_id is not None and (keys is None or (e.client, e.job_id) in keys):
                 self.groups.setdefault((e.client, e.job_id), []).append(e)
-            if e.kind == "status":
+            if e.kind == "status" and (keys is None or (e.client, None) in keys):
                 self.groups.setdefault((e.client, None), []).append(e)
         self.seqs = {key: [e.seq for e in group] for key, group in self.groups.items()}
 
@@ -407,7 +421,8 @@ def render(
         lines.append("")
         lines.append(f"  {v.invariant}{where}: {v.message}")
         if v.run not in indexes:
-            indexes[v.run] = _RunIndex(runs[v.run] if v.run < len(runs) else ())
+            of_run = [w for w in shown if w.run == v.run]
+            indexes[v.run] = _RunIndex(runs[v.run] if v.run < len(runs) else (), of_run)
         lines.extend(_timeline(v, indexes[v.run]))
     if len(shown) < len(violations):
         lines.append("")

@@ -12,10 +12,11 @@ import bisect
 import dataclasses
 import itertools
 import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from .http import DATE_FORMS
 from .journal import Entry, RetryAfterRecord
 from .scenario import TERMINAL_STATUSES
 
@@ -26,6 +27,7 @@ __all__ = [
     "CLIENT_RULES",
     "EPSILON",
     "SUCCESS_STATUSES",
+    "ClientEntries",
     "Violation",
     "describe",
     "fmt_time",
@@ -38,7 +40,7 @@ __all__ = [
 #: Float noise we forgive when comparing instants (clock readings are floats).
 EPSILON = 1e-6
 SUCCESS_STATUSES = frozenset({"succeeded", "completed_with_errors"})
-_DATE_FORMS = frozenset({"imf", "rfc850", "asctime"})
+_DATE_FORMS = frozenset(DATE_FORMS)
 _NAMES = {
     "submit": "submit",
     "status": "status read",
@@ -114,18 +116,39 @@ def _by_job(
     entries: Sequence[Entry], kind: str | None = None, *, listed: bool = False
 ) -> dict[str, list[Entry]]:
     """Entries per job id, in order; with ``listed``, a list answer also counts as an entry
-    of every job it showed (as that job, with the status it showed)."""
+    of every job it showed (as that job, with the status it showed). Worked out once per
+    ``ClientEntries`` (the caller must not change what it gets)."""
+    if isinstance(entries, ClientEntries):
+        return entries.by_job(kind, listed=listed)
+    return _group_by_job(_with_listed(entries) if listed else entries, kind)
+
+
+def _group_by_job(entries: Sequence[Entry], kind: str | None) -> dict[str, list[Entry]]:
     out: dict[str, list[Entry]] = {}
-    for e in _with_listed(entries) if listed else entries:
-        if e.job_id is not None and (kind is None or e.kind == kind):
-            out.setdefault(e.job_id, []).append(e)
+    for e in entries:
+        job_id = e.job_id
+        if job_id is not None and (kind is None or e.kind == kind):
+            group = out.get(job_id)
+            if group is None:
+                out[job_id] = [e]
+            else:
+                group.append(e)
     return out
 
 
-def _with_listed(entries: Sequence[Entry]) -> list[Entry]:
+def _with_listed(entries: Sequence[Entry]) -> Sequence[Entry]:
     """``entries`` with each list answer expanded into one entry per job it showed that the
     client otherwise knows (submitted or asked about): what the client saw of that job, since
-    a reconciling client learns a job's status from the list."""
+    a reconciling client learns a job's status from the list. ``entries`` itself when no list
+    answer showed a job (the caller must not change what it gets)."""
+    if isinstance(entries, ClientEntries):
+        return entries.with_listed()
+    return _expand_listed(entries)
+
+
+def _expand_listed(entries: Sequence[Entry]) -> Sequence[Entry]:
+    if not any(e.listed and e.kind == "list" for e in entries):
+        return entries
     known = {e.job_id for e in entries if e.job_id is not None}
     out: list[Entry] = []
     for e in entries:
@@ -138,6 +161,35 @@ def _with_listed(entries: Sequence[Entry]) -> list[Entry]:
         else:
             out.append(e)
     return out
+
+
+class ClientEntries(list[Entry]):
+    """The entries of one client in one run, with the groupings several rules share (per
+    job, per job with list answers expanded, status reads per job), each worked out on first
+    use and kept: the rules read them and never change them, nor the list itself."""
+
+    __slots__ = ("_groups", "_listed")
+
+    def __init__(self, entries: Iterable[Entry] = ()) -> None:
+        super().__init__(entries)
+        self._groups: dict[tuple[str | None, bool], dict[str, list[Entry]]] = {}
+        self._listed: Sequence[Entry] | None = None
+
+    def with_listed(self) -> Sequence[Entry]:
+        if self._listed is None:
+            self._listed = _expand_listed(self)
+        return self._listed
+
+    def by_job(self, kind: str | None = None, *, listed: bool = False) -> dict[str, list[Entry]]:
+        key = (kind, listed)
+        found = self._groups.get(key)
+        if found is None:
+            if listed and self.with_listed() is self:
+                found = self.by_job(kind)  # no list answer to expand: the same grouping
+            else:
+                found = _group_by_job(self.with_listed() if listed else self, kind)
+            self._groups[key] = found
+        return found
 
 
 #: A webhook send that is not a genuine message: a receiver must reject it with a 4xx.
@@ -538,10 +590,13 @@ def honours_poll_after(
 def stops_at_terminal(entries: Sequence[Entry], limits: Limits) -> Iterator[Violation]:
     """A status read of J received after a completed answer had shown J terminal."""
     for job_id, job_entries in _by_job(entries).items():
-        terminal = [e for e in job_entries if e.job_status in TERMINAL_STATUSES]
-        if not terminal:
+        first: Entry | None = None  # the first to reach the client of those showing J ended
+        first_at = math.inf
+        for e in job_entries:
+            if e.job_status in TERMINAL_STATUSES and (first is None or _seen_at(e) < first_at):
+                first, first_at = e, _seen_at(e)
+        if first is None:
             continue
-        first = min(terminal, key=_seen_at)
         for e in job_entries:
             if e.kind == "status" and e.seq > first.seq and e.received_at >= _seen_at(first):
                 yield Violation(
@@ -568,19 +623,27 @@ def no_resubmission(entries: Sequence[Entry], limits: Limits) -> Iterator[Violat
         if e.job_id is None:
             continue
         if e.job_status in TERMINAL_STATUSES:
-            seqs_seen, first = ended.setdefault(e.job_id, ([], []))
-            seqs_seen.append(e.seq)
-            first.append(min(_seen_at(e), first[-1]) if first else _seen_at(e))
+            shown = ended.get(e.job_id)
+            if shown is None:
+                ended[e.job_id] = ([e.seq], [_seen_at(e)])
+            else:
+                shown[0].append(e.seq)
+                shown[1].append(min(_seen_at(e), shown[1][-1]))
         if e.kind == "status":
-            read_seqs, reads = reads_of.setdefault(e.job_id, ([], []))
-            read_seqs.append(e.seq)
-            reads.append(e)
+            read = reads_of.get(e.job_id)
+            if read is None:
+                reads_of[e.job_id] = ([e.seq], [e])
+            else:
+                read[0].append(e.seq)
+                read[1].append(e)
     # Per request body: its last submit, and the jobs it made that the client has not yet been
     # seen to learn ended (once it has, it has for every later submit too: they are dropped).
     last: dict[str | None, Entry] = {}
     open_jobs: dict[str | None, dict[str, list[Entry]]] = {}
     for s in (e for e in entries if e.kind == "submit"):
-        candidates = open_jobs.setdefault(s.request_digest, {})
+        candidates = open_jobs.get(s.request_digest)
+        if candidates is None:
+            open_jobs[s.request_digest] = candidates = {}
         yield from _resubmitted(s, last.get(s.request_digest), candidates, ended, reads_of)
         last[s.request_digest] = s
         if s.job_id is not None:

@@ -66,6 +66,7 @@ def add_run_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
             "fakeprovider run rate-limited --junit report.xml --report-html report.html -- make"
             " e2e",
             "fakeprovider run deadline-expiry --format github --deadline 90s -- npm test",
+            "fakeprovider run slow-success --http h11 --loop asyncio -- make e2e   # pure Python",
         ),
     )
     parser.add_argument("scenario", metavar="SCENARIO", help="bundled scenario name or path")

@@ -19,8 +19,8 @@ from http import HTTPStatus
 import httpcore2
 
 from ._exchange import Answer, Dropped, Exchange, Routes, split_target
-from .dialects import HttpResponse
-from .engine import Reply
+from .http import HttpResponse
+from .messages import Reply
 
 __all__ = ["LIBRARY", "install", "uninstall"]
 

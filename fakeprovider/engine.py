@@ -1,164 +1,69 @@
-"""The engine: a deterministic state machine that plays a scenario, with no I/O.
+"""The engine: the state machine that plays a scenario, deterministic and without I/O.
 
-``Engine.handle(request, now)`` takes a dialect-neutral request and a clock reading and returns
-a ``Reply`` (what to answer, after what delay, or that the connection must drop) and records a
-journal entry. Same scenario + seed + requests + clock readings = same replies and journal.
-Adapters (the Starlette app, the in-process transport) complete the entry once the response is
-sent. The engine knows nothing about any wire shape: dialects translate.
+``Engine.handle(request, now)`` takes a ``Request`` and a clock reading and returns a ``Reply``
+(the status and job to answer with, after what delay, or that the connection must drop) and
+records a journal entry. Same scenario + seed + requests + clock readings = same replies and
+journal. Adapters (the ASGI app, the in-process transport) complete the entry once the response
+is sent. The engine holds state and decisions only: the words it answers with (refusals, a
+job's message) are in ``messages``, the ``Retry-After`` writing and reading in ``http``, and how
+a reply looks on the wire is the dialects'.
 """
 
 from __future__ import annotations
 
 import fnmatch
-import hashlib
+import functools
 import heapq
-import json
-import math
+import itertools
 import random
 from collections import deque
-from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
 
-from .httpdate import format_http_date
+from .http import read_retry_after, retry_after_header
 from .jobstore import Job, JobStore, MemoryJobStore
 from .journal import Entry, Journal, RetryAfterRecord
-from .scenario import TERMINAL_STATUSES, Fault, JobError, Result, RetryAfter, Scenario
+from .messages import (
+    JobView,
+    Refusal,
+    Reply,
+    Request,
+    StateChange,
+    credential_fingerprint,
+    default_job_id,
+    job_message,
+    request_digest,
+    scripted_error,
+    video_bytes,
+)
+from .scenario import TERMINAL_STATUSES, Fault, JobSpec, RetryAfter, Scenario
 
-__all__ = ["ApiError", "Engine", "JobView", "Reply", "Request", "StateChange"]
-
-RequestKind = Literal["submit", "status", "content", "cancel", "list", "unknown"]
-Action = Literal["respond", "reset", "lose_response"]
-
-_ERROR_CODES = {
-    400: "bad_request",
-    401: "unauthorized",
-    403: "forbidden",
-    404: "not_found",
-    408: "request_timeout",
-    409: "conflict",
-    413: "payload_too_large",
-    422: "unprocessable_entity",
-    429: "rate_limited",
-    500: "internal_error",
-    502: "bad_gateway",
-    503: "service_unavailable",
-    504: "gateway_timeout",
-}
+__all__ = ["Engine"]
 
 
-@dataclass(frozen=True)
-class Request:
-    """A request as the engine sees it, whatever the dialect."""
-
-    kind: RequestKind
-    method: str
-    path: str
-    job_id: str | None = None
-    body: Mapping[str, Any] | None = None
-    credential: str | None = None
-    idempotency_key: str | None = None
-    client: str = "unknown"
-    callback_url: str | None = None
-    #: Seconds a submit asks the server to hold its answer while the job runs (Replicate's
-    #: ``Prefer: wait``): the answer comes when the job ends or the hold runs out.
-    hold: float = 0.0
-    #: Set by the dialect when the request is malformed: the 4xx to answer and why.
-    problem: str | None = None
-    problem_status: int = 400
-    problem_code: str = "invalid_request"
-    #: For a list: which jobs the client asked for (a provider's filters; all when None),
-    #: and which page of them (offset, count), oldest first unless ``newest_first``. The
-    #: reply, and so the journal, holds exactly the jobs shown; ``Reply.total`` counts every
-    #: job the filter kept.
-    select: Callable[[JobView], bool] | None = field(default=None, compare=False)
-    page: tuple[int, int] | None = None
-    newest_first: bool = False
-    #: For a cancel: the statuses a provider cancels from (any unfinished one when None).
-    #: Cancelling a job in another unfinished status is refused: 409 ``job_not_cancellable``.
-    cancel_from: frozenset[str] | None = None
+#: Every request of a client carries the same credential, and a status shows one of a few
+#: messages: each is worked out once, not per request.
+_fingerprint = functools.lru_cache(maxsize=4096)(credential_fingerprint)
+_job_message = functools.lru_cache(maxsize=256)(job_message)
 
 
-@dataclass(frozen=True)
-class ApiError:
-    code: str
-    message: str
-
-
-@dataclass(frozen=True)
-class JobView:
-    """A job as one response shows it."""
-
-    id: str
-    spec_index: int
-    status: str
-    progress: int | None
-    created_at: float
-    status_since: float
-    now: float
-    poll_after: float | None
-    estimated_duration: float | None
-    message: str
-    request: Mapping[str, Any]
-    result: Result | None
-    error: JobError | None
-    summary: Mapping[str, Any] | None
-    callback_url: str | None
-    #: Accepted over the concurrency limit by a provider that queues such jobs (Runway's
-    #: ``THROTTLED``): the job is ``queued`` and its timeline has not started.
-    throttled: bool = False
-
-    @property
-    def done(self) -> bool:
-        return self.status in TERMINAL_STATUSES
-
-    @property
-    def elapsed(self) -> float:
-        return self.now - self.created_at
-
-    @property
-    def completed_at(self) -> float | None:
-        return self.status_since if self.done else None
-
-
-@dataclass(frozen=True)
-class Reply:
-    """What to answer. ``respond_at`` is the clock reading for the ``Date`` header."""
-
-    seq: int
-    request: Request
-    status_code: int
-    respond_at: float
-    delay: float = 0.0
-    action: Action = "respond"
-    job: JobView | None = None
-    jobs: tuple[JobView, ...] = ()
-    error: ApiError | None = None
-    content: bytes | None = None
-    headers: tuple[tuple[str, str], ...] = ()
-    fault: Fault | None = None
-    created: bool = False
-    #: For a list: how many jobs matched the request's filter (``jobs`` is one page of them).
-    total: int = 0
-
-    @property
-    def scripted(self) -> bool:
-        """True when a fault replaced the normal answer."""
-        return self.fault is not None and self.fault.status is not None
-
-
-@dataclass(frozen=True)
-class StateChange:
-    """A job entered a new status (for webhooks and reports).
-
-    ``at`` is the scripted instant of the change (a timed step's own time, even when the
-    engine notices it later); ``job`` is the job as it looked right then.
-    """
-
-    job_id: str
-    status: str
-    at: float
-    job: JobView | None = field(default=None, compare=False, repr=False)
+def _carried(spec: JobSpec) -> tuple[tuple[str, int | None, float | None], ...]:
+    """For each step of ``spec``'s timeline, the status, progress and poll hint in force there:
+    each holds from the step that sets it until a later step changes it. Computed once per
+    spec, so that showing a job costs the same at any step."""
+    carried = []
+    status: str | None = None
+    progress: int | None = None
+    hint: float | None = None
+    for step in spec.timeline:
+        status = step.status if step.status is not None else status
+        progress = step.progress if step.progress is not None else progress
+        hint = step.poll_after if step.poll_after is not None else hint
+        if status is None:  # pragma: no cover - validated timelines start with a status
+            raise AssertionError("validated timelines start with a status")
+        carried.append((status, progress, hint))
+    return tuple(carried)
 
 
 #: How far below a whole token a bucket may be and still count as refilled (float sums).
@@ -177,30 +82,6 @@ class _Bucket:
 class _FaultState:
     matched: int = 0
     fired: int = 0
-
-
-def default_job_id(seed: int, number: int) -> str:
-    digest = hashlib.sha256(f"{seed}:{number}".encode()).hexdigest()
-    return f"job_{digest[:12]}"
-
-
-def _digest(body: Mapping[str, Any] | None) -> str:
-    text = json.dumps(body or {}, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-def _fingerprint(credential: str | None) -> str | None:
-    if credential is None:
-        return None
-    return "cred_" + hashlib.sha256(credential.encode()).hexdigest()[:8]
-
-
-def video_bytes(job_id: str, size: int) -> bytes:
-    """Deterministic bytes for a job's video: an MP4 ``ftyp`` box, then filler."""
-    head = b"\x00\x00\x00\x18ftypmp42\x00\x00\x00\x00mp42isom"
-    block = hashlib.sha256(job_id.encode()).digest()
-    body = head + block * ((size - len(head)) // len(block) + 1)
-    return body[:size]
 
 
 class Engine:
@@ -246,6 +127,7 @@ class Engine:
         self._submits = 0
         self._unmatched_submits = 0
         self._faults = [_FaultState() for _ in scenario.faults]
+        self._carried = [_carried(spec) for spec in scenario.jobs]
         self._buckets: dict[str, _Bucket] = {}
         self._token_uses: dict[str, int] = {}
         self._active: dict[str | None, set[str]] = {}
@@ -256,6 +138,11 @@ class Engine:
         self._on_change = on_change
 
     # -- public ---------------------------------------------------------------------------
+
+    @property
+    def job_count(self) -> int:
+        """How many jobs were accepted since the run started (O(1), unlike ``len(jobs)``)."""
+        return len(self._jobs)
 
     @property
     def jobs(self) -> list[JobView]:
@@ -329,7 +216,6 @@ class Engine:
         if fault.retry is not None:
             headers += self._retry_after_headers(fault.retry, respond_at)
         status = fault.status or 0
-        code = _ERROR_CODES.get(status, f"http_{status}")
         return Reply(
             seq=seq,
             request=request,
@@ -337,58 +223,30 @@ class Engine:
             respond_at=respond_at,
             delay=delay,
             action=fault.action,
-            error=ApiError(code, f"Scripted fault {fault.name!r}.") if status >= 400 else None,
+            error=scripted_error(fault.name, status),
             headers=headers,
             fault=fault,
         )
 
     def _gatekeep(self, seq: int, request: Request, now: float, respond_at: float) -> Reply | None:
         """Malformed requests, auth and rate limits, in that order."""
-        if request.problem is not None:
-            return self._error(
-                seq,
-                request,
-                respond_at,
-                request.problem_status,
-                request.problem_code,
-                request.problem,
-            )
+        problem = Refusal.of(request)
+        if problem is not None:
+            return self._refuse(seq, request, respond_at, problem)
         if request.kind == "unknown":
-            return self._error(
-                seq,
-                request,
-                respond_at,
-                404,
-                "route_not_found",
-                f"No route for {request.method} {request.path}.",
-            )
+            refusal = Refusal.no_route(request.method, request.path)
+            return self._refuse(seq, request, respond_at, refusal)
         auth = self.scenario.auth
         if auth is not None:
             token = request.credential
             if token is None:
-                return self._error(
-                    seq,
-                    request,
-                    respond_at,
-                    401,
-                    "missing_credentials",
-                    "Send 'Authorization: Bearer <token>'.",
-                )
+                return self._refuse(seq, request, respond_at, Refusal.missing_credentials())
             if token not in auth.tokens:
-                return self._error(
-                    seq, request, respond_at, 401, "invalid_token", "The token is not valid."
-                )
+                return self._refuse(seq, request, respond_at, Refusal.invalid_token())
             uses = self._token_uses.get(token, 0) + 1
             self._token_uses[token] = uses
             if auth.revoke_after is not None and uses > auth.revoke_after:
-                return self._error(
-                    seq,
-                    request,
-                    respond_at,
-                    401,
-                    "token_revoked",
-                    "The token has been revoked; retrying with it will not help.",
-                )
+                return self._refuse(seq, request, respond_at, Refusal.token_revoked())
         limit = self.scenario.rate_limit
         if limit is not None and ("any" in limit.routes or request.kind in limit.routes):
             key = "global" if limit.scope == "global" else (request.credential or request.client)
@@ -405,14 +263,7 @@ class Engine:
                 bucket.tokens = max(0.0, bucket.tokens - 1.0)
             else:
                 wait = (1.0 - bucket.tokens) * limit.refill_every
-                reply = self._error(
-                    seq,
-                    request,
-                    respond_at,
-                    429,
-                    "rate_limited",
-                    "Too many requests for this API key.",
-                )
+                reply = self._refuse(seq, request, respond_at, Refusal.rate_limited())
                 retry = RetryAfter(delay=wait, form=limit.retry_after_form)
                 return _replace(reply, headers=self._retry_after_headers(retry, respond_at))
         return None
@@ -424,32 +275,9 @@ class Engine:
         if kind == "submit":
             return self._submit(seq, request, now, respond_at)
         if kind == "list":
-            views = [self._view(self._advanced(job, now), now) for job in self._jobs]
-            if request.select is not None:
-                views = [view for view in views if request.select(view)]
-            if request.newest_first:
-                views.reverse()
-            shown = views
-            if request.page is not None:
-                offset, count = request.page
-                shown = views[offset : offset + count]
-            return Reply(
-                seq=seq,
-                request=request,
-                status_code=200,
-                respond_at=respond_at,
-                jobs=tuple(shown),
-                total=len(views),
-            )
+            return self._list(seq, request, now, respond_at)
         if job is None:
-            return self._error(
-                seq,
-                request,
-                respond_at,
-                404,
-                "job_not_found",
-                f"There is no job {request.job_id!r}.",
-            )
+            return self._refuse(seq, request, respond_at, Refusal.job_not_found(request.job_id))
         if kind == "status":
             view = self._view(job, now)
             if not self._waits(job):
@@ -468,46 +296,20 @@ class Engine:
                     job=view,
                     content=video_bytes(job.id, size),
                 )
-            if job.terminal:
-                reply = self._error(
-                    seq,
-                    request,
-                    respond_at,
-                    409,
-                    "no_content",
-                    f"Job {job.id} ended {job.status!r}; it has no video.",
-                )
-            else:
-                reply = self._error(
-                    seq,
-                    request,
-                    respond_at,
-                    409,
-                    "job_not_ready",
-                    f"Job {job.id} is {job.status!r}; the video is NOT ready yet.",
-                )
-            return _replace(reply, job=view)
+            unready = (
+                Refusal.no_content(job.id, job.status)
+                if job.terminal
+                else Refusal.job_not_ready(job.id, job.status)
+            )
+            return _replace(self._refuse(seq, request, respond_at, unready), job=view)
         if kind == "cancel":
+            refusal: Refusal | None = None
             if job.terminal:
-                reply = self._error(
-                    seq,
-                    request,
-                    respond_at,
-                    409,
-                    "job_already_terminal",
-                    f"Job {job.id} already ended {job.status!r}.",
-                )
-                return _replace(reply, job=self._view(job, now))
-            if request.cancel_from is not None and job.status not in request.cancel_from:
-                allowed = " or ".join(repr(s) for s in sorted(request.cancel_from))
-                reply = self._error(
-                    seq,
-                    request,
-                    respond_at,
-                    409,
-                    "job_not_cancellable",
-                    f"Job {job.id} is {job.status!r}; only a job that is {allowed} can be cancelled.",
-                )
+                refusal = Refusal.job_already_terminal(job.id, job.status)
+            elif request.cancel_from is not None and job.status not in request.cancel_from:
+                refusal = Refusal.job_not_cancellable(job.id, job.status, request.cancel_from)
+            if refusal is not None:
+                reply = self._refuse(seq, request, respond_at, refusal)
                 return _replace(reply, job=self._view(job, now))
             job.cancelled = True
             self._changed(job, now)
@@ -522,20 +324,14 @@ class Engine:
 
     def _submit(self, seq: int, request: Request, now: float, respond_at: float) -> Reply:
         body = request.body or {}
-        digest = _digest(body)
+        digest = request_digest(body)
         key = request.idempotency_key
         if key is not None:
             job = self._jobs.by_idempotency_key(request.credential, key)
             if job is not None:
                 if job.digest != digest:
-                    return self._error(
-                        seq,
-                        request,
-                        respond_at,
-                        422,
-                        "idempotency_key_reused",
-                        f"Idempotency-Key {key!r} was first used with a different request body.",
-                    )
+                    refusal = Refusal.idempotency_key_reused(key)
+                    return self._refuse(seq, request, respond_at, refusal)
                 self._advance(job, now)
                 return Reply(
                     seq=seq,
@@ -551,14 +347,8 @@ class Engine:
         )
         if full and not self.queue_at_capacity:
             assert concurrency is not None
-            reply = self._error(
-                seq,
-                request,
-                respond_at,
-                429,
-                "too_many_active_jobs",
-                f"At most {concurrency.max_active_jobs} jobs may run at once; wait for one to finish.",
-            )
+            refusal = Refusal.too_many_active_jobs(concurrency.max_active_jobs)
+            reply = self._refuse(seq, request, respond_at, refusal)
             retry = concurrency.retry_after
             retry = retry if isinstance(retry, RetryAfter) else RetryAfter(delay=retry)
             return _replace(reply, headers=self._retry_after_headers(retry, respond_at))
@@ -599,6 +389,38 @@ class Engine:
             created=True,
         )
 
+    def _list(self, seq: int, request: Request, now: float, respond_at: float) -> Reply:
+        # Every job is brought up to ``now`` through the heap of timed steps (O(log n) per
+        # step taken); only the jobs a filter must see, or the page shows, are then viewed.
+        self.advance_all(now)
+        jobs: Iterable[Job] = self._newest_first() if request.newest_first else self._jobs
+        select = request.select
+        if select is None:
+            total = len(self._jobs)
+            offset, count = request.page if request.page is not None else (0, total)
+            shown = [self._view(job, now) for job in itertools.islice(jobs, offset, offset + count)]
+        else:
+            matched = [view for view in (self._view(job, now) for job in jobs) if select(view)]
+            total = len(matched)
+            shown = matched
+            if request.page is not None:
+                offset, count = request.page
+                shown = matched[offset : offset + count]
+        return Reply(
+            seq=seq,
+            request=request,
+            status_code=200,
+            respond_at=respond_at,
+            jobs=tuple(shown),
+            total=total,
+        )
+
+    def _newest_first(self) -> Iterator[Job]:
+        """Every job, newest first: straight from a store that iterates backwards (the
+        ``MemoryJobStore`` does), else from a copy of its order."""
+        newest: Callable[[], Iterator[Job]] | None = getattr(self._jobs, "__reversed__", None)
+        return newest() if newest is not None else reversed(list(self._jobs))
+
     @staticmethod
     def _held(job: Job, now: float, hold: float) -> float:
         """How long a held submit waits: until the job's timeline ends, at most ``hold``."""
@@ -625,10 +447,6 @@ class Engine:
         if consume:
             self._unmatched_submits += 1
         return unmatched[position]
-
-    def _advanced(self, job: Job, now: float) -> Job:
-        self._advance(job, now)
-        return job
 
     def _advance(self, job: Job, now: float) -> None:
         """Move ``job`` along its timeline up to ``now`` (amortised O(1))."""
@@ -674,7 +492,8 @@ class Engine:
         change = StateChange(job.id, job.status, at, self._view(job, at))
         self.changes.append(change)
         if job.terminal:
-            for active in self._active.values():
+            active = self._active.get(job.credential)
+            if active is not None:  # a job counts only against its own credential's limit
                 active.discard(job.id)
         if self._on_change is not None:
             self._on_change(change)
@@ -722,15 +541,10 @@ class Engine:
     def _view(self, job: Job, now: float) -> JobView:
         spec = job.spec
         step = spec.timeline[job.step]
-        status = job.status
         # progress and a step's poll hint hold from their step on, until a later step changes them
-        progress = hint = None
-        for index in range(job.step, -1, -1):
-            earlier = spec.timeline[index]
-            if progress is None and earlier.progress is not None:
-                progress = earlier.progress
-            if hint is None and earlier.poll_after is not None:
-                hint = earlier.poll_after
+        status, progress, hint = self._carried[job.spec_index][job.step]
+        if job.cancelled:
+            status = "cancelled"
         if status == "succeeded":
             progress = 100
         terminal = status in TERMINAL_STATUSES
@@ -746,7 +560,7 @@ class Engine:
             now=now,
             poll_after=poll_after,
             estimated_duration=estimate,
-            message=step.message or _message(status, poll_after),
+            message=step.message or _job_message(status, poll_after),
             request=job.request,
             result=spec.result if status in ("succeeded", "completed_with_errors") else None,
             error=spec.error if status == "failed" else None,
@@ -802,48 +616,24 @@ class Engine:
     ) -> tuple[tuple[str, str], ...]:
         if retry.raw is not None:
             return (("Retry-After", retry.raw),)
-        if retry.form == "ms":
-            return (("retry-after-ms", str(max(0, _ceil(retry.wait * 1000)))),)
-        if retry.form == "seconds":
-            return (("Retry-After", str(max(0, _ceil(retry.wait)))),)
-        instant = _ceil(self.epoch + respond_at + retry.wait)
-        return (("Retry-After", format_http_date(instant, retry.form)),)
+        return (retry_after_header(retry.wait, retry.form, sent_at=self.epoch + respond_at),)
 
     def retry_after_record(
         self, headers: tuple[tuple[str, str], ...], respond_at: float
     ) -> RetryAfterRecord | None:
         """What a ``Retry-After`` among ``headers`` means, as clock seconds."""
-        from .httpdate import parse_http_date
-
-        for name, value in headers:
-            lowered = name.lower()
-            if lowered == "retry-after-ms":
-                try:
-                    delay = float(value) / 1000
-                except ValueError:
-                    return RetryAfterRecord(value, None, "retry-after-ms", "invalid")
-                return RetryAfterRecord(value, respond_at + delay, "retry-after-ms", "ms")
-            if lowered == "retry-after":
-                text = value.strip()
-                if text.isdigit():
-                    return RetryAfterRecord(value, respond_at + int(text), "retry-after", "seconds")
-                parsed = parse_http_date(text)
-                if parsed is None:
-                    return RetryAfterRecord(value, None, "retry-after", "invalid")
-                return RetryAfterRecord(value, parsed - self.epoch, "retry-after", _date_form(text))
-        return None
+        found = read_retry_after(headers, sent_at=respond_at, epoch=self.epoch)
+        return None if found is None else RetryAfterRecord(*found)
 
     # -- helpers --------------------------------------------------------------------------
 
-    def _error(
-        self, seq: int, request: Request, respond_at: float, status: int, code: str, message: str
-    ) -> Reply:
+    def _refuse(self, seq: int, request: Request, respond_at: float, refusal: Refusal) -> Reply:
         return Reply(
             seq=seq,
             request=request,
-            status_code=status,
+            status_code=refusal.status,
             respond_at=respond_at,
-            error=ApiError(code, message),
+            error=refusal.error,
         )
 
     def _shows_hint(self, kind: str) -> bool:
@@ -872,7 +662,7 @@ class Engine:
             job_status=shown,
             # a dropped answer's Retry-After never reached the client, so it binds nothing
             retry_after=self.retry_after_record(reply.headers, reply.respond_at)
-            if reply.action == "respond"
+            if reply.headers and reply.action == "respond"
             else None,
             fault=reply.fault.name if reply.fault is not None else None,
             true_status=true_job.status if true_job is not None else None,
@@ -892,7 +682,16 @@ class Engine:
             error_code=reply.error.code if reply.error is not None else None,
             credential=_fingerprint(request.credential),
             idempotency_key=request.idempotency_key,
-            request_digest=_digest(request.body) if request.kind == "submit" else None,
+            # an accepted submit's job holds its body's digest already
+            request_digest=(
+                (
+                    true_job.digest
+                    if job is not None and true_job is not None
+                    else request_digest(request.body)
+                )
+                if request.kind == "submit"
+                else None
+            ),
             dropped=reply.action if reply.action != "respond" else None,
             listed=tuple((view.id, view.status) for view in reply.jobs)
             if request.kind == "list"
@@ -901,17 +700,6 @@ class Engine:
             and not reply.scripted
             else None,
         )
-
-
-def _ceil(value: float) -> int:
-    """Round up, but not for float noise: 3.0000000000000004 s of computed wait is 3 s."""
-    return math.ceil(value - _TOKEN_SLACK)
-
-
-def _date_form(text: str) -> str:
-    if "," not in text:
-        return "asctime"
-    return "rfc850" if "-" in text else "imf"
 
 
 def _matches(pattern: Mapping[str, Any], body: Mapping[str, Any]) -> bool:
@@ -925,21 +713,6 @@ def _matches(pattern: Mapping[str, Any], body: Mapping[str, Any]) -> bool:
         elif actual != expected:
             return False
     return True
-
-
-def _message(status: str, poll_after: float | None) -> str:
-    wait = f" after at least {poll_after:g} seconds" if poll_after is not None else ""
-    if status == "queued":
-        return f"The job is queued and NOT complete. Do not report success. Check status_url again{wait}."
-    if status == "processing":
-        return f"The job is processing and NOT complete. Do not report success. Check status_url again{wait}."
-    if status == "succeeded":
-        return "The job succeeded. Download the result once from the content URL."
-    if status == "failed":
-        return "The job failed. Do not retry the status read; report the error."
-    if status == "cancelled":
-        return "The job was cancelled. There is no result."
-    return "The job completed with errors: part of the output is missing. See the summary."
 
 
 def _replace(reply: Reply, **changes: Any) -> Reply:

@@ -41,10 +41,10 @@ except ModuleNotFoundError as _missing:
 from . import _intercept
 from ._exchange import Answer, Dropped, Exchange, Origin
 from .clock import DEFAULT_EPOCH, VirtualClock
-from .dialects import HttpResponse
-from .engine import Reply
 from .errors import NotInterceptedError
+from .http import HttpResponse
 from .journal import Journal
+from .messages import Reply
 from .provider import FakeProvider
 from .scenario import Scenario
 from .virtualtime import VirtualTime

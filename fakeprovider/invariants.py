@@ -20,6 +20,7 @@ from typing import Any
 from ._report import MAX_VIOLATIONS, coverage, metrics, render
 from ._rules import (
     CLIENT_RULES,
+    ClientEntries,
     Violation,
     honours_poll_after,
     no_premature_retrieval,
@@ -28,7 +29,7 @@ from ._rules import (
 from ._runs import runs_with_headers, split_runs
 from .durations import parse_duration
 from .errors import InvariantViolation
-from .journal import Entry, order_entries
+from .journal import Entry, order_entries, paused_gc
 from .limits import Limits
 from .scenario import Outcome, Scenario
 
@@ -103,10 +104,13 @@ def _judge(run: list[Entry], limits: Limits, number: int) -> list[Violation]:
     for w in webhooks:
         if w.job_id is not None:
             hooks_of.setdefault(w.job_id, []).append(w)
-    clients: dict[str, list[Entry]] = {}
+    clients: dict[str, ClientEntries] = {}
     for e in run:
         if e.kind not in ("webhook", "unknown"):
-            clients.setdefault(e.client, []).append(e)
+            group = clients.get(e.client)
+            if group is None:
+                clients[e.client] = group = ClientEntries()
+            group.append(e)
     for entries in clients.values():
         # only the webhooks about this client's jobs: each client costs what it touched
         jobs = {job for e in entries for job in _jobs_of(e)}
@@ -144,16 +148,17 @@ def check(
     """
     base = limits if limits is not None else Limits()
     applied = dataclasses.replace(base, **overrides) if overrides else base
-    entries = order_entries(journal)
-    runs = split_runs(entries)
-    per_run = list(run_limits or ())
-    violations = [
-        v
-        for number, run in enumerate(runs)
-        for v in _judge(run, per_run[number] if number < len(per_run) else applied, number)
-    ]
-    found_metrics = metrics(runs)
-    found_coverage, warnings = coverage(runs, applied)
+    with paused_gc():
+        entries = order_entries(journal)
+        runs = split_runs(entries)
+        per_run = list(run_limits or ())
+        violations = [
+            v
+            for number, run in enumerate(runs)
+            for v in _judge(run, per_run[number] if number < len(per_run) else applied, number)
+        ]
+        found_metrics = metrics(runs)
+        found_coverage, warnings = coverage(runs, applied)
     return Report(
         violations=tuple(violations),
         metrics=found_metrics,

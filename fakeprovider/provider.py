@@ -10,21 +10,36 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime
+import functools
 import hashlib
 import json
 import logging
-import re
+import math
 import threading
 from collections.abc import Callable, Iterable
 from typing import IO, Any
-from urllib.parse import quote
 
 from .clock import Clock, RealClock
-from .dialects import Dialect, HttpRequest, HttpResponse, get_dialect
-from .dialects.base import json_response
-from .engine import ApiError, Engine, Reply, Request, StateChange, _digest, _fingerprint
-from .httpdate import format_http_date
+from .dialects import Dialect, get_dialect
+from .engine import Engine
+from .http import (
+    NO_BODY,
+    HttpRequest,
+    HttpResponse,
+    format_http_date,
+    json_response,
+    safe_header_value,
+    wire_problem,
+)
 from .journal import Entry, Journal
+from .messages import (
+    ApiError,
+    Reply,
+    Request,
+    StateChange,
+    credential_fingerprint,
+    request_digest,
+)
 from .scenario import Scenario, load_scenario
 from .settings import RunSettings
 
@@ -34,14 +49,6 @@ __all__ = ["FakeProvider"]
 logger = logging.getLogger("fakeprovider.server")
 
 INTERNAL_ERROR_MESSAGE = "fakeprovider failed; this is a bug, please report it."
-
-
-#: What HTTP/1.1 allows as a header name (RFC 9110 token).
-_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")
-#: Headers the server writes itself from the body: a scenario that sets them breaks the framing.
-_FRAMING = frozenset({"content-length", "transfer-encoding"})
-#: Statuses whose answers carry no body (RFC 9110 6.4.1).
-_NO_BODY = frozenset({204, 304})
 
 
 class LogOnce:
@@ -71,28 +78,6 @@ class LogOnce:
             )
 
 
-def wire_problem(response: HttpResponse) -> str | None:
-    """Why HTTP/1.1 cannot carry ``response`` as a final answer, or None when it can.
-
-    A scenario may script any status and header; these it cannot send (uvicorn's HTTP stack
-    would refuse them after the request was journaled, and drop the connection).
-    """
-    if not 200 <= response.status <= 599:
-        return (
-            f"status {response.status} cannot be a final answer (HTTP/1.1 final statuses are"
-            " 200 to 599)"
-        )
-    for name, _ in response.headers:
-        if not _TOKEN.match(name):
-            return (
-                f"header name {name!r} is not an HTTP token (letters, digits and"
-                " !#$%&'*+-.^_`|~ only)"
-            )
-        if name.lower() in _FRAMING:
-            return f"header {name!r} is written by the server from the body and cannot be scripted"
-    return None
-
-
 def unsendable_answer(problem: str) -> HttpResponse:
     """The answer when the scenario scripted one that HTTP/1.1 cannot carry: a JSON 500."""
     return json_response(
@@ -115,21 +100,10 @@ def internal_error() -> HttpResponse:
     )
 
 
-def safe_header_value(value: str) -> str:
-    """``value`` with every character but visible ASCII and space percent-encoded (as UTF-8).
-
-    Leading and trailing spaces go (HTTP/1.1 cannot carry them). Header values a dialect
-    echoes from the request (a job id from the path, say) may hold
-    anything the percent-decoded path held: a NUL, U+FFFD, a bidi override. Sent as they
-    are, they would make the answer fail after the request was journaled.
-    """
-    value = value.strip(" ")  # HTTP field values neither start nor end with whitespace
-    if value.isascii() and value.isprintable():
-        return value
-    return "".join(
-        c if c.isascii() and c.isprintable() else quote(c.encode("utf-8", "surrogatepass"))
-        for c in value
-    )
+@functools.lru_cache(maxsize=64)
+def _http_date(second: int) -> str:
+    # answers sent within one second share their Date: formatted once, not per answer
+    return format_http_date(second)
 
 
 def _with_error(reply: Reply, code: str) -> Reply:
@@ -345,7 +319,7 @@ class FakeProvider:
         if not all(safe_header_value(v) == v for _, v in response.headers):
             headers = tuple((name, safe_header_value(v)) for name, v in response.headers)
             response = dataclasses.replace(response, headers=headers)
-        if response.status in _NO_BODY and response.body:
+        if response.status in NO_BODY and response.body:
             # a 204 or 304 has no body on the wire: a scripted one is not sent
             response = dataclasses.replace(response, body=b"", media_type=None)
         problem = wire_problem(response)
@@ -386,13 +360,13 @@ class FakeProvider:
             received_at=now,
             status_code=500,
             error_code="internal_error",
-            credential=_fingerprint(request.credential),
+            credential=credential_fingerprint(request.credential),
             idempotency_key=request.idempotency_key,
         )
         if request.kind == "submit":
             # a body the engine could not even digest stays without one
             with contextlib.suppress(Exception):
-                entry = dataclasses.replace(entry, request_digest=_digest(request.body))
+                entry = dataclasses.replace(entry, request_digest=request_digest(request.body))
         self.journal.append(entry)
         return reply
 
@@ -408,7 +382,7 @@ class FakeProvider:
             return engine, engine.changes[since:], engine.next_due()
 
     def date_header(self, reply: Reply) -> str:
-        return format_http_date(self.settings.epoch + reply.respond_at)
+        return _http_date(math.floor(self.settings.epoch + reply.respond_at))
 
     def sent(
         self,

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal, Protocol
 
-from .engine import JobView, StateChange
+from .messages import JobView, StateChange
 from .scenario import TERMINAL_STATUSES, Webhooks
 
 __all__ = [
@@ -41,7 +41,6 @@ __all__ = [
     "WebhookShape",
     "backoff",
     "event_for",
-    "generic_payload",
     "is_allowed_target",
     "json_body",
     "plan",
@@ -151,13 +150,6 @@ def iso_timestamp(unix: float) -> str:
     """``unix`` as ISO 8601 in UTC with milliseconds (``2026-01-01T00:01:33.000Z``)."""
     moment = datetime.fromtimestamp(unix, tz=UTC)
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def generic_payload(event: str, job: JobView, timestamp: str) -> Mapping[str, Any]:
-    """The generic dialect's body: ``{"type", "timestamp", "data": {...job...}}``."""
-    from .dialects.generic import GenericDialect
-
-    return {"type": event, "timestamp": timestamp, "data": GenericDialect().job(job)}
 
 
 def json_body(payload: Mapping[str, Any]) -> bytes:

@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from fakeprovider.clock import VirtualClock
-from fakeprovider.dialects import HttpRequest
+from fakeprovider.http import HttpRequest
 from fakeprovider.provider import FakeProvider
 from fakeprovider.scenario import parse_scenario
 from fakeprovider.server import ServerThread

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fakeprovider.clock import VirtualClock
-from fakeprovider.engine import Engine, Request
+from fakeprovider.engine import Engine
 from fakeprovider.errors import InvariantViolation
 from fakeprovider.invariants import (
     INVARIANTS,
@@ -22,6 +22,7 @@ from fakeprovider.invariants import (
     split_runs,
 )
 from fakeprovider.journal import Entry, RetryAfterRecord
+from fakeprovider.messages import Request
 from fakeprovider.scenario import TERMINAL_STATUSES, load_scenario, parse_scenario
 
 PATHS = {

@@ -8,8 +8,9 @@ from collections.abc import Iterator
 import pytest
 
 from fakeprovider.clock import DEFAULT_EPOCH
-from fakeprovider.engine import Engine, Request
+from fakeprovider.engine import Engine
 from fakeprovider.jobstore import Job, JobStore, MemoryJobStore
+from fakeprovider.messages import Request
 from fakeprovider.scenario import parse_scenario
 
 SCENARIO = """

@@ -8,8 +8,8 @@ import re
 import pytest
 
 from fakeprovider.clock import VirtualClock
-from fakeprovider.dialects import HttpRequest
-from fakeprovider.engine import StateChange
+from fakeprovider.http import HttpRequest
+from fakeprovider.messages import StateChange
 from fakeprovider.provider import FakeProvider
 from fakeprovider.scenario import parse_scenario
 from fakeprovider.settings import RunSettings

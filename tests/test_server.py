@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import http.client as http_client
 import re
 import socket
+import time
 
 import httpx
 import pytest
@@ -121,3 +123,26 @@ def test_idle_connections_are_closed_on_either_parser(http: str) -> None:
             kept.sendall(b"GET /v1/jo")  # the next head, trickled after an answer
             while kept.recv(65536):  # the rest of the answer, then the close
                 pass
+
+
+@pytest.mark.parametrize("http", ["h11", "httptools"])
+def test_a_connection_answered_within_the_idle_timeout_each_time_stays_open(http: str) -> None:
+    if http == "httptools":
+        pytest.importorskip("httptools")
+    with ServerThread(_provider(), http=http, idle_timeout=0.3) as running:
+        host, port = running.url.removeprefix("http://").split(":")
+        connection = http_client.HTTPConnection(host, int(port), timeout=10)
+        try:
+            sockets = []
+            for _ in range(6):  # 0.6 s and more in all, never 0.3 s without an answer
+                connection.request("GET", "/v1/jobs")
+                answer = connection.getresponse()
+                answer.read()
+                assert answer.status == 200
+                sockets.append(connection.sock)
+                time.sleep(0.1)
+            assert len(set(map(id, sockets))) == 1  # one connection all along, still open
+            assert connection.sock is not None
+            assert connection.sock.recv(1) == b""  # then closed 0.3 s after the last answer
+        finally:
+            connection.close()

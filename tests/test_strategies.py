@@ -19,7 +19,7 @@ from hypothesis.errors import InvalidArgument
 
 from fakeprovider.cli import main as cli_main
 from fakeprovider.clock import VirtualClock
-from fakeprovider.dialects import HttpRequest
+from fakeprovider.http import HttpRequest
 from fakeprovider.provider import FakeProvider
 from fakeprovider.scenario import (
     Fault,

@@ -7,9 +7,10 @@ import pytest
 
 from fakeprovider.clock import DEFAULT_EPOCH
 from fakeprovider.dialects import DIALECTS, get_dialect
-from fakeprovider.engine import Engine, JobView, Request
+from fakeprovider.engine import Engine
 from fakeprovider.invariants import check
 from fakeprovider.journal import Entry
+from fakeprovider.messages import JobView, Request
 from fakeprovider.scenario import parse_scenario
 
 SCENARIO = """

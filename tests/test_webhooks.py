@@ -8,12 +8,13 @@ import pytest
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
 from fakeprovider.clock import DEFAULT_EPOCH
-from fakeprovider.engine import Engine, Request, StateChange
+from fakeprovider.dialects.generic import generic_payload
+from fakeprovider.engine import Engine
 from fakeprovider.errors import ScenarioError
+from fakeprovider.messages import Request, StateChange
 from fakeprovider.scenario import Webhooks, bundled_scenarios, load_scenario, parse_scenario
 from fakeprovider.webhooks import (
     backoff,
-    generic_payload,
     headers_for,
     is_allowed_target,
     plan,

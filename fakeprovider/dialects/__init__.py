@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import cast
 
 from .._suggest import did_you_mean
+from ..http import HttpRequest, HttpResponse
 from ..scenario import DIALECT_NAMES, DialectName
 from ..settings import RunSettings
 from .ark import ArkDialect
-from .base import Dialect, HttpRequest, HttpResponse, Route
+from .base import Dialect, Route
 from .dashscope import DashScopeDialect
 from .fal import FalDialect
 from .gemini import GeminiDialect

@@ -9,8 +9,9 @@ import math
 from datetime import UTC, datetime
 from typing import Any
 
-from ..engine import JobView, Reply
-from .base import BadRequest, HttpRequest, HttpResponse, Route, check_body
+from ..http import HttpRequest, HttpResponse
+from ..messages import JobView, Reply
+from .base import BadRequest, Route, check_body
 
 #: Parts of a multipart body read at most. Real creates send a handful; parsing thousands of
 #: tiny parts would hold up every other request for seconds.

@@ -26,19 +26,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..engine import ApiError, JobView, Reply, Request
+from ..http import HttpRequest, HttpResponse, json_response
+from ..messages import ApiError, JobView, Reply, Request
 from ..webhooks import Outgoing, WebhookMessage, unsigned_message
 from . import _common
-from .base import (
-    BadRequest,
-    Dialect,
-    HttpRequest,
-    HttpResponse,
-    Route,
-    json_response,
-    read_json_object,
-    video_response,
-)
+from .base import BadRequest, Dialect, Route, read_json_object, video_response
 
 PREFIX = "/api/v3/contents/generations/tasks"
 
@@ -160,7 +152,7 @@ class ArkDialect(Dialect):
 
         return Request(
             kind="list",
-            select=wanted,
+            select=None if status is None and model is None and task_id is None else wanted,
             page=page,
             newest_first=True,
             **common,

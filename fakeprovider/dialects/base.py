@@ -1,68 +1,29 @@
-"""What every dialect shares: neutral HTTP requests and responses, and path routing.
+"""What every dialect shares: path routing, body reading, refusals and the default shapes.
 
-A dialect turns an ``HttpRequest`` into an engine ``Request`` and an engine ``Reply`` into an
-``HttpResponse``. Both adapters (the Starlette app and the in-process transport) speak only
-these neutral types, so a dialect works the same over real sockets and in virtual time.
+A dialect turns an ``HttpRequest`` (see ``fakeprovider.http``) into an engine ``Request`` and
+an engine ``Reply`` into an ``HttpResponse``. Both adapters (the ASGI app and the in-process
+transport) speak only those neutral types, so a dialect works the same over real sockets and in
+virtual time.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..engine import ApiError, JobView, Reply, Request, RequestKind
+from ..http import HttpRequest, HttpResponse, error_response, json_response
+from ..messages import ApiError, JobView, Reply, Request, RequestKind, default_job_id
 from ..settings import RunSettings
-from ..webhooks import Outgoing, WebhookMessage, generic_payload, iso_timestamp, signed_message
+from ..webhooks import Outgoing, WebhookMessage
 
-__all__ = ["BadRequest", "Dialect", "HttpRequest", "HttpResponse", "Route"]
+__all__ = ["BadRequest", "Dialect", "Route"]
 
 #: How deep a request body's JSON may nest (objects and arrays). Real bodies nest a few levels;
 #: a deeper one is refused before it can exhaust the stack of whatever walks it later.
 MAX_JSON_DEPTH = 64
-
-
-@dataclass(frozen=True)
-class HttpRequest:
-    method: str
-    path: str
-    query: Mapping[str, str] = field(default_factory=dict)
-    #: Header names in lower case.
-    headers: Mapping[str, str] = field(default_factory=dict)
-    body: bytes = b""
-    peer: str = "unknown"
-    base_url: str = "http://127.0.0.1"
-    #: Set by the adapter when the body exceeded this many bytes (and was dropped).
-    too_large: int | None = None
-
-    @property
-    def client(self) -> str:
-        """``X-Client-Id``, else the peer's host: not its port, which changes whenever a client
-        opens a new connection (an SDK's reconnect must not look like a second client)."""
-        explicit = self.headers.get("x-client-id")
-        if explicit:
-            return explicit
-        host, sep, port = self.peer.rpartition(":")
-        return host if sep and port.isdigit() else self.peer
-
-    @property
-    def bearer(self) -> str | None:
-        return self.token("bearer")
-
-    def token(self, *schemes: str) -> str | None:
-        """The ``Authorization`` credential when its scheme is one of ``schemes`` (lower case)."""
-        scheme, _, token = self.headers.get("authorization", "").partition(" ")
-        return token.strip() or None if scheme.lower() in schemes else None
-
-
-@dataclass(frozen=True)
-class HttpResponse:
-    status: int
-    body: bytes = b""
-    media_type: str | None = "application/json"
-    headers: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -116,16 +77,6 @@ class BadRequest(Exception):
         )
 
 
-def json_response(
-    status: int, payload: Any, headers: Sequence[tuple[str, str]] = ()
-) -> HttpResponse:
-    # A lone surrogate (refused in request bodies, but a scenario or a path may still carry
-    # one) comes out as its JSON escape: rendering an answer must never fail.
-    text = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
-    body = text.encode("utf-8", "backslashreplace")
-    return HttpResponse(status, body, "application/json", tuple(headers))
-
-
 def video_response(reply: Reply, headers: Sequence[tuple[str, str]] = ()) -> HttpResponse:
     """A job's video (the reply's content), with ``headers`` after the reply's own."""
     assert reply.content is not None
@@ -171,8 +122,10 @@ class Dialect:
 
     def match(self, method: str, path: str) -> tuple[Route, dict[str, str]] | None:
         for route in self.routes:
+            if route.method != method:
+                continue
             found = route.pattern.match(path)
-            if found and route.method == method:
+            if found:
                 return route, found.groupdict()
         return None
 
@@ -180,8 +133,6 @@ class Dialect:
         return sorted({r.method for r in self.routes if r.pattern.match(path)})
 
     def new_job_id(self, seed: int, number: int) -> str:
-        from ..engine import default_job_id
-
         return default_job_id(seed, number)
 
     def parse(self, http: HttpRequest) -> Request:
@@ -245,9 +196,7 @@ class Dialect:
     def render_error(
         self, status: int, error: ApiError, headers: Sequence[tuple[str, str]] = ()
     ) -> HttpResponse:
-        return json_response(
-            status, {"error": {"code": error.code, "message": error.message}}, headers
-        )
+        return error_response(status, error.code, error.message, headers)
 
     # -- webhooks -------------------------------------------------------------------------
 
@@ -269,12 +218,10 @@ class Dialect:
         """Body and headers of one send, as the provider would shape them.
 
         Every send of one message must have the same body (duplicates and retries are
-        byte-identical); only the signature headers may change. By default the generic shape:
-        ``{"type", "timestamp", "data": {...job...}}`` signed per Standard Webhooks.
+        byte-identical); only the signature headers may change. A provider without webhooks of
+        its own sends the generic shape (``generic.generic_webhook_message``).
         """
-        delivery = send.delivery
-        payload = generic_payload(delivery.event, delivery.job, iso_timestamp(send.changed_at))
-        return signed_message(payload, send)
+        raise NotImplementedError
 
     def webhook_request(self, base_url: str) -> HttpRequest:
         """A stand-in request for rendering a job into a webhook body with the GET renderers

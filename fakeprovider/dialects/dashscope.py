@@ -27,18 +27,12 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from ..engine import ApiError, JobView, Reply, Request
+from ..http import HttpRequest, HttpResponse, json_response
+from ..messages import ApiError, JobView, Reply, Request
+from ..webhooks import Outgoing, WebhookMessage
 from . import _common
-from .base import (
-    BadRequest,
-    Dialect,
-    HttpRequest,
-    HttpResponse,
-    Route,
-    json_response,
-    read_json_object,
-    video_response,
-)
+from .base import BadRequest, Dialect, Route, read_json_object, video_response
+from .generic import generic_webhook_message
 
 PREFIX = "/api/v1"
 
@@ -89,6 +83,10 @@ class DashScopeDialect(Dialect):
         Route("POST", f"{PREFIX}/tasks/{{job_id}}/cancel", "cancel"),
         _common.FILE_ROUTE,
     )
+
+    def webhook_message(self, send: Outgoing) -> WebhookMessage:
+        # DashScope has no webhooks: a scenario's ``webhooks:`` block sends the generic shape
+        return generic_webhook_message(send)
 
     def new_job_id(self, seed: int, number: int) -> str:
         return _common.uuid_id(seed, number, self.name)
@@ -163,7 +161,7 @@ class DashScopeDialect(Dialect):
 
         return Request(
             kind="list",
-            select=wanted,
+            select=None if status is None and model is None else wanted,
             page=page,
             newest_first=True,
             **common,

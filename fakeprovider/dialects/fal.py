@@ -31,19 +31,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from .. import _ed25519
-from ..engine import ApiError, JobView, Reply, Request, RequestKind
+from ..http import HttpRequest, HttpResponse, json_response
+from ..messages import ApiError, JobView, Reply, Request, RequestKind
 from ..webhooks import STALE_AGE, Outgoing, WebhookMessage, json_body
 from . import _common
-from .base import (
-    Dialect,
-    HttpRequest,
-    HttpResponse,
-    Route,
-    cancel_after_end,
-    json_response,
-    read_json_object,
-    video_response,
-)
+from .base import Dialect, Route, cancel_after_end, read_json_object, video_response
 
 _REQUEST = re.compile(
     r"^/(?P<app>[^/]+/[^/]+(?:/.+?)?)/requests/(?P<job_id>[^/]+)(?P<tail>/status|/cancel)?$"

@@ -30,20 +30,11 @@ import base64
 from collections.abc import Sequence
 from typing import Any
 
-from ..engine import ApiError, JobView, Reply, Request, video_bytes
+from ..http import HttpRequest, HttpResponse, json_response
+from ..messages import ApiError, JobView, Reply, Request, video_bytes
 from ..webhooks import Outgoing, WebhookMessage, iso_timestamp, signed_message
 from . import _common
-from .base import (
-    BadRequest,
-    Dialect,
-    HttpRequest,
-    HttpResponse,
-    Route,
-    cancel_after_end,
-    json_response,
-    read_json_object,
-    video_response,
-)
+from .base import BadRequest, Dialect, Route, cancel_after_end, read_json_object, video_response
 from .google_veo import _STATUS_NAMES
 
 _STATUS = {

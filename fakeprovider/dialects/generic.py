@@ -3,19 +3,13 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
-from ..engine import JobView, Reply, Request
-from .base import (
-    BadRequest,
-    Dialect,
-    HttpRequest,
-    HttpResponse,
-    Route,
-    json_response,
-    read_json_object,
-    video_response,
-)
+from ..http import HttpRequest, HttpResponse, json_response
+from ..messages import JobView, Reply, Request
+from ..webhooks import Outgoing, WebhookMessage, iso_timestamp, signed_message
+from .base import BadRequest, Dialect, Route, read_json_object, video_response
 
 
 def _seconds(value: float | None) -> float | None:
@@ -25,6 +19,19 @@ def _seconds(value: float | None) -> float | None:
     if float(value).is_integer():
         return int(value)
     return math.ceil(value * 1000) / 1000
+
+
+def generic_payload(event: str, job: JobView, timestamp: str) -> Mapping[str, Any]:
+    """The generic webhook body: ``{"type", "timestamp", "data": {...job...}}``."""
+    return {"type": event, "timestamp": timestamp, "data": GenericDialect().job(job)}
+
+
+def generic_webhook_message(send: Outgoing) -> WebhookMessage:
+    """One send in the generic shape (``generic_payload``), signed per Standard Webhooks: what
+    the generic dialect sends, and every provider dialect whose provider has no webhooks."""
+    delivery = send.delivery
+    payload = generic_payload(delivery.event, delivery.job, iso_timestamp(send.changed_at))
+    return signed_message(payload, send)
 
 
 class GenericDialect(Dialect):
@@ -82,6 +89,9 @@ class GenericDialect(Dialect):
             headers = (*reply.headers, ("Location", f"/v1/jobs/{job.id}"))
             return json_response(reply.status_code, payload, headers)
         return json_response(200, self.job(job), reply.headers)
+
+    def webhook_message(self, send: Outgoing) -> WebhookMessage:
+        return generic_webhook_message(send)
 
     def job(self, job: JobView) -> dict[str, Any]:
         out: dict[str, Any] = {"job_id": job.id, "status": job.status, "done": job.done}

@@ -22,17 +22,12 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from ..engine import ApiError, JobView, Reply, Request, video_bytes
+from ..http import HttpRequest, HttpResponse, json_response
+from ..messages import ApiError, JobView, Reply, Request, video_bytes
+from ..webhooks import Outgoing, WebhookMessage
 from . import _common
-from .base import (
-    BadRequest,
-    Dialect,
-    HttpRequest,
-    HttpResponse,
-    Route,
-    json_response,
-    read_json_object,
-)
+from .base import BadRequest, Dialect, Route, read_json_object
+from .generic import generic_webhook_message
 
 _MODEL = r"(?:projects/[^/]+/locations/[^/]+/)?publishers/[^/]+/models/[^/:]+"
 _CREATE = re.compile(rf"^/v1beta1/(?P<resource>{_MODEL}):predictLongRunning$")
@@ -70,6 +65,10 @@ class GoogleVeoDialect(Dialect):
     late_cancel_succeeds = True
     poll_hints = False
     routes = (_CREATE_ROUTE, _FETCH_ROUTE, _CANCEL_ROUTE)
+
+    def webhook_message(self, send: Outgoing) -> WebhookMessage:
+        # Vertex has no webhooks for these operations: a scenario's ``webhooks:`` block sends the generic shape
+        return generic_webhook_message(send)
 
     def new_job_id(self, seed: int, number: int) -> str:
         return _common.uuid_id(seed, number, self.name)

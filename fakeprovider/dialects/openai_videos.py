@@ -22,19 +22,11 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from ..engine import ApiError, JobView, Reply, Request
+from ..http import HttpRequest, HttpResponse, json_response
+from ..messages import ApiError, JobView, Reply, Request
 from ..webhooks import Outgoing, WebhookMessage, signed_message
 from . import _common
-from .base import (
-    BadRequest,
-    Dialect,
-    HttpRequest,
-    HttpResponse,
-    Route,
-    json_response,
-    read_json_object,
-    video_response,
-)
+from .base import BadRequest, Dialect, Route, read_json_object, video_response
 
 _STATUS = {
     "queued": "queued",

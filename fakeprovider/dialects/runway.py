@@ -17,18 +17,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..engine import ApiError, JobView, Reply, Request
+from ..http import HttpRequest, HttpResponse, json_response
+from ..messages import ApiError, JobView, Reply, Request
+from ..webhooks import Outgoing, WebhookMessage
 from . import _common
-from .base import (
-    BadRequest,
-    Dialect,
-    HttpRequest,
-    HttpResponse,
-    Route,
-    json_response,
-    read_json_object,
-    video_response,
-)
+from .base import BadRequest, Dialect, Route, read_json_object, video_response
+from .generic import generic_webhook_message
 
 API_VERSION = "2024-11-06"
 
@@ -62,6 +56,10 @@ class RunwayDialect(Dialect):
         Route("DELETE", "/v1/tasks/{job_id}", "cancel"),
         _common.FILE_ROUTE,
     )
+
+    def webhook_message(self, send: Outgoing) -> WebhookMessage:
+        # Runway has no webhooks: a scenario's ``webhooks:`` block sends the generic shape
+        return generic_webhook_message(send)
 
     def new_job_id(self, seed: int, number: int) -> str:
         return _common.uuid_id(seed, number, self.name)

@@ -86,7 +86,7 @@ def run_contract(
     with session.example(name, inprocess=inprocess, **overrides) as fp:
         limit = fp.scenario.expect.deadline
         if limit is None:
-            limit = DEFAULT_DEADLINE * time_scale
+            limit = fp.provider.settings.scale(DEFAULT_DEADLINE)
         result = adapter(fp.url, limit)
         outcome = asyncio.run(_awaited(result)) if inspect.isawaitable(result) else result
         expected: str | None = fp.scenario.expect.outcome

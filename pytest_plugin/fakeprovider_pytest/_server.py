@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import threading
 
-from fakeprovider.dialects import HttpRequest, HttpResponse
-from fakeprovider.engine import Reply
+from fakeprovider.http import HttpRequest, HttpResponse
 from fakeprovider.journal import Entry
+from fakeprovider.messages import Reply
 from fakeprovider.provider import FakeProvider
 from fakeprovider.server import ServerThread
 

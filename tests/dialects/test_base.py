@@ -6,15 +6,9 @@ from typing import Any
 
 import pytest
 
-from fakeprovider.dialects.base import (
-    BadRequest,
-    Dialect,
-    HttpRequest,
-    Route,
-    json_response,
-    read_json_object,
-)
-from fakeprovider.engine import Request
+from fakeprovider.dialects.base import BadRequest, Dialect, Route, read_json_object
+from fakeprovider.http import HttpRequest, json_response
+from fakeprovider.messages import Request
 
 
 class _Refusing(Dialect):

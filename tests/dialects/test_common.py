@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from fakeprovider.dialects import HttpRequest
 from fakeprovider.dialects._common import MAX_MULTIPART_PARTS, read_multipart
 from fakeprovider.dialects.base import BadRequest
+from fakeprovider.http import HttpRequest
 
 BOUNDARY = "xyzBOUNDARY"
 

@@ -1,0 +1,81 @@
+"""The shared vocabulary: refusals, job messages, ids, video bytes, journal fingerprints."""
+
+from __future__ import annotations
+
+import pytest
+
+from fakeprovider.messages import (
+    ApiError,
+    Refusal,
+    Request,
+    credential_fingerprint,
+    default_job_id,
+    job_message,
+    request_digest,
+    scripted_error,
+    video_bytes,
+)
+
+
+def test_a_refusal_carries_its_status_code_and_sentence() -> None:
+    refusal = Refusal.job_not_cancellable("job_1", "processing", {"queued", "pending"})
+    assert (refusal.status, refusal.error) == (
+        409,
+        ApiError(
+            "job_not_cancellable",
+            "Job job_1 is 'processing'; only a job that is 'pending' or 'queued' can be cancelled.",
+        ),
+    )
+
+
+def test_a_dialects_problem_becomes_its_refusal() -> None:
+    request = Request(
+        "submit", "POST", "/v1/jobs", problem="Bad.", problem_status=422, problem_code="x"
+    )
+    assert Refusal.of(request) == Refusal(422, "x", "Bad.")
+    assert Refusal.of(Request("submit", "POST", "/v1/jobs")) is None
+
+
+@pytest.mark.parametrize(
+    ("status", "expected"),
+    [
+        (503, ApiError("service_unavailable", "Scripted fault 'busy'.")),
+        (418, ApiError("http_418", "Scripted fault 'busy'.")),
+        (302, None),
+    ],
+)
+def test_a_scripted_error_is_named_after_its_status(status: int, expected: ApiError | None) -> None:
+    assert scripted_error("busy", status) == expected
+
+
+def test_a_running_job_says_it_is_not_complete_and_when_to_look_again() -> None:
+    assert job_message("queued", 2.5) == (
+        "The job is queued and NOT complete. Do not report success. Check status_url again"
+        " after at least 2.5 seconds."
+    )
+    assert job_message("succeeded", None) == (
+        "The job succeeded. Download the result once from the content URL."
+    )
+
+
+def test_job_ids_depend_on_the_seed_and_the_number_only() -> None:
+    assert default_job_id(7, 1) == default_job_id(7, 1)
+    assert len({default_job_id(7, 1), default_job_id(7, 2), default_job_id(8, 1)}) == 3
+    assert default_job_id(7, 1) == "job_d7a0cee7b61e"  # journals of earlier runs keep matching
+
+
+def test_video_bytes_are_an_mp4_of_the_asked_size() -> None:
+    video = video_bytes("job_1", 1000)
+    assert (len(video), video[4:8]) == (1000, b"ftyp")
+    assert video == video_bytes("job_1", 1000) != video_bytes("job_2", 1000)
+
+
+def test_the_journal_keeps_a_fingerprint_never_the_credential() -> None:
+    assert credential_fingerprint("sk-secret") == "cred_746b4ad1"
+    assert credential_fingerprint(None) is None
+
+
+def test_equal_bodies_have_equal_digests_whatever_the_key_order() -> None:
+    assert request_digest({"a": 1, "b": 2}) == request_digest({"b": 2, "a": 1})
+    assert request_digest({"a": 1}) != request_digest({"a": 2})
+    assert request_digest(None) == request_digest({})
