@@ -31,7 +31,7 @@ from .http import (
     safe_header_value,
     wire_problem,
 )
-from .journal import Entry, Journal
+from .journal import Entry, Journal, JournalSink
 from .messages import (
     ApiError,
     Reply,
@@ -125,7 +125,7 @@ class FakeProvider:
         dialect: str | None = None,
         seed: int | None = None,
         time_scale: float = 1.0,
-        journal_sink: IO[str] | None = None,
+        journal_sink: IO[str] | JournalSink | None = None,
         journal_memory: int | None = None,
         allow_webhook_hosts: Iterable[str] = (),
     ) -> None:
