@@ -137,6 +137,7 @@ def _say(text: str) -> None:
 def cmd_run(args: argparse.Namespace) -> int:
     from ._cli_options import request_logger
     from .dialects import dialect_name
+    from .journal import BatchedSink
     from .provider import FakeProvider
     from .server import ServerThread
 
@@ -163,7 +164,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 dialect=args.dialect,
                 seed=args.seed,
                 time_scale=args.time_scale,
-                journal_sink=sink,
+                journal_sink=BatchedSink(sink),
                 allow_webhook_hosts=args.allow_webhook_host,
             )
         except ScenarioError as exc:
@@ -172,6 +173,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         except OSError as exc:
             _say(f"cannot write the journal {journal}: {exc.strerror or exc}")
             return 2
+        stack.callback(provider.journal.close)  # before the file: its last batch goes in
         if args.log_requests or args.log_level in ("info", "debug"):
             provider.journal.listener = request_logger(provider)
         try:

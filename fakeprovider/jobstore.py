@@ -121,6 +121,10 @@ class MemoryJobStore:
     def __iter__(self) -> Iterator[Job]:
         return iter(self._jobs.values())
 
+    def __reversed__(self) -> Iterator[Job]:
+        # optional for a store: with it, a page of the newest jobs reads only those
+        return reversed(self._jobs.values())
+
     def __len__(self) -> int:
         return len(self._jobs)
 
