@@ -66,6 +66,7 @@ def add_run_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
             "fakeprovider run rate-limited --junit report.xml --report-html report.html -- make"
             " e2e",
             "fakeprovider run deadline-expiry --format github --deadline 90s -- npm test",
+            "fakeprovider run slow-success --http h11 --loop asyncio -- make e2e   # pure Python",
         ),
     )
     parser.add_argument("scenario", metavar="SCENARIO", help="bundled scenario name or path")
@@ -168,6 +169,7 @@ def _say(text: str) -> None:
 def cmd_run(args: argparse.Namespace) -> int:
     from ._cli_options import request_logger
     from .dialects import dialect_name
+    from .journal import BatchedSink
     from .provider import FakeProvider
     from .server import ServerThread
 
@@ -194,7 +196,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 dialect=args.dialect,
                 seed=args.seed,
                 time_scale=args.time_scale,
-                journal_sink=sink,
+                journal_sink=BatchedSink(sink),
                 allow_webhook_hosts=args.allow_webhook_host,
             )
         except ScenarioError as exc:
@@ -203,6 +205,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         except OSError as exc:
             _say(f"cannot write the journal {journal}: {exc.strerror or exc}")
             return 2
+        stack.callback(provider.journal.close)  # before the file: its last batch goes in
         if args.log_requests or args.log_level in ("info", "debug"):
             provider.journal.listener = request_logger(provider)
         try:

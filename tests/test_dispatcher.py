@@ -17,7 +17,7 @@ from standardwebhooks.webhooks import Webhook
 
 from fakeprovider import FakeProvider
 from fakeprovider.dispatcher import redact_url
-from fakeprovider.journal import read_journal
+from fakeprovider.journal import RetryAfterRecord, read_journal
 from fakeprovider.server import ServerThread
 
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
@@ -256,6 +256,21 @@ def test_retry_after_of_the_receiver_is_honoured(receiver, serve):
     first, second = receiver.received
     assert second.at - first.at >= 0.95
     assert server.provider.journal.filter(kind="webhook")[0].retry_after.raw == "1"
+
+
+def test_a_receivers_retry_after_is_journaled_in_the_forms_the_fake_writes() -> None:
+    from fakeprovider.dispatcher import _retry_after
+
+    date = "Sun, 06 Nov 1994 08:49:37 GMT"  # Unix 784111777: clock reading 100 here
+    epoch = 784111777 - 100
+    assert _retry_after(httpx.Headers({"Retry-After": date}), 3.0, epoch) == RetryAfterRecord(
+        date, 100.0, "retry-after", "imf"
+    )
+    assert _retry_after(httpx.Headers({"Retry-After": "7"}), 3.0, epoch) == RetryAfterRecord(
+        "7", 10.0, "retry-after", "seconds"
+    )
+    # a receiver is read for Retry-After only, as before
+    assert _retry_after(httpx.Headers({"retry-after-ms": "5"}), 3.0, epoch) is None
 
 
 def test_attempts_stop_at_max_attempts_and_timeouts_are_journalled(receiver, serve):
