@@ -1,7 +1,9 @@
-"""Server-side cost per status read: fakeprovider's ASGI app vs a bare Starlette app, no sockets.
+"""Server-side cost per status read and submit: fakeprovider's ASGI app vs a bare Starlette app.
 
 Calls each ASGI app directly in one event loop (no network, no client library), so the number
-is the cost of the app itself: routing, engine, rendering and journal (to a JSONL file).
+is the cost of the app itself: routing, engine, rendering and journal (to a JSONL file). Rounds
+alternate between the apps; each reports wall-clock rate and CPU microseconds per request (the
+CPU time of this process, which a busy machine disturbs less than the wall clock).
 
     python benchmarks/bench_asgi_overhead.py [--requests 5000] [--rounds 5]
 """
@@ -41,7 +43,30 @@ async def _status(request: Request) -> JSONResponse:
     )
 
 
-BARE = Starlette(routes=[Route("/v1/jobs/{job_id}", _status)])
+async def _submit(request: Request) -> JSONResponse:
+    body = await request.json()
+    return JSONResponse(
+        {
+            "job_id": "job_0123456789ab",
+            "status": "queued",
+            "done": False,
+            "message": f"The job has STARTED and is NOT complete ({len(body)}).",
+            "poll_after_seconds": 15,
+            "estimated_duration_seconds": 480,
+            "status_url": "/v1/jobs/job_0123456789ab",
+        },
+        status_code=202,
+        headers={"location": "/v1/jobs/job_0123456789ab"},
+    )
+
+
+BARE = Starlette(
+    routes=[
+        Route("/v1/jobs/{job_id}", _status),
+        Route("/v1/jobs", _submit, methods=["POST"]),
+    ]
+)
+SUBMIT = b'{"prompt": "bench"}'
 
 
 def _scope(method: str, path: str, body: bool = False) -> dict[str, Any]:
@@ -77,35 +102,52 @@ async def _call(app: Any, scope: dict[str, Any], body: bytes = b"") -> bytes:
     return b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
 
 
-async def _rate(app: Any, path: str, count: int) -> float:
-    scope = _scope("GET", path)
-    start = time.perf_counter()
+async def _rate(app: Any, scope: dict[str, Any], body: bytes, count: int) -> tuple[float, float]:
+    """Requests per second (wall clock) and CPU microseconds per request."""
+    start, cpu = time.perf_counter(), time.process_time()
     for _ in range(count):
-        await _call(app, scope)
-    return count / (time.perf_counter() - start)
+        await _call(app, scope, body)
+    wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+    return count / wall, cpu / count * 1e6
 
 
-async def _main(requests: int, rounds: int, journal: Path) -> dict[str, Any]:
+async def _compare(
+    fake: Any, fake_scope: dict[str, Any], bare_scope: dict[str, Any], body: bytes, args: Any
+) -> dict[str, Any]:
+    await _rate(BARE, bare_scope, body, 500)
+    await _rate(fake, fake_scope, body, 500)
+    bare, ours = [], []
+    for _ in range(args.rounds):
+        bare.append(await _rate(BARE, bare_scope, body, args.requests))
+        ours.append(await _rate(fake, fake_scope, body, args.requests))
+    b_rate, o_rate = (statistics.median(r for r, _ in runs) for runs in (bare, ours))
+    b_cpu, o_cpu = (statistics.median(c for _, c in runs) for runs in (bare, ours))
+    return {
+        "bare_starlette_per_s": round(b_rate),
+        "fakeprovider_per_s": round(o_rate),
+        "ratio": round(o_rate / b_rate, 3),
+        "bare_starlette_cpu_us": round(b_cpu, 1),
+        "fakeprovider_cpu_us": round(o_cpu, 1),
+        "cpu_ratio": round(b_cpu / o_cpu, 3),
+    }
+
+
+async def _main(args: Any, journal: Path) -> dict[str, Any]:
     with journal.open("a", encoding="utf-8") as sink:
         provider = FakeProvider("long-render", journal_sink=sink)
         fake = create_app(provider)
-        job = json.loads(
-            await _call(fake, _scope("POST", "/v1/jobs", body=True), b'{"prompt": "bench"}')
-        )["job_id"]
-        await _rate(BARE, "/v1/jobs/warm", 500)
-        await _rate(fake, f"/v1/jobs/{job}", 500)
-        bare, ours = [], []
-        for _ in range(rounds):
-            bare.append(await _rate(BARE, "/v1/jobs/x", requests))
-            ours.append(await _rate(fake, f"/v1/jobs/{job}", requests))
-    b, o = statistics.median(bare), statistics.median(ours)
+        submit = _scope("POST", "/v1/jobs", body=True)
+        job = json.loads(await _call(fake, submit, SUBMIT))["job_id"]
+        status = await _compare(
+            fake, _scope("GET", f"/v1/jobs/{job}"), _scope("GET", "/v1/jobs/x"), b"", args
+        )
+        submits = await _compare(fake, submit, submit, SUBMIT, args) if args.submit else None
     return {
-        "bare_starlette_per_s": round(b),
-        "fakeprovider_per_s": round(o),
-        "ratio": round(o / b, 3),
+        "status": status,
+        "submit": submits,
         "journal_lines": sum(1 for _ in journal.open()),
-        "requests_per_round": requests,
-        "rounds": rounds,
+        "requests_per_round": args.requests,
+        "rounds": args.rounds,
     }
 
 
@@ -113,9 +155,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--requests", type=int, default=5000)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--no-submit", dest="submit", action="store_false")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        result = asyncio.run(_main(args.requests, args.rounds, Path(tmp) / "journal.jsonl"))
+        result = asyncio.run(_main(args, Path(tmp) / "journal.jsonl"))
     print(json.dumps(result, indent=2))
     return 0
 

@@ -620,8 +620,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(format_table(rows))
     errors = sum(row.errors for row in rows)
     print(
-        f"\n{args.rounds} round(s), {args.warmup:g} s warm-up, {args.duration:g} s per run;"
-        f" load average before {machine['load_average']}, after {machine['load_average_after']}"
+        f"\n{args.rounds} round(s), {args.warmup:g} s warm-up, {args.duration:g} s per run,"
+        + (
+            f" wrk -t{args.threads} -c{args.connections};"
+            if wrk
+            else " the Python client (no wrk);"
+        )
+        + f" load average before {machine['load_average']}, after {machine['load_average_after']}"
         + (f"; {errors} errors (wrk's non-2xx/3xx and socket errors)" if errors else "")
     )
     if args.json:

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from .http import DATE_FORMS
 from .journal import Entry, RetryAfterRecord
 from .scenario import TERMINAL_STATUSES
 
@@ -39,7 +40,7 @@ __all__ = [
 #: Float noise we forgive when comparing instants (clock readings are floats).
 EPSILON = 1e-6
 SUCCESS_STATUSES = frozenset({"succeeded", "completed_with_errors"})
-_DATE_FORMS = frozenset({"imf", "rfc850", "asctime"})
+_DATE_FORMS = frozenset(DATE_FORMS)
 _NAMES = {
     "submit": "submit",
     "status": "status read",

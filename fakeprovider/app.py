@@ -16,6 +16,7 @@ import hmac
 import json
 import socket
 import struct
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from typing import Any
 from urllib.parse import parse_qsl
@@ -28,7 +29,7 @@ from starlette.routing import Route
 
 from ._suggest import did_you_mean
 from .errors import ScenarioError
-from .http import HttpRequest, HttpResponse, format_http_date
+from .http import HttpRequest, HttpResponse, client_of, format_http_date
 from .journal import Entry
 from .messages import ApiError, Reply
 from .provider import INTERNAL_ERROR_MESSAGE, FakeProvider, internal_error
@@ -64,19 +65,11 @@ def _abort(receive: Receive) -> None:
         cycle.disconnected = True  # so uvicorn neither logs nor answers 500
 
 
-def _peer(scope: Scope) -> str:
-    client = scope.get("client")
-    return f"{client[0]}:{client[1]}" if client else "unknown"
-
-
 def _client(request: StarletteRequest) -> str:
-    """Who sent an admin request, as the journal names clients on every route: ``X-Client-Id``,
-    else the peer's host (not its port)."""
-    explicit = request.headers.get("x-client-id")
-    if explicit:
-        return explicit
+    """Who sent an admin request, as the journal names clients on every route (``client_of``)."""
     client = request.scope.get("client")
-    return str(client[0]) if client else "unknown"
+    peer = f"{client[0]}:{client[1]}" if client else "unknown"
+    return client_of(request.headers.get("x-client-id"), peer)
 
 
 class FakeProviderApp:
@@ -101,16 +94,22 @@ class FakeProviderApp:
             self._stopping.set()
 
     async def _pause(self, seconds: float) -> bool:
-        """Wait ``seconds``, or less when the server stops; True when cut short."""
+        """Wait ``seconds``, or less when the server stops; True when cut short. At least
+        ``seconds``: uvloop's timers count from the loop's cached time, in whole milliseconds,
+        and may fire a millisecond early, so whatever is left is waited out."""
         if self._stopping is None:
             self._stopping = asyncio.Event()
             if self.stopping:
                 self._stopping.set()
         if self._stopping.is_set():
             return True
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._stopping.wait(), timeout=seconds)
-            return True
+        deadline = time.monotonic() + seconds
+        left = seconds
+        while left > 0:  # ends at the deadline: each pass waits out what is left
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopping.wait(), timeout=left)
+                return True
+            left = deadline - time.monotonic()
         return False
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -150,27 +149,33 @@ class FakeProviderApp:
     async def _api(self, scope: Scope, receive: Receive, state: _Exchange) -> None:
         provider = self.provider
         limit = provider.scenario.max_body_bytes
-        body = bytearray()
-        too_large = False
-        more = True
-        while more:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            if not too_large:
-                body += message.get("body", b"")
-                too_large = len(body) > limit
-            more = message.get("more_body", False)
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return
+        body: bytes | bytearray = message.get("body", b"")
+        too_large = len(body) > limit
+        if message.get("more_body", False):
+            body = bytearray(body)
+            more = True
+            while more:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    return
+                if not too_large:
+                    body += message.get("body", b"")
+                    too_large = len(body) > limit
+                more = message.get("more_body", False)
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        host = headers.get("host", "127.0.0.1")
+        raw_query = scope.get("query_string", b"")
+        client = scope.get("client")
         http = HttpRequest(
             method=scope["method"],
             path=scope["path"],
-            query=dict(parse_qsl(scope.get("query_string", b"").decode("latin-1"))),
+            query=dict(parse_qsl(raw_query.decode("latin-1"))) if raw_query else {},
             headers=headers,
             body=b"" if too_large else bytes(body),
-            peer=_peer(scope),
-            base_url=f"{scope.get('scheme', 'http')}://{host}",
+            peer=f"{client[0]}:{client[1]}" if client else "unknown",
+            base_url=f"{scope.get('scheme', 'http')}://{headers.get('host', '127.0.0.1')}",
             too_large=limit if too_large else None,
         )
         reply, response = provider.receive(http)
@@ -185,14 +190,17 @@ class FakeProviderApp:
             return
         # Stopping: the answer goes out now, dated now rather than at the scripted time.
         date = _date(provider) if cut_short else provider.date_header(reply)
-        raw = _raw_headers(response, date)
+        raw = _raw_headers(response, date.encode("latin-1"))
         started = clock.now()
-        await state.send({"type": "http.response.start", "status": response.status, "headers": raw})
+        state.started = True
+        await state.send_raw(
+            {"type": "http.response.start", "status": response.status, "headers": raw}
+        )
         # Journal before the body goes out (asyncio buffers the write at once anyway), so that a
         # client that has read the whole response always finds its entry complete.
         state.reply = None
         provider.sent(reply, started=started, completed=clock.now(), status_code=response.status)
-        await state.send({"type": "http.response.body", "body": response.body})
+        await state.send_raw({"type": "http.response.body", "body": response.body})
 
 
 def _date(provider: FakeProvider) -> str:
@@ -210,6 +218,8 @@ class _Exchange:
     def __init__(self, provider: FakeProvider, send: Send) -> None:
         self.provider = provider
         self._send = send
+        #: ``send`` as uvicorn gave it: the lean path sets ``started`` itself.
+        self.send_raw = send
         self.started = False
         #: The engine's reply while its journal entry waits for the answer to go out.
         self.reply: Reply | None = None
@@ -244,7 +254,7 @@ class _Exchange:
                 _abort(receive)
             return
         response = internal_error()
-        raw = _raw_headers(response, _date(self.provider))
+        raw = _raw_headers(response, _date(self.provider).encode("latin-1"))
         now = self.provider.clock.now()
         try:
             await self.send({"type": "http.response.start", "status": 500, "headers": raw})
@@ -268,7 +278,7 @@ def _failed_reply(reply: Reply) -> Reply:
     )
 
 
-def _raw_headers(response: HttpResponse, date: str) -> list[tuple[bytes, bytes]]:
+def _raw_headers(response: HttpResponse, date: bytes) -> list[tuple[bytes, bytes]]:
     raw = (
         []
         if response.status in (204, 304)
@@ -276,11 +286,9 @@ def _raw_headers(response: HttpResponse, date: str) -> list[tuple[bytes, bytes]]
     )
     if response.media_type is not None:
         raw.append((b"content-type", response.media_type.encode("latin-1")))
-    raw.extend(
-        (name.lower().encode("latin-1"), value.encode("latin-1"))
-        for name, value in response.headers
-    )
-    raw.append((b"date", date.encode("latin-1")))
+    for name, value in response.headers:
+        raw.append((name.lower().encode("latin-1"), value.encode("latin-1")))
+    raw.append((b"date", date))
     return raw
 
 
@@ -305,7 +313,7 @@ def _admin_app(provider: FakeProvider) -> Starlette:
                 "status": "ok",
                 "scenario": provider.scenario.name,
                 "dialect": provider.dialect.name,
-                "jobs": len(provider.engine.jobs),
+                "jobs": provider.engine.job_count,
                 "journal_entries": len(provider.journal),
                 "clock": provider.clock.now(),
             }

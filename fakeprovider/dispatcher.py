@@ -33,7 +33,7 @@ from urllib.parse import unquote_plus, urlsplit, urlunsplit
 import httpx
 
 from .engine import Engine
-from .http import parse_http_date
+from .http import parse_retry_after
 from .journal import Entry, RetryAfterRecord
 from .messages import StateChange
 from .provider import FakeProvider
@@ -388,10 +388,4 @@ def _retry_after(headers: httpx.Headers, now: float, epoch: float) -> RetryAfter
     value = headers.get("retry-after")
     if value is None:
         return None
-    text = value.strip()
-    if text.isdigit():
-        return RetryAfterRecord(value, now + int(text), "retry-after", "seconds")
-    parsed = parse_http_date(text)
-    if parsed is None:
-        return RetryAfterRecord(value, None, "retry-after", "invalid")
-    return RetryAfterRecord(value, parsed - epoch, "retry-after", "date")
+    return RetryAfterRecord(*parse_retry_after(value, sent_at=now, epoch=epoch))

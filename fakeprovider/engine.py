@@ -12,15 +12,16 @@ a reply looks on the wire is the dialects'.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import heapq
-import math
+import itertools
 import random
 from collections import deque
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .http import format_http_date, parse_http_date
+from .http import read_retry_after, retry_after_header
 from .jobstore import Job, JobStore, MemoryJobStore
 from .journal import Entry, Journal, RetryAfterRecord
 from .messages import (
@@ -36,9 +37,33 @@ from .messages import (
     scripted_error,
     video_bytes,
 )
-from .scenario import TERMINAL_STATUSES, Fault, RetryAfter, Scenario
+from .scenario import TERMINAL_STATUSES, Fault, JobSpec, RetryAfter, Scenario
 
 __all__ = ["Engine"]
+
+
+#: Every request of a client carries the same credential, and a status shows one of a few
+#: messages: each is worked out once, not per request.
+_fingerprint = functools.lru_cache(maxsize=4096)(credential_fingerprint)
+_job_message = functools.lru_cache(maxsize=256)(job_message)
+
+
+def _carried(spec: JobSpec) -> tuple[tuple[str, int | None, float | None], ...]:
+    """For each step of ``spec``'s timeline, the status, progress and poll hint in force there:
+    each holds from the step that sets it until a later step changes it. Computed once per
+    spec, so that showing a job costs the same at any step."""
+    carried = []
+    status: str | None = None
+    progress: int | None = None
+    hint: float | None = None
+    for step in spec.timeline:
+        status = step.status if step.status is not None else status
+        progress = step.progress if step.progress is not None else progress
+        hint = step.poll_after if step.poll_after is not None else hint
+        if status is None:  # pragma: no cover - validated timelines start with a status
+            raise AssertionError("validated timelines start with a status")
+        carried.append((status, progress, hint))
+    return tuple(carried)
 
 
 #: How far below a whole token a bucket may be and still count as refilled (float sums).
@@ -102,6 +127,7 @@ class Engine:
         self._submits = 0
         self._unmatched_submits = 0
         self._faults = [_FaultState() for _ in scenario.faults]
+        self._carried = [_carried(spec) for spec in scenario.jobs]
         self._buckets: dict[str, _Bucket] = {}
         self._token_uses: dict[str, int] = {}
         self._active: dict[str | None, set[str]] = {}
@@ -112,6 +138,11 @@ class Engine:
         self._on_change = on_change
 
     # -- public ---------------------------------------------------------------------------
+
+    @property
+    def job_count(self) -> int:
+        """How many jobs were accepted since the run started (O(1), unlike ``len(jobs)``)."""
+        return len(self._jobs)
 
     @property
     def jobs(self) -> list[JobView]:
@@ -244,23 +275,7 @@ class Engine:
         if kind == "submit":
             return self._submit(seq, request, now, respond_at)
         if kind == "list":
-            views = [self._view(self._advanced(job, now), now) for job in self._jobs]
-            if request.select is not None:
-                views = [view for view in views if request.select(view)]
-            if request.newest_first:
-                views.reverse()
-            shown = views
-            if request.page is not None:
-                offset, count = request.page
-                shown = views[offset : offset + count]
-            return Reply(
-                seq=seq,
-                request=request,
-                status_code=200,
-                respond_at=respond_at,
-                jobs=tuple(shown),
-                total=len(views),
-            )
+            return self._list(seq, request, now, respond_at)
         if job is None:
             return self._refuse(seq, request, respond_at, Refusal.job_not_found(request.job_id))
         if kind == "status":
@@ -374,6 +389,38 @@ class Engine:
             created=True,
         )
 
+    def _list(self, seq: int, request: Request, now: float, respond_at: float) -> Reply:
+        # Every job is brought up to ``now`` through the heap of timed steps (O(log n) per
+        # step taken); only the jobs a filter must see, or the page shows, are then viewed.
+        self.advance_all(now)
+        jobs: Iterable[Job] = self._newest_first() if request.newest_first else self._jobs
+        select = request.select
+        if select is None:
+            total = len(self._jobs)
+            offset, count = request.page if request.page is not None else (0, total)
+            shown = [self._view(job, now) for job in itertools.islice(jobs, offset, offset + count)]
+        else:
+            matched = [view for view in (self._view(job, now) for job in jobs) if select(view)]
+            total = len(matched)
+            shown = matched
+            if request.page is not None:
+                offset, count = request.page
+                shown = matched[offset : offset + count]
+        return Reply(
+            seq=seq,
+            request=request,
+            status_code=200,
+            respond_at=respond_at,
+            jobs=tuple(shown),
+            total=total,
+        )
+
+    def _newest_first(self) -> Iterator[Job]:
+        """Every job, newest first: straight from a store that iterates backwards (the
+        ``MemoryJobStore`` does), else from a copy of its order."""
+        newest: Callable[[], Iterator[Job]] | None = getattr(self._jobs, "__reversed__", None)
+        return newest() if newest is not None else reversed(list(self._jobs))
+
     @staticmethod
     def _held(job: Job, now: float, hold: float) -> float:
         """How long a held submit waits: until the job's timeline ends, at most ``hold``."""
@@ -400,10 +447,6 @@ class Engine:
         if consume:
             self._unmatched_submits += 1
         return unmatched[position]
-
-    def _advanced(self, job: Job, now: float) -> Job:
-        self._advance(job, now)
-        return job
 
     def _advance(self, job: Job, now: float) -> None:
         """Move ``job`` along its timeline up to ``now`` (amortised O(1))."""
@@ -449,7 +492,8 @@ class Engine:
         change = StateChange(job.id, job.status, at, self._view(job, at))
         self.changes.append(change)
         if job.terminal:
-            for active in self._active.values():
+            active = self._active.get(job.credential)
+            if active is not None:  # a job counts only against its own credential's limit
                 active.discard(job.id)
         if self._on_change is not None:
             self._on_change(change)
@@ -497,15 +541,10 @@ class Engine:
     def _view(self, job: Job, now: float) -> JobView:
         spec = job.spec
         step = spec.timeline[job.step]
-        status = job.status
         # progress and a step's poll hint hold from their step on, until a later step changes them
-        progress = hint = None
-        for index in range(job.step, -1, -1):
-            earlier = spec.timeline[index]
-            if progress is None and earlier.progress is not None:
-                progress = earlier.progress
-            if hint is None and earlier.poll_after is not None:
-                hint = earlier.poll_after
+        status, progress, hint = self._carried[job.spec_index][job.step]
+        if job.cancelled:
+            status = "cancelled"
         if status == "succeeded":
             progress = 100
         terminal = status in TERMINAL_STATUSES
@@ -521,7 +560,7 @@ class Engine:
             now=now,
             poll_after=poll_after,
             estimated_duration=estimate,
-            message=step.message or job_message(status, poll_after),
+            message=step.message or _job_message(status, poll_after),
             request=job.request,
             result=spec.result if status in ("succeeded", "completed_with_errors") else None,
             error=spec.error if status == "failed" else None,
@@ -577,34 +616,14 @@ class Engine:
     ) -> tuple[tuple[str, str], ...]:
         if retry.raw is not None:
             return (("Retry-After", retry.raw),)
-        if retry.form == "ms":
-            return (("retry-after-ms", str(max(0, _ceil(retry.wait * 1000)))),)
-        if retry.form == "seconds":
-            return (("Retry-After", str(max(0, _ceil(retry.wait)))),)
-        instant = _ceil(self.epoch + respond_at + retry.wait)
-        return (("Retry-After", format_http_date(instant, retry.form)),)
+        return (retry_after_header(retry.wait, retry.form, sent_at=self.epoch + respond_at),)
 
-    def retry_after_record(
+    def _retry_after_record(
         self, headers: tuple[tuple[str, str], ...], respond_at: float
     ) -> RetryAfterRecord | None:
         """What a ``Retry-After`` among ``headers`` means, as clock seconds."""
-        for name, value in headers:
-            lowered = name.lower()
-            if lowered == "retry-after-ms":
-                try:
-                    delay = float(value) / 1000
-                except ValueError:
-                    return RetryAfterRecord(value, None, "retry-after-ms", "invalid")
-                return RetryAfterRecord(value, respond_at + delay, "retry-after-ms", "ms")
-            if lowered == "retry-after":
-                text = value.strip()
-                if text.isdigit():
-                    return RetryAfterRecord(value, respond_at + int(text), "retry-after", "seconds")
-                parsed = parse_http_date(text)
-                if parsed is None:
-                    return RetryAfterRecord(value, None, "retry-after", "invalid")
-                return RetryAfterRecord(value, parsed - self.epoch, "retry-after", _date_form(text))
-        return None
+        found = read_retry_after(headers, sent_at=respond_at, epoch=self.epoch)
+        return None if found is None else RetryAfterRecord(*found)
 
     # -- helpers --------------------------------------------------------------------------
 
@@ -642,8 +661,8 @@ class Engine:
             status_code=reply.status_code if reply.action == "respond" else None,
             job_status=shown,
             # a dropped answer's Retry-After never reached the client, so it binds nothing
-            retry_after=self.retry_after_record(reply.headers, reply.respond_at)
-            if reply.action == "respond"
+            retry_after=self._retry_after_record(reply.headers, reply.respond_at)
+            if reply.headers and reply.action == "respond"
             else None,
             fault=reply.fault.name if reply.fault is not None else None,
             true_status=true_job.status if true_job is not None else None,
@@ -661,9 +680,18 @@ class Engine:
             and self.inline_result(request, job)
             else None,
             error_code=reply.error.code if reply.error is not None else None,
-            credential=credential_fingerprint(request.credential),
+            credential=_fingerprint(request.credential),
             idempotency_key=request.idempotency_key,
-            request_digest=request_digest(request.body) if request.kind == "submit" else None,
+            # an accepted submit's job holds its body's digest already
+            request_digest=(
+                (
+                    true_job.digest
+                    if job is not None and true_job is not None
+                    else request_digest(request.body)
+                )
+                if request.kind == "submit"
+                else None
+            ),
             dropped=reply.action if reply.action != "respond" else None,
             listed=tuple((view.id, view.status) for view in reply.jobs)
             if request.kind == "list"
@@ -672,17 +700,6 @@ class Engine:
             and not reply.scripted
             else None,
         )
-
-
-def _ceil(value: float) -> int:
-    """Round up, but not for float noise: 3.0000000000000004 s of computed wait is 3 s."""
-    return math.ceil(value - _TOKEN_SLACK)
-
-
-def _date_form(text: str) -> str:
-    if "," not in text:
-        return "asctime"
-    return "rfc850" if "-" in text else "imf"
 
 
 def _matches(pattern: Mapping[str, Any], body: Mapping[str, Any]) -> bool:

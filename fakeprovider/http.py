@@ -4,7 +4,8 @@
 transports) hand to a dialect and get back from it, so a dialect works the same over real
 sockets and in virtual time. Around them: JSON answers, the check that an answer can go on the
 wire at all and the making safe of header values, the error code each HTTP status is known by,
-and HTTP-dates in the three RFC 9110 forms.
+HTTP-dates in the three RFC 9110 forms, and the one ``Retry-After`` writer and reader (the
+engine writes and journals its own with them, the webhook dispatcher reads a receiver's).
 
 Pure and a leaf: no I/O, no clock, and it imports nothing of fakeprovider.
 """
@@ -17,25 +18,42 @@ import json
 import math
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 from urllib.parse import quote
 
 __all__ = [
     "DATE_FORMS",
     "NO_BODY",
+    "RETRY_AFTER_FORMS",
     "DateForm",
     "HttpRequest",
     "HttpResponse",
+    "RetryAfterForm",
+    "RetryAfterValue",
+    "client_of",
     "error_code",
     "error_response",
     "format_http_date",
     "json_response",
     "parse_http_date",
+    "parse_retry_after",
+    "read_retry_after",
+    "retry_after_header",
     "safe_header_value",
     "wire_problem",
 ]
+
+
+def client_of(client_id: str | None, peer: str) -> str:
+    """The client a request came from: its ``X-Client-Id``, else the peer's host, not its port,
+    which changes whenever a client opens a new connection (an SDK's reconnect must not look
+    like a second client). The one rule, for the API and the admin routes alike."""
+    if client_id:
+        return client_id
+    host, sep, port = peer.rpartition(":")
+    return host if sep and port.isdigit() else peer
 
 
 @dataclass(frozen=True)
@@ -53,13 +71,8 @@ class HttpRequest:
 
     @property
     def client(self) -> str:
-        """``X-Client-Id``, else the peer's host: not its port, which changes whenever a client
-        opens a new connection (an SDK's reconnect must not look like a second client)."""
-        explicit = self.headers.get("x-client-id")
-        if explicit:
-            return explicit
-        host, sep, port = self.peer.rpartition(":")
-        return host if sep and port.isdigit() else self.peer
+        """Who sent the request, as the journal names clients (``client_of``)."""
+        return client_of(self.headers.get("x-client-id"), self.peer)
 
     @property
     def bearer(self) -> str | None:
@@ -82,12 +95,17 @@ class HttpResponse:
 # --- JSON answers --------------------------------------------------------------------------
 
 
+#: ``json.dumps(payload, separators=(",", ":"), ensure_ascii=False)``, without building an
+#: encoder per answer.
+_JSON = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+
+
 def json_response(
     status: int, payload: Any, headers: Sequence[tuple[str, str]] = ()
 ) -> HttpResponse:
     # A lone surrogate (refused in request bodies, but a scenario or a path may still carry
     # one) comes out as its JSON escape: rendering an answer must never fail.
-    text = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
+    text = _JSON.encode(payload)
     body = text.encode("utf-8", "backslashreplace")
     return HttpResponse(status, body, "application/json", tuple(headers))
 
@@ -213,13 +231,80 @@ def parse_http_date(text: str) -> float | None:
     return parsed.timestamp()
 
 
-def parse_retry_after(value: str, *, date_of_response: float) -> float | None:
-    """The Unix time before which a client must not retry, or None if ``value`` is unusable.
+# --- Retry-After ---------------------------------------------------------------------------
 
-    delay-seconds count from the response (``date_of_response``, a Unix time); an HTTP-date is
-    absolute.
+#: How a ``Retry-After`` is written: delay-seconds, an HTTP-date in one of its three forms, or
+#: whole milliseconds in a ``retry-after-ms`` header (as OpenAI's and Anthropic's APIs send).
+RetryAfterForm = Literal["seconds", "imf", "rfc850", "asctime", "ms"]
+#: The forms, simplest first.
+RETRY_AFTER_FORMS: tuple[RetryAfterForm, ...] = ("seconds", *DATE_FORMS, "ms")
+#: How far below a whole second a computed wait may be and still count as it (float sums).
+_SLACK = 1e-9
+
+
+class RetryAfterValue(NamedTuple):
+    """A ``Retry-After`` (or ``retry-after-ms``) as read: the value as sent, the instant it
+    means (None when it means none), the header's name in lower case, and the form it was
+    written in (a ``RetryAfterForm``, or ``invalid``)."""
+
+    raw: str
+    not_before: float | None
+    header: str
+    form: str
+
+
+def _ceil(value: float) -> int:
+    """Round up, but not for float noise: 3.0000000000000004 s of computed wait is 3 s."""
+    return math.ceil(value - _SLACK)
+
+
+def retry_after_header(wait: float, form: RetryAfterForm, *, sent_at: float) -> tuple[str, str]:
+    """The header telling a client to wait ``wait`` seconds after an answer dated ``sent_at``
+    (Unix time): a wait is rounded up to the whole unit, an HTTP-date to the second after."""
+    if form == "ms":
+        return ("retry-after-ms", str(max(0, _ceil(wait * 1000))))
+    if form == "seconds":
+        return ("Retry-After", str(max(0, _ceil(wait))))
+    return ("Retry-After", format_http_date(_ceil(sent_at + wait), form))
+
+
+def parse_retry_after(
+    value: str, *, sent_at: float, epoch: float = 0.0, header: str = "retry-after"
+) -> RetryAfterValue:
+    """What ``value`` of ``header`` means, on the caller's clock.
+
+    ``sent_at`` is the reading the answer is dated, ``epoch`` the Unix time of reading 0: a
+    delay counts from ``sent_at``, an HTTP-date is absolute. ``retry-after-ms`` holds a number
+    of milliseconds; ``retry-after`` delay-seconds (digits only) or an HTTP-date.
     """
+    if header == "retry-after-ms":
+        try:
+            delay = float(value) / 1000
+        except ValueError:
+            return RetryAfterValue(value, None, header, "invalid")
+        return RetryAfterValue(value, sent_at + delay, header, "ms")
     text = value.strip()
     if text.isdigit():
-        return date_of_response + int(text)
-    return parse_http_date(text)
+        return RetryAfterValue(value, sent_at + int(text), header, "seconds")
+    parsed = parse_http_date(text)
+    if parsed is None:
+        return RetryAfterValue(value, None, header, "invalid")
+    return RetryAfterValue(value, parsed - epoch, header, _date_form(text))
+
+
+def read_retry_after(
+    headers: Iterable[tuple[str, str]], *, sent_at: float, epoch: float = 0.0
+) -> RetryAfterValue | None:
+    """The first ``Retry-After`` or ``retry-after-ms`` among ``headers``, read as
+    ``parse_retry_after`` does; None when there is neither."""
+    for name, value in headers:
+        lowered = name.lower()
+        if lowered in ("retry-after", "retry-after-ms"):
+            return parse_retry_after(value, sent_at=sent_at, epoch=epoch, header=lowered)
+    return None
+
+
+def _date_form(text: str) -> DateForm:
+    if "," not in text:
+        return "asctime"
+    return "rfc850" if "-" in text else "imf"

@@ -9,7 +9,8 @@ and iteration is in the order jobs were added, so a run stays deterministic.
 
 A store hands out the records themselves: the engine changes a job it got from ``get`` in place
 (its step, ``since``, ``polls``...), so a store that keeps copies elsewhere must hand out
-records that write their changes through.
+records that write their changes through. Only jobs live here: the engine's schedule of timed
+steps, its concurrency slots, rate-limit buckets and fault counts are still its own, per engine.
 """
 
 from __future__ import annotations
@@ -119,6 +120,10 @@ class MemoryJobStore:
 
     def __iter__(self) -> Iterator[Job]:
         return iter(self._jobs.values())
+
+    def __reversed__(self) -> Iterator[Job]:
+        # optional for a store: with it, a page of the newest jobs reads only those
+        return reversed(self._jobs.values())
 
     def __len__(self) -> int:
         return len(self._jobs)

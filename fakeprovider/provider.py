@@ -10,9 +10,11 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime
+import functools
 import hashlib
 import json
 import logging
+import math
 import threading
 from collections.abc import Callable, Iterable
 from typing import IO, Any
@@ -24,12 +26,12 @@ from .http import (
     NO_BODY,
     HttpRequest,
     HttpResponse,
+    error_response,
     format_http_date,
-    json_response,
     safe_header_value,
     wire_problem,
 )
-from .journal import Entry, Journal
+from .journal import Entry, Journal, JournalSink
 from .messages import (
     ApiError,
     Reply,
@@ -78,24 +80,20 @@ class LogOnce:
 
 def unsendable_answer(problem: str) -> HttpResponse:
     """The answer when the scenario scripted one that HTTP/1.1 cannot carry: a JSON 500."""
-    return json_response(
-        500,
-        {
-            "error": {
-                "code": "unsendable_answer",
-                "message": f"The scenario scripted an answer that cannot be sent: {problem}; "
-                "fix the scenario.",
-            }
-        },
-    )
+    message = f"The scenario scripted an answer that cannot be sent: {problem}; fix the scenario."
+    return error_response(500, "unsendable_answer", message)
 
 
 def internal_error() -> HttpResponse:
     """The answer when the fake itself failed: 500 ``internal_error`` (the same in every
     dialect, since the dialect may be what failed)."""
-    return json_response(
-        500, {"error": {"code": "internal_error", "message": INTERNAL_ERROR_MESSAGE}}
-    )
+    return error_response(500, "internal_error", INTERNAL_ERROR_MESSAGE)
+
+
+@functools.lru_cache(maxsize=64)
+def _http_date(second: int) -> str:
+    # answers sent within one second share their Date: formatted once, not per answer
+    return format_http_date(second)
 
 
 def _with_error(reply: Reply, code: str) -> Reply:
@@ -127,7 +125,7 @@ class FakeProvider:
         dialect: str | None = None,
         seed: int | None = None,
         time_scale: float = 1.0,
-        journal_sink: IO[str] | None = None,
+        journal_sink: IO[str] | JournalSink | None = None,
         journal_memory: int | None = None,
         allow_webhook_hosts: Iterable[str] = (),
     ) -> None:
@@ -374,7 +372,7 @@ class FakeProvider:
             return engine, engine.changes[since:], engine.next_due()
 
     def date_header(self, reply: Reply) -> str:
-        return format_http_date(self.settings.epoch + reply.respond_at)
+        return _http_date(math.floor(self.settings.epoch + reply.respond_at))
 
     def sent(
         self,

@@ -34,6 +34,7 @@ from ._declarative import (
 from ._suggest import did_you_mean
 from ._yaml import YamlSyntaxError, load_located
 from .errors import Problem, ScenarioError
+from .http import RetryAfterForm
 
 __all__ = [
     "TERMINAL_STATUSES",
@@ -68,7 +69,6 @@ Event = Literal[
     "job.cancelled",
     "job.completed_with_errors",
 ]
-RetryAfterForm = Literal["seconds", "imf", "rfc850", "asctime", "ms"]
 TERMINAL_STATUSES = frozenset({"succeeded", "failed", "cancelled", "completed_with_errors"})
 Progress = Annotated[int, Bounds(minimum=0, maximum=100)]
 Fraction = Annotated[float, Bounds(minimum=0, maximum=1)]

@@ -43,6 +43,7 @@ except ModuleNotFoundError as _missing:
 from ._declarative import INVALID, Duration, convert, format_path
 from ._suggest import did_you_mean
 from .durations import format_duration, parse_duration
+from .http import RETRY_AFTER_FORMS
 from .scenario import Fault, JobSpec, RetryAfter, Scenario, Step, Webhooks
 
 __all__ = [
@@ -72,9 +73,6 @@ FAULT_KINDS: Final = (
     "lose_response",
     "auth_error",
 )
-#: ``Retry-After`` forms, simplest first: delay-seconds, the three RFC 9110 HTTP-date forms,
-#: and a ``retry-after-ms`` header.
-RETRY_AFTER_FORMS: Final = ("seconds", "imf", "rfc850", "asctime", "ms")
 #: How a timeline moves on: by time since the submit (``at: 93s``) or by status reads
 #: (``after_polls: 3``).
 TIMELINE_KINDS: Final = ("time", "polls")

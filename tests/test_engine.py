@@ -398,7 +398,7 @@ def test_same_requests_and_clock_readings_give_the_same_journal(
 
 
 def test_computed_retry_after_is_not_rounded_up_for_float_noise() -> None:
-    from fakeprovider.engine import _ceil
+    from fakeprovider.http import _ceil
 
     assert 0.1 * 3 * 10 == 3.0000000000000004  # the noise a scaled scenario produces
     assert (_ceil(0.1 * 3 * 10), _ceil(3.0), _ceil(3.001)) == (3, 3, 4)

@@ -1,4 +1,4 @@
-"""The neutral HTTP layer: HTTP-dates in the three RFC 9110 forms, safe headers, JSON answers."""
+"""The neutral HTTP layer: HTTP-dates, Retry-After, safe headers, JSON answers."""
 
 from __future__ import annotations
 
@@ -9,13 +9,21 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fakeprovider.http import (
+    DATE_FORMS,
+    RETRY_AFTER_FORMS,
+    HttpRequest,
     HttpResponse,
+    RetryAfterForm,
+    RetryAfterValue,
+    client_of,
     error_code,
     error_response,
     format_http_date,
     json_response,
     parse_http_date,
     parse_retry_after,
+    read_retry_after,
+    retry_after_header,
     safe_header_value,
     wire_problem,
 )
@@ -74,7 +82,36 @@ def test_unknown_form_is_refused() -> None:
     ],
 )
 def test_parse_retry_after(value: str, expected: float | None) -> None:
-    assert parse_retry_after(value, date_of_response=1000.0) == expected
+    assert parse_retry_after(value, sent_at=1000.0).not_before == expected
+
+
+@pytest.mark.parametrize("form", RETRY_AFTER_FORMS)
+def test_what_the_writer_writes_the_reader_names_in_the_same_form(form: RetryAfterForm) -> None:
+    # an answer dated clock reading 100.25 on a clock whose reading 0 is RFC_EXAMPLE
+    header = retry_after_header(30, form, sent_at=RFC_EXAMPLE + 100.25)
+    found = read_retry_after([("X-Other", "1"), header], sent_at=100.25, epoch=RFC_EXAMPLE)
+    assert found is not None
+    assert (found.header, found.form) == (header[0].lower(), form)
+    # delays count from the answer; an HTTP-date names the second after the wait
+    assert found.not_before == (131.0 if form in DATE_FORMS else 130.25)
+
+
+def test_retry_after_values_the_reader_cannot_use_are_invalid() -> None:
+    headers = [("Retry-After-Ms", "soon")]
+    assert read_retry_after(headers, sent_at=5.0) == RetryAfterValue(
+        "soon", None, "retry-after-ms", "invalid"
+    )
+    assert read_retry_after([("Retry-After", "later")], sent_at=5.0) == RetryAfterValue(
+        "later", None, "retry-after", "invalid"
+    )
+    assert read_retry_after([("Date", "x")], sent_at=5.0) is None
+
+
+def test_a_computed_wait_is_rounded_up_to_the_unit_but_not_for_float_noise() -> None:
+    assert retry_after_header(0.1 * 3 * 10, "seconds", sent_at=0) == ("Retry-After", "3")
+    assert retry_after_header(2.0001, "seconds", sent_at=0) == ("Retry-After", "3")
+    assert retry_after_header(1.5, "ms", sent_at=0) == ("retry-after-ms", "1500")
+    assert retry_after_header(-1, "seconds", sent_at=0) == ("Retry-After", "0")
 
 
 def test_header_values_are_made_safe_by_percent_encoding() -> None:
@@ -119,3 +156,22 @@ def test_error_answers_are_compact_json() -> None:
 
 def test_statuses_have_error_codes() -> None:
     assert [error_code(s) for s in (404, 429, 418)] == ["not_found", "rate_limited", "http_418"]
+
+
+@pytest.mark.parametrize(
+    ("client_id", "peer", "expected"),
+    [
+        ("ci-worker-3", "127.0.0.1:50123", "ci-worker-3"),
+        (None, "127.0.0.1:50123", "127.0.0.1"),
+        ("", "127.0.0.1:50123", "127.0.0.1"),
+        (None, "::1:50123", "::1"),
+        (None, "unknown", "unknown"),
+        (None, "testclient", "testclient"),
+    ],
+)
+def test_the_client_is_its_client_id_else_the_peers_host_without_the_port(
+    client_id: str | None, peer: str, expected: str
+) -> None:
+    assert client_of(client_id, peer) == expected
+    headers = {"x-client-id": client_id} if client_id is not None else {}
+    assert HttpRequest("GET", "/v1/jobs", headers=headers, peer=peer).client == expected

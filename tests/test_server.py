@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 import asyncio
+import http.client as http_client
+import os
+import queue
 import re
+import signal
 import socket
+import threading
+import time
+from pathlib import Path
 
 import httpx
 import pytest
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from fakeprovider import server as server_module
+from fakeprovider.journal import BatchedSink, read_journal
 from fakeprovider.provider import FakeProvider
 from fakeprovider.scenario import parse_scenario
 from fakeprovider.server import ServerThread, resolve_stack
@@ -121,3 +129,75 @@ def test_idle_connections_are_closed_on_either_parser(http: str) -> None:
             kept.sendall(b"GET /v1/jo")  # the next head, trickled after an answer
             while kept.recv(65536):  # the rest of the answer, then the close
                 pass
+
+
+@pytest.mark.parametrize("http", ["h11", "httptools"])
+def test_a_connection_answered_within_the_idle_timeout_each_time_stays_open(http: str) -> None:
+    if http == "httptools":
+        pytest.importorskip("httptools")
+    with ServerThread(_provider(), http=http, idle_timeout=0.3) as running:
+        host, port = running.url.removeprefix("http://").split(":")
+        connection = http_client.HTTPConnection(host, int(port), timeout=10)
+        try:
+            sockets = []
+            for _ in range(6):  # 0.6 s and more in all, never 0.3 s without an answer
+                connection.request("GET", "/v1/jobs")
+                answer = connection.getresponse()
+                answer.read()
+                assert answer.status == 200
+                sockets.append(connection.sock)
+                time.sleep(0.1)
+            assert len(set(map(id, sockets))) == 1  # one connection all along, still open
+            assert connection.sock is not None
+            assert connection.sock.recv(1) == b""  # then closed 0.3 s after the last answer
+        finally:
+            connection.close()
+
+
+def test_a_server_thread_writes_every_batched_entry_by_the_time_it_has_stopped(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "journal.jsonl"
+    with path.open("a", encoding="utf-8") as stream:
+        # an interval far longer than the test: only stop() can have written the entries
+        provider = FakeProvider(
+            parse_scenario(INSTANT), journal_sink=BatchedSink(stream, interval=60)
+        )
+        with ServerThread(provider) as running, httpx.Client(base_url=running.url) as http:
+            job = http.post("/v1/jobs", json={"prompt": "x"}).json()["job_id"]
+            for _ in range(20):
+                http.get(f"/v1/jobs/{job}")
+        written = read_journal(path)
+        provider.journal.close()
+    assert [(e.kind, e.status_code) for e in written] == [("admin", None), ("submit", 202)] + 20 * [
+        ("status", 200)
+    ]
+
+
+def test_serve_forever_writes_every_batched_entry_before_it_returns(tmp_path: Path) -> None:
+    path = tmp_path / "journal.jsonl"
+    urls: queue.Queue[str] = queue.Queue()
+
+    def client() -> None:
+        try:
+            with httpx.Client(base_url=urls.get(timeout=10)) as http:
+                job = http.post("/v1/jobs", json={"prompt": "x"}).json()["job_id"]
+                for _ in range(20):
+                    http.get(f"/v1/jobs/{job}")
+        finally:
+            os.kill(os.getpid(), signal.SIGTERM)  # handled by the server: it stops
+
+    with path.open("a", encoding="utf-8") as stream:
+        # an interval far longer than the test: only the server's stop can write the entries
+        provider = FakeProvider(
+            parse_scenario(INSTANT), journal_sink=BatchedSink(stream, interval=60)
+        )
+        requests = threading.Thread(target=client)
+        requests.start()
+        server_module.serve_forever(provider, port=0, on_ready=urls.put)
+        requests.join(10)
+        written = read_journal(path)
+        provider.journal.close()
+    assert [(e.kind, e.status_code) for e in written] == [("admin", None), ("submit", 202)] + 20 * [
+        ("status", 200)
+    ]

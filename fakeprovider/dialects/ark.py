@@ -152,7 +152,7 @@ class ArkDialect(Dialect):
 
         return Request(
             kind="list",
-            select=wanted,
+            select=None if status is None and model is None and task_id is None else wanted,
             page=page,
             newest_first=True,
             **common,

@@ -122,8 +122,10 @@ class Dialect:
 
     def match(self, method: str, path: str) -> tuple[Route, dict[str, str]] | None:
         for route in self.routes:
+            if route.method != method:
+                continue
             found = route.pattern.match(path)
-            if found and route.method == method:
+            if found:
                 return route, found.groupdict()
         return None
 

@@ -161,7 +161,7 @@ class DashScopeDialect(Dialect):
 
         return Request(
             kind="list",
-            select=wanted,
+            select=None if status is None and model is None else wanted,
             page=page,
             newest_first=True,
             **common,

@@ -13,6 +13,7 @@ from typing import Any
 
 from fakeprovider.clock import VirtualClock
 from fakeprovider.http import HttpRequest
+from fakeprovider.inprocess import virtual_provider
 from fakeprovider.invariants import Limits, Violation, check
 from fakeprovider.journal import Entry
 from fakeprovider.provider import FakeProvider
@@ -32,6 +33,23 @@ def serve(
     provider = FakeProvider(scenario, dialect=dialect, time_scale=time_scale)
     with ServerThread(provider) as server:
         yield provider, server.url
+
+
+@contextmanager
+def serve_inprocess(
+    dialect: str, scenario: Scenario | str, *, time_scale: float = SCALE
+) -> Iterator[tuple[FakeProvider, str]]:
+    """``serve`` without sockets: ``scenario`` played in ``dialect`` in-process, in virtual
+    time, at the same ``time_scale``; yields the provider and base URL.
+
+    The SDK's httpx, httpx2 or requests client is answered by the fake, and its sleeps and
+    clock readings follow the fake's virtual clock: the SDK waits exactly what it would over a
+    socket at this scale (its scaled intervals and deadlines unchanged), without the wall time,
+    and the journal's times cannot depend on the machine's load. Webhook tests and the key
+    cells of ``test_matrix.py`` stay on real sockets (``serve``).
+    """
+    with virtual_provider(scenario, dialect=dialect, time_scale=time_scale) as fp:
+        yield fp.provider, fp.url
 
 
 def settled(provider: FakeProvider, timeout: float = 5.0) -> list[Entry]:

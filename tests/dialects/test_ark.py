@@ -20,8 +20,8 @@ from .helpers import (
     planned_messages,
     retried_through_transient_5xx,
     sent_hooks,
-    serve,
     serve_hooks,
+    serve_inprocess,
     settled,
     unusual,
     violated,
@@ -329,7 +329,7 @@ def run_sdk(url: str, *, interval: float = 0.1, timeout: float = 10) -> Any:
 
 @needs_ark
 def test_sdk_slow_success() -> None:
-    with serve("ark", "slow-success") as (provider, url):
+    with serve_inprocess("ark", "slow-success") as (provider, url):
         done = run_sdk(url)
         assert done.status == "succeeded"
         assert done.content.video_url == f"{url}/files/{done.id}.mp4"
@@ -339,19 +339,17 @@ def test_sdk_slow_success() -> None:
 
 @needs_ark
 def test_sdk_terminal_failure_is_a_failed_task() -> None:
-    with serve("ark", "terminal-failure") as (provider, url):
+    with serve_inprocess("ark", "terminal-failure") as (provider, url):
         done = run_sdk(url)
         assert (done.status, done.error.code) == ("failed", "content_policy_violation")
         assert last_status(settled(provider)) == "failed"
         assert violated(provider) == set()
 
 
-# slow: the matrix key cell volcengine-ark / transient-5xx checks it by default
-@pytest.mark.slow
 @needs_ark
 def test_finding_sdk_retries_5xx_before_their_retry_after() -> None:
     """It retries the 503s (0.5 s, then 1 s, jittered) but never reads their ``Retry-After``."""
-    with serve("ark", "transient-5xx") as (provider, url):
+    with serve_inprocess("ark", "transient-5xx") as (provider, url):
         assert run_sdk(url).status == "succeeded"
         assert unusual(settled(provider)) == retried_through_transient_5xx(200)
         found = violations(provider)
@@ -360,18 +358,16 @@ def test_finding_sdk_retries_5xx_before_their_retry_after() -> None:
 
 @needs_ark
 def test_sdk_cancelled() -> None:
-    with serve("ark", "cancelled") as (provider, url):
+    with serve_inprocess("ark", "cancelled") as (provider, url):
         assert run_sdk(url).status == "cancelled"
         assert violated(provider) == set()
 
 
-# slow: clean either way; the retry finding is the 5xx one
-@pytest.mark.slow
 @needs_ark
 def test_sdk_rate_limited_retries_the_429s() -> None:
     """Its 0.5 s and 1 s backoffs happen to clear these HTTP-date ``Retry-After`` values (1 s
     granularity, scaled): clean here, though it never reads them (see the 5xx finding)."""
-    with serve("ark", "rate-limited") as (provider, url):
+    with serve_inprocess("ark", "rate-limited") as (provider, url):
         assert run_sdk(url).status == "succeeded"
         faults = [e.fault for e in settled(provider) if e.status_code == 429]
         assert faults == ["throttled-rfc850", "throttled-asctime"]
@@ -381,7 +377,7 @@ def test_sdk_rate_limited_retries_the_429s() -> None:
 @needs_ark
 def test_finding_sdk_retries_a_lost_create_without_a_key() -> None:
     """A create whose answer is lost is retried (any exception is), with no Idempotency-Key."""
-    with serve("ark", "ambiguous-submit") as (provider, url):
+    with serve_inprocess("ark", "ambiguous-submit") as (provider, url):
         assert run_sdk(url).status == "succeeded"
         submits = [e for e in settled(provider) if e.kind == "submit"]
         assert [(e.dropped, e.idempotency_key) for e in submits] == [

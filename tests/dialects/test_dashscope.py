@@ -18,7 +18,7 @@ from .helpers import (
     call,
     download,
     last_status,
-    serve,
+    serve_inprocess,
     settled,
     unusual,
     violated,
@@ -198,7 +198,8 @@ def v1(monkeypatch: pytest.MonkeyPatch) -> Any:
     def point(url: str) -> None:
         monkeypatch.setattr(dashscope, "base_http_api_url", f"{url}/api/v1")
 
-    scaled = types.SimpleNamespace(time=time.time, sleep=lambda s: time.sleep(s * SCALE))
+    # read at each call: in-process, both are the virtual clock's
+    scaled = types.SimpleNamespace(time=lambda: time.time(), sleep=lambda s: time.sleep(s * SCALE))
     monkeypatch.setattr(base_api, "time", scaled)
     return point
 
@@ -218,9 +219,8 @@ def v1_run(task: str | None = None) -> Any:
 
 
 @needs_dashscope
-@pytest.mark.slow  # 2-3 s over sockets in real time: CI runs it in the slow step
 def test_v1_slow_success(v1: Any) -> None:
-    with serve("dashscope", "slow-success") as (provider, url):
+    with serve_inprocess("dashscope", "slow-success") as (provider, url):
         v1(url)
         done = v1_run()
         assert (done.status_code, done.output.task_status) == (200, "SUCCEEDED")
@@ -230,7 +230,7 @@ def test_v1_slow_success(v1: Any) -> None:
 
 @needs_dashscope
 def test_v1_terminal_failure_is_returned(v1: Any) -> None:
-    with serve("dashscope", "terminal-failure") as (provider, url):
+    with serve_inprocess("dashscope", "terminal-failure") as (provider, url):
         v1(url)
         done = v1_run()
         assert (done.status_code, done.output.task_status) == (200, "FAILED")
@@ -243,7 +243,7 @@ def test_finding_v1_wait_ignores_retry_after_and_gives_up_on_a_502(v1: Any) -> N
     """``wait`` retries a 503 or 504 after its own poll interval (never reading ``Retry-After``)
     and hands back any other error as the answer: the 502 of ``transient-5xx`` ends the wait
     while the job is still running."""
-    with serve("dashscope", "transient-5xx") as (provider, url):
+    with serve_inprocess("dashscope", "transient-5xx") as (provider, url):
         v1(url)
         done = v1_run()
         assert done.status_code == 502
@@ -266,7 +266,7 @@ def test_finding_v1_wait_ignores_retry_after_and_gives_up_on_a_502(v1: Any) -> N
 def test_v1_wait_stops_on_unknown(v1: Any) -> None:
     """An id the gateway does not know is 200 UNKNOWN: ``wait`` returns it at once. It is no
     job state: a client must report "no such task", neither success nor the job's failure."""
-    with serve("dashscope", "slow-success") as (provider, url):
+    with serve_inprocess("dashscope", "slow-success") as (provider, url):
         v1(url)
         done = v1_run("no-such-task")
         assert (done.status_code, done.output.task_status) == (200, "UNKNOWN")
@@ -298,7 +298,7 @@ def v2_run(url: str) -> Any:
 
 @needs_dashscope
 def test_v2_slow_success() -> None:
-    with serve("dashscope", "slow-success") as (provider, url):
+    with serve_inprocess("dashscope", "slow-success") as (provider, url):
         assert v2_run(url).status == "SUCCEEDED"
         assert unusual(settled(provider)) == [("submit", 200, None), ("content", 200, None)]
         assert violated(provider) == set()
@@ -308,37 +308,33 @@ def test_v2_slow_success() -> None:
 def test_v2_terminal_failure_raises() -> None:
     from dashscope.v2.errors import DashScopeError
 
-    with serve("dashscope", "terminal-failure") as (provider, url):
+    with serve_inprocess("dashscope", "terminal-failure") as (provider, url):
         with pytest.raises(DashScopeError) as caught:
             v2_run(url)
         assert "The prompt was rejected by the safety system" in str(caught.value)
         assert violated(provider) == set()
 
 
-# slow: the matrix runs it (dashscope / transient-5xx)
-@pytest.mark.slow
 @needs_dashscope
 def test_v2_transient_5xx_retries_after_retry_after() -> None:
-    with serve("dashscope", "transient-5xx") as (provider, url):
+    with serve_inprocess("dashscope", "transient-5xx") as (provider, url):
         assert v2_run(url).status == "SUCCEEDED"
         assert violated(provider) == set()
 
 
 @needs_dashscope
 def test_v2_wait_returns_unknown() -> None:
-    with serve("dashscope", "slow-success") as (provider, url):
+    with serve_inprocess("dashscope", "slow-success") as (provider, url):
         with v2_client(url) as client:
             done = client.videos.jobs.wait("no-such-task")
         assert (done.status, done.finished, done.succeeded) == ("UNKNOWN", True, False)
         assert violated(provider) == set()
 
 
-# slow: the matrix key cell dashscope / ambiguous-submit checks it by default
-@pytest.mark.slow
 @needs_dashscope
 def test_finding_v2_retries_a_lost_create_without_a_key() -> None:
     """The v2 transport retries every method, POST included, with no idempotency key."""
-    with serve("dashscope", "ambiguous-submit") as (provider, url):
+    with serve_inprocess("dashscope", "ambiguous-submit") as (provider, url):
         assert v2_run(url).status == "SUCCEEDED"
         submits = [e for e in settled(provider) if e.kind == "submit"]
         assert [(e.dropped, e.idempotency_key) for e in submits] == [
@@ -350,10 +346,10 @@ def test_finding_v2_retries_a_lost_create_without_a_key() -> None:
 
 @needs_dashscope
 def test_rate_limited_v1_hands_back_the_429_and_v2_retries_it(v1: Any) -> None:
-    with serve("dashscope", "rate-limited") as (provider, url):
+    with serve_inprocess("dashscope", "rate-limited") as (provider, url):
         v1(url)
         assert v1_run().status_code == 429
         assert violations(provider) == []
-    with serve("dashscope", "rate-limited") as (provider, url):
+    with serve_inprocess("dashscope", "rate-limited") as (provider, url):
         assert v2_run(url).status == "SUCCEEDED"
         assert violated(provider) == set()

@@ -21,8 +21,8 @@ from .helpers import (
     hook_scenario,
     planned_messages,
     sent_hooks,
-    serve,
     serve_hooks,
+    serve_inprocess,
     settled,
     unusual,
     violated,
@@ -301,9 +301,8 @@ def subscribe(client: Any, url: str, monkeypatch: pytest.MonkeyPatch) -> Any:
 
 
 @needs_fal_client
-@pytest.mark.slow  # 2-3 s over sockets in real time: CI runs it in the slow step
 def test_sdk_slow_success(client: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    with serve("fal", "slow-success") as (provider, url):
+    with serve_inprocess("fal", "slow-success") as (provider, url):
         result = subscribe(client, url, monkeypatch)
         assert result["video"]["file_size"] == 1048576
         assert unusual(settled(provider)) == [("submit", 200, None), ("content", 200, None)]
@@ -315,7 +314,7 @@ def test_finding_sdk_fetches_the_result_of_a_failed_request(
     client: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """fal-client ignores ``error`` in COMPLETED and fetches response_url, where the failure surfaces."""
-    with serve("fal", "terminal-failure") as (provider, url):
+    with serve_inprocess("fal", "terminal-failure") as (provider, url):
         with pytest.raises(fal_client.FalClientHTTPError) as caught:
             subscribe(client, url, monkeypatch)
         assert (caught.value.status_code, str(caught.value)) == (
@@ -329,7 +328,7 @@ def test_finding_sdk_fetches_the_result_of_a_failed_request(
 @needs_fal_client
 def test_finding_sdk_does_not_retry_app_5xx(client: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """fal-client retries 502-504 only from nginx without x-fal-request-id: an app 503 ends the wait."""
-    with serve("fal", "transient-5xx") as (provider, url):
+    with serve_inprocess("fal", "transient-5xx") as (provider, url):
         with pytest.raises(fal_client.FalClientHTTPError) as caught:
             subscribe(client, url, monkeypatch)
         assert caught.value.status_code == 503
@@ -342,7 +341,7 @@ def test_finding_sdk_does_not_retry_app_5xx(client: Any, monkeypatch: pytest.Mon
 
 @needs_fal_client
 def test_sdk_cancelled(client: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    with serve("fal", "cancelled") as (provider, url):
+    with serve_inprocess("fal", "cancelled") as (provider, url):
         with pytest.raises(fal_client.FalClientHTTPError) as caught:
             subscribe(client, url, monkeypatch)
         assert (caught.value.status_code, str(caught.value)) == (400, "Request was cancelled.")
@@ -351,7 +350,7 @@ def test_sdk_cancelled(client: Any, monkeypatch: pytest.MonkeyPatch) -> None:
 
 @needs_fal_client
 def test_sdk_rate_limited_succeeds(client: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    with serve("fal", "rate-limited") as (provider, url):
+    with serve_inprocess("fal", "rate-limited") as (provider, url):
         assert subscribe(client, url, monkeypatch)["video"]["file_size"] == 262144
         faults = [e.fault for e in settled(provider) if e.status_code == 429]
         assert faults[:2] == ["throttled-rfc850", "throttled-asctime"]
@@ -373,7 +372,7 @@ expect: {outcome: succeeded, retrievals: 1}
 @needs_fal_client
 def test_finding_sdk_ignores_retry_after(client: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """fal-client backs off 0.05-0.15 s after a 429 whatever its Retry-After says."""
-    with serve("fal", parse_scenario(RETRY_AFTER), time_scale=1.0) as (provider, url):
+    with serve_inprocess("fal", parse_scenario(RETRY_AFTER), time_scale=1.0) as (provider, url):
         assert subscribe(client, url, monkeypatch)["video"]["file_size"] == 262144
         entries = settled(provider)
         throttled = next(e for e in entries if e.status_code == 429)

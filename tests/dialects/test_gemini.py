@@ -23,8 +23,8 @@ from .helpers import (
     last_status,
     planned_messages,
     sent_hooks,
-    serve,
     serve_hooks,
+    serve_inprocess,
     settled,
     standard_webhooks_judge,
     unusual,
@@ -290,7 +290,7 @@ def run_sdk(url: str, *, reread: bool = False, **create: Any) -> Any:
 
 @needs_genai
 def test_sdk_slow_success_reads_the_video_inline_once() -> None:
-    with serve("gemini", "slow-success") as (provider, url):
+    with serve_inprocess("gemini", "slow-success") as (provider, url):
         done = run_sdk(url)
         assert (done.status, done.output_video.mime_type) == ("completed", "video/mp4")
         assert base64.b64decode(done.output_video.data) == video_bytes(done.id, 1048576)
@@ -303,7 +303,7 @@ def test_sdk_slow_success_reads_the_video_inline_once() -> None:
 
 @needs_genai
 def test_sdk_uri_delivery_downloads_once() -> None:
-    with serve("gemini", "quick-preview") as (provider, url):
+    with serve_inprocess("gemini", "quick-preview") as (provider, url):
         done = run_sdk(url, response_format={"type": "video", "delivery": "uri"})
         assert len(download(done.output_video.uri)) == 131072
         assert unusual(settled(provider)) == [("submit", 200, None), ("content", 200, None)]
@@ -312,7 +312,7 @@ def test_sdk_uri_delivery_downloads_once() -> None:
 
 @needs_genai
 def test_a_client_that_rereads_the_finished_interaction_retrieves_the_video_twice() -> None:
-    with serve("gemini", "quick-preview") as (provider, url):
+    with serve_inprocess("gemini", "quick-preview") as (provider, url):
         run_sdk(url, reread=True)
         entries = settled(provider)
         first, second = (e for e in entries if e.inline_result)
@@ -327,7 +327,7 @@ def test_a_client_that_rereads_the_finished_interaction_retrieves_the_video_twic
 
 @needs_genai
 def test_sdk_terminal_failure_and_cancelled() -> None:
-    with serve("gemini", "terminal-failure") as (provider, url):
+    with serve_inprocess("gemini", "terminal-failure") as (provider, url):
         done = run_sdk(url)
         assert (done.status, done.errors[0].code, done.output_video) == (
             "failed",
@@ -335,7 +335,7 @@ def test_sdk_terminal_failure_and_cancelled() -> None:
             None,
         )
         assert violated(provider) == set()
-    with serve("gemini", "cancelled") as (provider, url):
+    with serve_inprocess("gemini", "cancelled") as (provider, url):
         assert run_sdk(url).status == "cancelled"
         assert last_status(settled(provider)) == "cancelled"
         assert violated(provider) == set()
@@ -344,7 +344,7 @@ def test_sdk_terminal_failure_and_cancelled() -> None:
 @needs_genai
 def test_sdk_retries_5xx_after_their_retry_after() -> None:
     """The transport retries 408/409/429/5xx (4 retries by default) and waits Retry-After."""
-    with serve("gemini", "transient-5xx") as (provider, url):
+    with serve_inprocess("gemini", "transient-5xx") as (provider, url):
         assert run_sdk(url).status == "completed"
         entries = settled(provider)
         assert unusual(entries) == [
@@ -370,7 +370,7 @@ expect: {outcome: succeeded, retrievals: 1}
 """
     from fakeprovider.scenario import parse_scenario
 
-    with serve("gemini", parse_scenario(scenario), time_scale=1.0) as (provider, url):
+    with serve_inprocess("gemini", parse_scenario(scenario), time_scale=1.0) as (provider, url):
         assert run_sdk(url).status == "completed"
         entries = settled(provider)
         throttled, retry = entries[1], entries[2]
@@ -385,7 +385,7 @@ def test_finding_a_lost_create_is_not_retried_although_connection_retries_are_on
     SDK's ``CompatErrorHook`` has already wrapped the ``httpx`` error into
     ``APIConnectionError``, which the loop does not recognise: the create raises. Safe (no
     second job), and the same for every method: a dropped status read is not retried either."""
-    with serve("gemini", "ambiguous-submit") as (provider, url):
+    with serve_inprocess("gemini", "ambiguous-submit") as (provider, url):
         with pytest.raises(errors.APIConnectionError):
             run_sdk(url)
         entries = settled(provider)
@@ -395,7 +395,7 @@ def test_finding_a_lost_create_is_not_retried_although_connection_retries_are_on
 
 @needs_genai
 def test_sdk_refuses_a_revoked_key_without_retrying() -> None:
-    with serve("gemini", "auth-revoked") as (provider, url):
+    with serve_inprocess("gemini", "auth-revoked") as (provider, url):
         with pytest.raises(errors.APIError) as caught:
             run_sdk(url)
         assert caught.value.status_code == 401

@@ -14,7 +14,7 @@ from .helpers import (
     CLIENT_HEADERS,
     call,
     last_status,
-    serve,
+    serve_inprocess,
     settled,
     unusual,
     violated,
@@ -143,9 +143,8 @@ def run_sdk(url: str, *, reread: bool = False) -> Any:
 
 
 @needs_genai
-@pytest.mark.slow  # 2-3 s over sockets in real time: CI runs it in the slow step
 def test_sdk_slow_success() -> None:
-    with serve("google-veo", "slow-success") as (provider, url):
+    with serve_inprocess("google-veo", "slow-success") as (provider, url):
         operation = run_sdk(url)
         video = operation.result.generated_videos[0].video
         assert (len(video.video_bytes), video.mime_type) == (1048576, "video/mp4")
@@ -160,7 +159,7 @@ def test_sdk_slow_success() -> None:
 
 @needs_genai
 def test_a_client_that_rereads_the_finished_operation_retrieves_the_video_twice() -> None:
-    with serve("google-veo", "slow-success") as (provider, url):
+    with serve_inprocess("google-veo", "slow-success") as (provider, url):
         run_sdk(url, reread=True)
         entries = settled(provider)
         first, second = (e for e in entries if e.inline_result)
@@ -191,7 +190,7 @@ def test_an_operation_written_to_storage_is_no_inline_retrieval() -> None:
 
 @needs_genai
 def test_sdk_terminal_failure() -> None:
-    with serve("google-veo", "terminal-failure") as (provider, url):
+    with serve_inprocess("google-veo", "terminal-failure") as (provider, url):
         operation = run_sdk(url)
         assert (operation.error["code"], operation.result) == (13, None)
         assert violated(provider) == set()
@@ -199,7 +198,7 @@ def test_sdk_terminal_failure() -> None:
 
 @needs_genai
 def test_sdk_cancelled() -> None:
-    with serve("google-veo", "cancelled") as (provider, url):
+    with serve_inprocess("google-veo", "cancelled") as (provider, url):
         operation = run_sdk(url)
         assert operation.error["code"] == 1
         assert last_status(settled(provider)) == "cancelled"
@@ -208,7 +207,7 @@ def test_sdk_cancelled() -> None:
 
 @needs_genai
 def test_finding_sdk_does_not_retry_5xx_by_default() -> None:
-    with serve("google-veo", "transient-5xx") as (provider, url):
+    with serve_inprocess("google-veo", "transient-5xx") as (provider, url):
         with pytest.raises(errors.ServerError) as caught:
             run_sdk(url)
         assert (caught.value.code, caught.value.status) == (503, "UNAVAILABLE")
@@ -221,7 +220,7 @@ def test_finding_sdk_does_not_retry_5xx_by_default() -> None:
 
 @needs_genai
 def test_finding_sdk_does_not_retry_429_by_default() -> None:
-    with serve("google-veo", "rate-limited") as (provider, url):
+    with serve_inprocess("google-veo", "rate-limited") as (provider, url):
         with pytest.raises(errors.ClientError) as caught:
             run_sdk(url)
         assert (caught.value.code, caught.value.status) == (429, "RESOURCE_EXHAUSTED")

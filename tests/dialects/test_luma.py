@@ -5,8 +5,6 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import pytest
-
 from .helpers import (
     CLIENT_HEADERS,
     body_of,
@@ -19,8 +17,8 @@ from .helpers import (
     planned_messages,
     retried_through_transient_5xx,
     sent_hooks,
-    serve,
     serve_hooks,
+    serve_inprocess,
     settled,
     unusual,
     violated,
@@ -147,7 +145,7 @@ def run_sdk(url: str) -> Any:
 
 @needs_lumaai
 def test_sdk_slow_success() -> None:
-    with serve("luma", "slow-success") as (provider, url):
+    with serve_inprocess("luma", "slow-success") as (provider, url):
         assert run_sdk(url).state == "completed"
         assert unusual(settled(provider)) == [("submit", 201, None), ("content", 200, None)]
         assert violated(provider) == set()
@@ -155,7 +153,7 @@ def test_sdk_slow_success() -> None:
 
 @needs_lumaai
 def test_sdk_terminal_failure() -> None:
-    with serve("luma", "terminal-failure") as (provider, url):
+    with serve_inprocess("luma", "terminal-failure") as (provider, url):
         made = run_sdk(url)
         assert (made.state, made.failure_reason) == (
             "failed",
@@ -165,9 +163,8 @@ def test_sdk_terminal_failure() -> None:
 
 
 @needs_lumaai
-@pytest.mark.slow  # 2-3 s over sockets in real time: CI runs it in the slow step
 def test_sdk_transient_5xx_retries() -> None:
-    with serve("luma", "transient-5xx") as (provider, url):
+    with serve_inprocess("luma", "transient-5xx") as (provider, url):
         assert run_sdk(url).state == "completed"
         assert unusual(settled(provider)) == retried_through_transient_5xx(201)
         assert violated(provider) == set()
@@ -175,14 +172,14 @@ def test_sdk_transient_5xx_retries() -> None:
 
 @needs_lumaai
 def test_sdk_rate_limited() -> None:
-    with serve("luma", "rate-limited") as (provider, url):
+    with serve_inprocess("luma", "rate-limited") as (provider, url):
         assert run_sdk(url).state == "completed"
         assert violated(provider) == set()
 
 
 @needs_lumaai
 def test_sdk_cancelled_reads_failed() -> None:
-    with serve("luma", "cancelled") as (provider, url):
+    with serve_inprocess("luma", "cancelled") as (provider, url):
         assert run_sdk(url).state == "failed"
         assert last_status(settled(provider)) == "cancelled"
         assert violated(provider) == set()

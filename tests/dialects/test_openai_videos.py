@@ -25,8 +25,8 @@ from .helpers import (
     planned_messages,
     retried_through_transient_5xx,
     sent_hooks,
-    serve,
     serve_hooks,
+    serve_inprocess,
     settled,
     unusual,
     violated,
@@ -256,9 +256,8 @@ def run_sdk(url: str) -> tuple[Any, Any]:
 
 
 @needs_openai
-@pytest.mark.slow  # 2-3 s over sockets in real time: CI runs it in the slow step
 def test_sdk_slow_success() -> None:
-    with serve("openai-videos", "slow-success") as (provider, url):
+    with serve_inprocess("openai-videos", "slow-success") as (provider, url):
         video_obj, content = run_sdk(url)
         assert (video_obj.status, video_obj.progress, len(content)) == ("completed", 100, 1048576)
         entries = settled(provider)
@@ -271,7 +270,7 @@ def test_sdk_slow_success() -> None:
 
 @needs_openai
 def test_sdk_terminal_failure_returns_failed_with_the_error() -> None:
-    with serve("openai-videos", "terminal-failure") as (provider, url):
+    with serve_inprocess("openai-videos", "terminal-failure") as (provider, url):
         video_obj, content = run_sdk(url)
         assert (video_obj.status, content) == ("failed", None)
         assert (video_obj.error.code, video_obj.error.message) == (
@@ -283,9 +282,8 @@ def test_sdk_terminal_failure_returns_failed_with_the_error() -> None:
 
 
 @needs_openai
-@pytest.mark.slow  # 2-3 s over sockets in real time: CI runs it in the slow step
 def test_sdk_transient_5xx_retries_with_retry_after() -> None:
-    with serve("openai-videos", "transient-5xx") as (provider, url):
+    with serve_inprocess("openai-videos", "transient-5xx") as (provider, url):
         video_obj, content = run_sdk(url)
         assert (video_obj.status, len(content)) == ("completed", 262144)
         assert unusual(settled(provider)) == retried_through_transient_5xx(200)
@@ -294,7 +292,7 @@ def test_sdk_transient_5xx_retries_with_retry_after() -> None:
 
 @needs_openai
 def test_sdk_rate_limited_honours_http_date_retry_after() -> None:
-    with serve("openai-videos", "rate-limited") as (provider, url):
+    with serve_inprocess("openai-videos", "rate-limited") as (provider, url):
         video_obj, content = run_sdk(url)
         assert (video_obj.status, len(content)) == ("completed", 262144)
         faults = [e.fault for e in settled(provider) if e.status_code == 429]
@@ -304,7 +302,7 @@ def test_sdk_rate_limited_honours_http_date_retry_after() -> None:
 
 @needs_openai
 def test_sdk_cancelled_returns_failed_cancelled() -> None:
-    with serve("openai-videos", "cancelled") as (provider, url):
+    with serve_inprocess("openai-videos", "cancelled") as (provider, url):
         video_obj, content = run_sdk(url)
         assert (video_obj.status, video_obj.error.code, content) == ("failed", "cancelled", None)
         assert last_status(settled(provider)) == "cancelled"
@@ -327,7 +325,10 @@ expect: {outcome: succeeded, retrievals: 0}
 @needs_openai
 def test_finding_sdk_reads_the_poll_hint_only_once() -> None:
     """openai 3.57 ``poll()`` keeps the first openai-poll-after-ms it saw: later hints are ignored."""
-    with serve("openai-videos", parse_scenario(HINT_CHANGES), time_scale=1.0) as (provider, url):
+    with serve_inprocess("openai-videos", parse_scenario(HINT_CHANGES), time_scale=1.0) as (
+        provider,
+        url,
+    ):
         client = openai.OpenAI(
             api_key="sk-test", base_url=f"{url}/v1", default_headers=CLIENT_HEADERS
         )

@@ -24,8 +24,8 @@ from .helpers import (
     replicate_judge,
     retried_through_transient_5xx,
     sent_hooks,
-    serve,
     serve_hooks,
+    serve_inprocess,
     settled,
     unusual,
     violated,
@@ -278,9 +278,8 @@ def _create_and_wait(client: Any) -> Any:
 
 
 @needs_replicate
-@pytest.mark.slow  # 2-3 s over sockets in real time: CI runs it in the slow step
 def test_sdk_slow_success() -> None:
-    with serve("replicate", "slow-success") as (provider, url):
+    with serve_inprocess("replicate", "slow-success") as (provider, url):
         done = run_sdk(url)
         assert (done.status, done.output.endswith(f"/files/{done.id}.mp4")) == ("succeeded", True)
         assert unusual(settled(provider)) == [("submit", 201, None), ("content", 200, None)]
@@ -290,7 +289,7 @@ def test_sdk_slow_success() -> None:
 @needs_replicate
 def test_sdk_run_is_answered_by_its_held_create() -> None:
     # run() sends 'Prefer: wait': 60 s, 1.2 s at this time scale; the preview takes 0.24 s
-    with serve("replicate", "quick-preview") as (provider, url):
+    with serve_inprocess("replicate", "quick-preview") as (provider, url):
         with client_for(url) as client:
             output = client.run("google/veo-3", input={"prompt": "a cat"})
         assert isinstance(output, str)  # run() wraps only https:/data: URLs in FileOutput
@@ -309,7 +308,7 @@ def test_sdk_run_is_answered_by_its_held_create() -> None:
 @needs_replicate
 def test_sdk_run_polls_when_its_wait_runs_out() -> None:
     # the 60 s wait is 1.2 s at this time scale; slow-success takes 1.86 s
-    with serve("replicate", "slow-success") as (provider, url):
+    with serve_inprocess("replicate", "slow-success") as (provider, url):
         with client_for(url) as client:
             output = client.run("google/veo-3", input={"prompt": "a cat"})
         assert isinstance(output, str)
@@ -325,7 +324,7 @@ def test_sdk_run_polls_when_its_wait_runs_out() -> None:
 
 @needs_replicate
 def test_sdk_terminal_failure() -> None:
-    with serve("replicate", "terminal-failure") as (provider, url):
+    with serve_inprocess("replicate", "terminal-failure") as (provider, url):
         done = run_sdk(url)
         assert (done.status, done.error) == (
             "failed",
@@ -335,9 +334,8 @@ def test_sdk_terminal_failure() -> None:
 
 
 @needs_replicate
-@pytest.mark.slow  # 2-3 s over sockets in real time: CI runs it in the slow step
 def test_sdk_transient_5xx_retries_gets() -> None:
-    with serve("replicate", "transient-5xx") as (provider, url):
+    with serve_inprocess("replicate", "transient-5xx") as (provider, url):
         assert run_sdk(url).status == "succeeded"
         assert unusual(settled(provider)) == retried_through_transient_5xx(201)
         assert violated(provider) == set()
@@ -345,7 +343,7 @@ def test_sdk_transient_5xx_retries_gets() -> None:
 
 @needs_replicate
 def test_sdk_cancelled() -> None:
-    with serve("replicate", "cancelled") as (provider, url):
+    with serve_inprocess("replicate", "cancelled") as (provider, url):
         assert run_sdk(url).status == "canceled"
         assert last_status(settled(provider)) == "cancelled"
         assert violated(provider) == set()
@@ -353,7 +351,7 @@ def test_sdk_cancelled() -> None:
 
 @needs_replicate
 def test_sdk_rate_limited_succeeds() -> None:
-    with serve("replicate", "rate-limited") as (provider, url):
+    with serve_inprocess("replicate", "rate-limited") as (provider, url):
         assert run_sdk(url).status == "succeeded"
         faults = [e.fault for e in settled(provider) if e.status_code == 429]
         assert faults[:2] == ["throttled-rfc850", "throttled-asctime"]
@@ -374,7 +372,7 @@ expect: {outcome: succeeded, retrievals: 1}
 
 @needs_replicate
 def test_sdk_honours_delay_seconds_retry_after() -> None:
-    with serve(
+    with serve_inprocess(
         "replicate", parse_scenario(RETRY_AFTER.replace("FORM", "seconds")), time_scale=1.0
     ) as (
         provider,
@@ -387,7 +385,9 @@ def test_sdk_honours_delay_seconds_retry_after() -> None:
 @needs_replicate
 def test_finding_sdk_ignores_http_date_retry_after() -> None:
     """replicate 1.0.7 parses Retry-After with datetime.fromisoformat: an HTTP-date falls back to 0.1 s."""
-    with serve("replicate", parse_scenario(RETRY_AFTER.replace("FORM", "imf")), time_scale=1.0) as (
+    with serve_inprocess(
+        "replicate", parse_scenario(RETRY_AFTER.replace("FORM", "imf")), time_scale=1.0
+    ) as (
         provider,
         url,
     ):

@@ -13,7 +13,7 @@ from .helpers import (
     download,
     last_status,
     retried_through_transient_5xx,
-    serve,
+    serve_inprocess,
     settled,
     unusual,
     violated,
@@ -203,9 +203,8 @@ def run_sdk(url: str, timeout: float = 10) -> Any:
 
 
 @needs_runwayml
-@pytest.mark.slow  # 2-3 s over sockets in real time: CI runs it in the slow step
 def test_sdk_slow_success() -> None:
-    with serve("runway", "slow-success") as (provider, url):
+    with serve_inprocess("runway", "slow-success") as (provider, url):
         done = run_sdk(url)
         assert done.status == "SUCCEEDED"
         assert unusual(settled(provider)) == [("submit", 200, None), ("content", 200, None)]
@@ -214,7 +213,7 @@ def test_sdk_slow_success() -> None:
 
 @needs_runwayml
 def test_sdk_terminal_failure_raises_task_failed() -> None:
-    with serve("runway", "terminal-failure") as (provider, url):
+    with serve_inprocess("runway", "terminal-failure") as (provider, url):
         with pytest.raises(runwayml.TaskFailedError) as caught:
             run_sdk(url)
         assert caught.value.task_details.failure == (
@@ -225,9 +224,8 @@ def test_sdk_terminal_failure_raises_task_failed() -> None:
 
 
 @needs_runwayml
-@pytest.mark.slow  # 2-3 s over sockets in real time: CI runs it in the slow step
 def test_sdk_transient_5xx_retries() -> None:
-    with serve("runway", "transient-5xx") as (provider, url):
+    with serve_inprocess("runway", "transient-5xx") as (provider, url):
         assert run_sdk(url).status == "SUCCEEDED"
         assert unusual(settled(provider)) == retried_through_transient_5xx(200)
         assert violated(provider) == set()
@@ -235,7 +233,7 @@ def test_sdk_transient_5xx_retries() -> None:
 
 @needs_runwayml
 def test_sdk_rate_limited_honours_http_date_retry_after() -> None:
-    with serve("runway", "rate-limited") as (provider, url):
+    with serve_inprocess("runway", "rate-limited") as (provider, url):
         assert run_sdk(url).status == "SUCCEEDED"
         faults = [e.fault for e in settled(provider) if e.status_code == 429]
         assert faults[:2] == ["throttled-rfc850", "throttled-asctime"]
@@ -245,7 +243,7 @@ def test_sdk_rate_limited_honours_http_date_retry_after() -> None:
 @needs_runwayml
 def test_finding_sync_waiter_never_stops_on_cancelled() -> None:
     """runwayml 5.24's sync ``wait_for_task_output`` ignores CANCELLED and polls until its timeout."""
-    with serve("runway", "cancelled") as (provider, url):
+    with serve_inprocess("runway", "cancelled") as (provider, url):
         with pytest.raises(runwayml.TaskTimeoutError):
             run_sdk(url, timeout=1.5)
         entries = settled(provider)
@@ -258,7 +256,7 @@ def test_finding_sync_waiter_never_stops_on_cancelled() -> None:
 def test_sdk_waits_through_throttled() -> None:
     """Two tasks, one slot: the second is THROTTLED until the first ends, and
     ``wait_for_task_output`` keeps polling through it (it stops on SUCCEEDED and FAILED only)."""
-    with serve("runway", THROTTLING) as (provider, url):
+    with serve_inprocess("runway", THROTTLING) as (provider, url):
         client = runwayml.RunwayML(api_key="key_test", base_url=url, default_headers=CLIENT_HEADERS)
         made = [
             client.text_to_video.create(
