@@ -5,6 +5,13 @@ directory, which is the repository when pytest runs from it (``bad.jsonl`` and
 ``regressions/found.yaml`` once appeared at the root that way). The run notes the untracked
 paths before the first test and fails, naming them, when new ones appear by the end: such a test
 must write under ``tmp_path`` (or ``pytester.path``) instead.
+
+The default run uses pytest-xdist (``-n 2`` in pyproject's addopts). A test that runs pytest
+in-process through ``pytester`` starts a plain session, not an xdist worker, but it inherits the
+worker's environment: pytest-benchmark (before 5.3) reads ``PYTEST_XDIST_WORKER`` there,
+believes xdist is active and warns at start-up, which the children's ``filterwarnings = error``
+turns into an internal error. Those children run without the worker's variables, as they do in
+a run without ``-n``.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ CACHES = frozenset(
     {".benchmarks", ".hypothesis", ".mypy_cache", ".pytest_cache", ".ruff_cache", "__pycache__"}
 )
 _BEFORE = pytest.StashKey[frozenset[str]]()
+_WORKER_VARIABLES = ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID")
 
 
 def untracked_paths(root: Path) -> frozenset[str] | None:
@@ -63,3 +71,13 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if reporter is not None:
         reporter.write_line(message, red=True, bold=True)
     session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.fixture(autouse=True)
+def _pytester_children_are_not_xdist_workers(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if "pytester" not in request.fixturenames:
+        return
+    for name in _WORKER_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
