@@ -11,6 +11,7 @@ Adding a module: put it in ``LAYERS`` in the same commit (the table must name ev
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -321,6 +322,36 @@ def test_lazy_and_type_checking_imports_of_the_package_are_edges() -> None:
     graph = import_graph(PACKAGES)
     assert "fakeprovider._check_cli" in graph["fakeprovider.cli"]  # inside a function
     assert "fakeprovider.provider" in graph["fakeprovider._cli_options"]  # TYPE_CHECKING
+
+
+def diagram_layers(text: str) -> dict[str, tuple[str, ...]]:
+    """The layers the first code block of ``text`` draws (top first in the text, returned lowest
+    first, as ``LAYERS``): each line that starts with a layer name, and the indented lines under
+    it, name its modules (``cli``, ``dialects/`` for the package and its modules, ``fakeprovider``
+    for the package itself); words in parentheses are comments."""
+    block = text.split("```", 2)[1]
+    drawn: dict[str, list[str]] = {}
+    layer = ""
+    for line in block.splitlines():
+        words = re.sub(r"\([^)]*\)", "", line).split()
+        if not words or words == ["|"]:
+            continue
+        if not line.startswith(" " * 6):
+            layer, words = words[0], words[1:]
+        for word in words:
+            if word == "dialects/":
+                name = "fakeprovider.dialects.*"
+            elif word.startswith("fakeprovider"):
+                name = word
+            else:
+                name = f"fakeprovider.{word}"
+            drawn.setdefault(layer, []).append(name)
+    return {layer: tuple(sorted(drawn[layer])) for layer in reversed(drawn)}
+
+
+def test_the_diagram_in_docs_architecture_md_is_the_layer_table() -> None:
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    assert diagram_layers(text) == {layer: tuple(sorted(names)) for layer, names in LAYERS.items()}
 
 
 def test_only_adapters_and_the_facade_do_io() -> None:
