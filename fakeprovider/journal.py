@@ -1,27 +1,43 @@
 """The journal: every request the fake received, with what it answered and when.
 
 Entries are appended when a request is received and completed when its response has been
-sent; ``Journal`` is list-like (after respx's ``CallList``) and thread-safe, and writes each
-completed entry as one JSON line to an optional sink, flushed as it goes.
+sent; ``Journal`` is list-like (after respx's ``CallList``) and thread-safe. It keeps completed
+entries in a ``JournalStore`` (``MemoryStore``: packed in columns, bounded on request) and writes
+each as one JSON line to an optional ``JournalSink`` (``StreamSink``: flushed as it goes;
+``BatchedSink``: a writer thread, so no answer waits for the disk).
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import dataclasses
 import gc
 import itertools
 import json
 import logging
+import math
 import operator
 import threading
+from array import array
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Literal, overload
+from typing import IO, Any, Literal, Protocol, overload, runtime_checkable
 
-__all__ = ["Entry", "Journal", "RetryAfterRecord", "order_entries", "read_journal"]
+__all__ = [
+    "BatchedSink",
+    "Entry",
+    "Journal",
+    "JournalSink",
+    "JournalStore",
+    "MemoryStore",
+    "RetryAfterRecord",
+    "StreamSink",
+    "order_entries",
+    "read_journal",
+]
 
 #: Shared with the server: a journal that cannot be written is reported there, once.
 logger = logging.getLogger("fakeprovider.server")
@@ -114,7 +130,7 @@ class Entry:
 
     def to_dict(self) -> dict[str, Any]:
         # By hand rather than dataclasses.asdict (which deep-copies): this runs once per request.
-        out = {name: getattr(self, name) for name in _FIELD_NAMES}
+        out = dict(zip(_FIELD_NAMES, _get_all(self), strict=True))
         if self.retry_after is not None:
             ra = self.retry_after
             out["retry_after"] = {
@@ -139,34 +155,405 @@ class Entry:
 
 
 _FIELD_NAMES = tuple(f.name for f in dataclasses.fields(Entry))
+#: One encoder for every line (``json.dumps`` with options makes a new one per call).
+_ENCODE = json.JSONEncoder(separators=(",", ":")).encode
+
+
+def _line(entry: Entry) -> str:
+    """``entry`` as one JSONL line, newline included: what every sink writes."""
+    return _ENCODE(entry.to_dict()) + "\n"
+
+
+def _report_failure(sink: object, exc: OSError) -> None:
+    logger.error(
+        "cannot write the journal to %s: %s; entries are kept in memory only from now on",
+        getattr(sink, "name", None) or "the journal",
+        exc.strerror or exc,
+    )
+
+
+# -- where completed entries are kept -------------------------------------------------------
+
+
+@runtime_checkable
+class JournalStore(Protocol):
+    """Where a journal keeps the completed entries of the current run.
+
+    ``MemoryStore`` (this process's memory) is the default; a store shared by several server
+    processes could stand in for it without the engine knowing. The journal calls it under its
+    own lock, one call at a time.
+    """
+
+    @property
+    def forgotten(self) -> int:
+        """Entries of the current run no longer kept (a bounded store dropped the oldest)."""
+        ...
+
+    def add(self, entry: Entry) -> None:
+        """Keep ``entry`` (completed: it will not change any more)."""
+        ...
+
+    def entries(self) -> Iterator[Entry]:
+        """The entries kept, in the order added. What is kept is read when this is called;
+        the entries may be made while the caller iterates (outside the journal's lock)."""
+        ...
+
+    def clear(self) -> None:
+        """Start a new run: forget every entry."""
+        ...
+
+    def __len__(self) -> int: ...
+
+
+#: Entries a ``MemoryStore`` packs at a time (and frees at a time when bounded).
+_CHUNK = 512
+#: Distinct strings a ``MemoryStore`` shares between rows before it starts sharing afresh.
+_SHARED_STRINGS = 8192
+_SLOT = {name: i for i, name in enumerate(_FIELD_NAMES)}
+_TIME_SLOTS = frozenset(
+    _SLOT[name] for name in ("received_at", "response_started_at", "completed_at")
+)
+#: Strings that each request makes anew but that repeat from request to request.
+_SHARED_SLOTS = frozenset(
+    _SLOT[name] for name in ("job_id", "method", "path", "client", "credential")
+)
+_get_all = operator.attrgetter(*_FIELD_NAMES)
+_NAN = math.nan  # a time that is None (a NaN time leaves its chunk unpacked)
+_FLOAT_OR_NONE = {float, type(None)}
+
+
+def _times(column: tuple[Any, ...]) -> array[float] | None:
+    """``column`` packed (None as NaN), or None when it would not come back exactly."""
+    if not set(map(type, column)) <= _FLOAT_OR_NONE or any(map(math.isnan, filter(None, column))):
+        return None
+    return array("d", [_NAN if t is None else t for t in column])
+
+
+class _Packed:
+    """Entries in columns, one per field: ``seq`` and the times packed (8 bytes each), the
+    others as references (strings shared with the rows around), a column of Nones as None.
+    Made once, never changed."""
+
+    __slots__ = ("columns", "size")
+
+    def __init__(self, columns: list[Any], size: int) -> None:
+        self.columns = columns
+        self.size = size
+
+    @classmethod
+    def of(cls, entries: list[Entry], shared: dict[str, str]) -> _Packed | None:
+        """``entries`` packed, or None when a value would not come back exactly (an int time,
+        a NaN, an unhashable string field: entries made by hand)."""
+        nones = (None,) * len(entries)
+        columns: list[Any] = []
+        for slot, column in enumerate(zip(*map(_get_all, entries), strict=True)):
+            packed: Any = column
+            if column == nones:
+                packed = None
+            elif slot == 0:
+                if set(map(type, column)) != {int}:
+                    return None
+                try:
+                    packed = array("q", column)
+                except OverflowError:
+                    return None
+            elif slot in _TIME_SLOTS:
+                packed = _times(column)
+                if packed is None:
+                    return None
+            elif slot in _SHARED_SLOTS:
+                try:
+                    packed = list(map(shared.setdefault, column, column))
+                except TypeError:
+                    return None
+            columns.append(packed)
+        return cls(columns, len(entries))
+
+    def __len__(self) -> int:
+        return self.size
+
+    def entries(self, begin: int) -> Iterator[Entry]:
+        count = self.size - begin
+        columns: list[Iterable[Any]] = []
+        for slot, column in enumerate(self.columns):
+            if column is None:
+                columns.append(itertools.repeat(None, count))
+            elif slot in _TIME_SLOTS:
+                columns.append([None if t != t else t for t in column[begin:]])
+            else:
+                columns.append(column[begin:])
+        return itertools.starmap(Entry, zip(*columns, strict=True))
+
+
+class MemoryStore:
+    """The default ``JournalStore``: the entries in this process's memory, packed in columns
+    ``_CHUNK`` at a time (some 130 bytes an entry where the entry itself takes some 600), and
+    made again when read. ``limit`` keeps only the last that many entries (the oldest are
+    freed a chunk at a time, so up to ``limit + _CHUNK`` take memory)."""
+
+    def __init__(self, limit: int | None = None) -> None:
+        if limit is not None and limit < 1:
+            raise ValueError(f"memory must be at least 1 entry, got {limit}")
+        self.limit = limit
+        self._chunks: deque[_Packed | list[Entry]] = deque()
+        #: The entries added since the last chunk was packed.
+        self._young: list[Entry] = []
+        #: Rows of the first chunk no longer kept.
+        self._start = 0
+        self._size = 0
+        self._forgotten = 0
+        self._shared: dict[str, str] = {}
+
+    @property
+    def forgotten(self) -> int:
+        return self._forgotten
+
+    def add(self, entry: Entry) -> None:
+        young = self._young
+        young.append(entry)
+        self._size += 1
+        if len(young) == _CHUNK:
+            if len(self._shared) > _SHARED_STRINGS:
+                self._shared.clear()
+            self._chunks.append(_Packed.of(young, self._shared) or young)
+            self._young = []
+        if self.limit is not None and self._size > self.limit:
+            self._size -= 1
+            self._forgotten += 1
+            if not self._chunks:
+                del self._young[0]
+                return
+            self._start += 1
+            if self._start == len(self._chunks[0]):
+                self._chunks.popleft()
+                self._start = 0
+
+    def entries(self) -> Iterator[Entry]:
+        # Chunks never change once made; the young entries are copied now.
+        parts: list[tuple[_Packed | list[Entry], int]] = [(chunk, 0) for chunk in self._chunks]
+        if parts:
+            parts[0] = (parts[0][0], self._start)
+        return itertools.chain(
+            itertools.chain.from_iterable(
+                chunk.entries(begin) if isinstance(chunk, _Packed) else chunk[begin:]
+                for chunk, begin in parts
+            ),
+            list(self._young),
+        )
+
+    def clear(self) -> None:
+        self._chunks.clear()
+        self._young = []
+        self._start = self._size = self._forgotten = 0
+        self._shared.clear()
+
+    def __len__(self) -> int:
+        return self._size
+
+
+# -- where completed entries are written ----------------------------------------------------
+
+
+@runtime_checkable
+class JournalSink(Protocol):
+    """Where a journal writes each completed entry as one JSON line, in the order completed.
+
+    ``StreamSink`` writes and flushes each line as it comes (what a plain stream given to a
+    ``Journal`` becomes); ``BatchedSink`` hands them to a writer thread that writes them a
+    batch at a time, so no request waits for the disk (what ``serve`` and ``run`` use).
+    """
+
+    #: The file written, if it is one (reports read it back when memory is bounded).
+    name: str | None
+
+    def write_entry(self, entry: Entry) -> None:
+        """Take ``entry``. Raises ``OSError`` when writing failed (now, or since the last call)."""
+        ...
+
+    def flush(self) -> None:
+        """Write out every entry taken so far. Raises ``OSError`` when that failed."""
+        ...
+
+    def close(self) -> None:
+        """Flush, then stop (the stream itself stays open: it is its opener's to close)."""
+        ...
+
+
+def _stream_name(stream: IO[str]) -> str | None:
+    name = getattr(stream, "name", None)
+    return name if isinstance(name, str) else None
+
+
+class StreamSink:
+    """Each entry written to ``stream`` and flushed as it comes, by the caller."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self.stream = stream
+        self.name = _stream_name(stream)
+
+    def write_entry(self, entry: Entry) -> None:
+        self.stream.write(_line(entry))
+        self.stream.flush()
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+    def close(self) -> None:
+        self.stream.flush()
+
+
+#: Seconds a ``BatchedSink`` lets lines gather before it writes them.
+BATCH_INTERVAL = 0.05
+#: Lines that make a ``BatchedSink`` write at once, whatever the interval.
+BATCH_LINES = 4096
+#: Batched sinks not closed yet: flushed when the interpreter exits (nothing answered is lost).
+_OPEN_SINKS: set[BatchedSink] = set()
+_OPEN_LOCK = threading.Lock()
+
+
+class BatchedSink:
+    """Entries written to ``stream`` a batch at a time by a writer thread: the caller only
+    encodes the line and appends it to a list, and never waits for the disk.
+
+    The thread writes (and flushes) what has gathered every ``interval`` seconds, or at once
+    when ``BATCH_LINES`` lines wait. ``flush()`` writes what waits in the caller's thread
+    (batches stay in order); ``close()`` flushes and stops the thread. A sink still open when
+    the interpreter exits is flushed then. Use as a context manager to close it.
+
+    A write that fails is raised by the next ``write_entry``, ``flush`` or ``close`` (once), and
+    from then on lines are dropped.
+    """
+
+    def __init__(self, stream: IO[str], *, interval: float = BATCH_INTERVAL) -> None:
+        if not 0 < interval <= 60:
+            raise ValueError(f"interval must be between 0 and 60 seconds, got {interval!r}")
+        self.stream = stream
+        self.name = _stream_name(stream)
+        self.interval = interval
+        self._lines: list[str] = []
+        self._lock = threading.Lock()  # guards _lines, _failure, _thread, _closed
+        self._writing = threading.Lock()  # one batch at a time, in the order taken
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._closed = False
+        #: Why writing stopped, if it did.
+        self.error: OSError | None = None
+        self._failure: OSError | None = None  # not yet raised to the caller
+
+    def write_entry(self, entry: Entry) -> None:
+        line = _line(entry)
+        with self._lock:
+            failure, self._failure = self._failure, None
+            if self.error is None:
+                self._lines.append(line)
+            waiting = len(self._lines)
+            closed = self._closed
+            if self._thread is None and not closed:
+                self._start()
+        if failure is not None:
+            raise failure
+        if closed:
+            self.flush()  # after close(), lines go straight through
+        elif waiting >= BATCH_LINES:
+            self._wake.set()
+
+    def flush(self) -> None:
+        with self._writing:
+            with self._lock:
+                lines, self._lines = self._lines, []
+                failure, self._failure = self._failure, None
+            if failure is not None:
+                raise failure
+            if not lines or self.error is not None:
+                return
+            try:
+                self.stream.write("".join(lines))
+                self.stream.flush()
+            except OSError as exc:
+                self.error = exc
+                raise
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            thread = self._thread
+        self._wake.set()
+        if thread is not None:
+            thread.join()
+        with _OPEN_LOCK:
+            _OPEN_SINKS.discard(self)
+        self.flush()
+
+    def _start(self) -> None:
+        self._thread = threading.Thread(
+            target=self._run, name="fakeprovider journal writer", daemon=True
+        )
+        with _OPEN_LOCK:
+            _OPEN_SINKS.add(self)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._closed:
+            self._wake.wait(self.interval)
+            self._wake.clear()
+            try:
+                self.flush()
+            except OSError as exc:
+                with self._lock:
+                    self._failure = exc  # raised to the journal by its next call
+                return
+
+    def __enter__(self) -> BatchedSink:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+@atexit.register
+def _flush_open_sinks() -> None:
+    with _OPEN_LOCK:
+        sinks = list(_OPEN_SINKS)
+    for sink in sinks:
+        with contextlib.suppress(OSError, ValueError):  # ValueError: the stream was closed
+            sink.flush()
 
 
 class Journal(Sequence[Entry]):
     """An append-only, thread-safe list of entries with an optional JSONL sink.
 
-    An entry is appended when its request is received and completed (then written to the
-    sink) when its answer has gone out. ``clear()`` starts a new run: the entries of requests
-    still in flight leave the list but are still completed and written when their answers go
-    out (they belong to the run they started in). ``memory`` keeps only the last that many
-    entries in memory (the sink still gets every one). A sink that fails to write is reported
-    once to the ``fakeprovider.server`` logger and written no more (``sink_error`` says why);
-    requests are answered and kept in memory as before.
+    An entry is appended when its request is received and completed (then kept in the store and
+    written to the sink) when its answer has gone out. ``clear()`` starts a new run: the entries
+    of requests still in flight leave the list but are still completed and written when their
+    answers go out (they belong to the run they started in). ``memory`` keeps only the last
+    that many completed entries in memory (the sink still gets every one); ``store`` keeps them
+    elsewhere (``JournalStore``; ``memory`` is for the default ``MemoryStore``).
+
+    ``sink`` is a stream (each line written and flushed as it comes: ``StreamSink``) or a
+    ``JournalSink`` such as ``BatchedSink`` (lines written by a thread; ``flush()`` before
+    reading the file, ``close()`` when done). A sink that fails to write is reported once to
+    the ``fakeprovider.server`` logger and written no more (``sink_error`` says why); requests
+    are answered and kept in memory as before.
     """
 
-    def __init__(self, sink: IO[str] | None = None, *, memory: int | None = None) -> None:
+    def __init__(
+        self,
+        sink: IO[str] | JournalSink | None = None,
+        *,
+        memory: int | None = None,
+        store: JournalStore | None = None,
+    ) -> None:
         if memory is not None and memory < 1:
             raise ValueError(f"memory must be at least 1 entry, got {memory}")
-        self.sink = sink
         self.memory = memory
-        self._entries: deque[Entry] = deque(maxlen=memory)
-        #: Entries received but not completed, by seq, whether still listed or not.
+        self.store: JournalStore = store if store is not None else MemoryStore(memory)
+        self.sink: JournalSink | None = None if sink is None else _as_sink(sink)
+        #: Entries received but not completed, by seq, whether of the current run or not.
         self._pending: dict[int, Entry] = {}
         self._lock = threading.Lock()
         self._next_seq = 1
         #: The first seq of the current run (entries from before the last ``clear()`` are older).
         self._run_start = 1
-        #: Entries forgotten from memory since the last ``clear()`` (``memory`` was reached).
-        self.forgotten = 0
         #: Why the sink stopped being written, if it did.
         self.sink_error: OSError | None = None
         #: The run header written to the sink when the current run started without an admin
@@ -174,6 +561,11 @@ class Journal(Sequence[Entry]):
         self.header: Entry | None = None
         #: Called with every entry as it is written (``serve --log-requests``); must not raise.
         self.listener: Callable[[Entry], None] | None = None
+
+    @property
+    def forgotten(self) -> int:
+        """Entries of the current run no longer in memory (``memory`` was reached)."""
+        return self.store.forgotten
 
     def next_seq(self) -> int:
         with self._lock:
@@ -183,12 +575,10 @@ class Journal(Sequence[Entry]):
 
     def append(self, entry: Entry) -> Entry:
         with self._lock:
-            if self.memory is not None and len(self._entries) == self.memory:
-                self.forgotten += 1
-            self._entries.append(entry)
             if entry.completed_at is None:
                 self._pending[entry.seq] = entry
             else:
+                self.store.add(entry)
                 self._write(entry)
         return entry
 
@@ -206,6 +596,8 @@ class Journal(Sequence[Entry]):
             # (dataclasses.replace would cost more than the rest of a request.)
             for name, value in changes.items():
                 object.__setattr__(entry, name, value)
+            if seq >= self._run_start:
+                self.store.add(entry)
             self._write(entry)
             return entry
 
@@ -213,22 +605,27 @@ class Journal(Sequence[Entry]):
         """Start a new run: forget every entry (sequence numbers go on, so a JSONL file stays
         unambiguous). Entries still in flight are written to the sink when they complete."""
         with self._lock:
-            self._entries.clear()
-            self.forgotten = 0
+            self.store.clear()
             self._run_start = self._next_seq
             self.header = None
 
-    def attach(self, sink: IO[str]) -> None:
+    def attach(self, sink: IO[str] | JournalSink) -> None:
         """Write to ``sink`` from now on, starting with the current run's header (if any).
 
-        Raises ``OSError`` when ``sink`` cannot take the header: a journal that cannot be
-        written is refused before anything is served.
+        Raises ``OSError`` when ``sink`` cannot take the header (it is closed then): a journal
+        that cannot be written is refused before anything is served.
         """
+        journal_sink = _as_sink(sink)
         with self._lock:
             if self.header is not None:
-                sink.write(json.dumps(self.header.to_dict(), separators=(",", ":")) + "\n")
-                sink.flush()
-            self.sink = sink
+                try:
+                    journal_sink.write_entry(self.header)
+                    journal_sink.flush()
+                except OSError:
+                    with contextlib.suppress(OSError):
+                        journal_sink.close()
+                    raise
+            self.sink = journal_sink
             self.sink_error = None
 
     def start_run(self, header: Entry) -> None:
@@ -237,18 +634,38 @@ class Journal(Sequence[Entry]):
             self.header = header
             self._write(header)
 
+    def flush(self) -> None:
+        """Have the sink write out every entry completed so far (``BatchedSink`` holds some)."""
+        self._with_sink(lambda sink: sink.flush())
+
+    def close(self) -> None:
+        """Flush and close the sink (``BatchedSink`` stops its thread); entries completed later
+        are still written, straight through."""
+        self._with_sink(lambda sink: sink.close())
+
+    def _with_sink(self, call: Callable[[JournalSink], None]) -> None:
+        sink = self.sink
+        if sink is None or self.sink_error is not None:
+            return
+        try:
+            call(sink)
+        except OSError as exc:
+            with self._lock:
+                self._sink_failed(sink, exc)
+
     def run_entries(self) -> list[Entry]:
         """Every entry of the current run, sorted by ``seq``: from memory, or, when ``memory``
         made it forget some, from the sink's file (plus the entries still in flight). Reads a
         file, so call it off the event loop."""
+        listed = self.snapshot()
         with self._lock:
-            listed = sorted(self._entries, key=lambda e: e.seq)
-            if not self.forgotten or self.sink_error is not None:
+            if not self.store.forgotten or self.sink is None or self.sink_error is not None:
                 return listed
             start = self._run_start
-            path = getattr(self.sink, "name", None)
-        if not isinstance(path, str) or not Path(path).is_file():
+            path = self.sink.name
+        if path is None or not Path(path).is_file():
             return listed
+        self.flush()
         found: dict[int, Entry] = {}
         with open(path, encoding="utf-8") as handle:
             for line in handle:
@@ -260,9 +677,9 @@ class Journal(Sequence[Entry]):
                     continue  # not ours (the file may hold anything before this server's lines)
                 if entry.seq >= start:
                     found[entry.seq] = entry
-        for entry in listed:  # in flight (not written yet), or written after the read
+        for entry in listed:  # in flight (not written yet)
             found.setdefault(entry.seq, entry)
-        return sorted(found.values(), key=lambda e: e.seq)
+        return sorted(found.values(), key=_SEQ)
 
     @property
     def in_flight(self) -> int:
@@ -277,22 +694,26 @@ class Journal(Sequence[Entry]):
         if sink is None or self.sink_error is not None:
             return
         try:
-            sink.write(json.dumps(entry.to_dict(), separators=(",", ":")) + "\n")
-            sink.flush()
+            sink.write_entry(entry)
         except OSError as exc:
+            self._sink_failed(sink, exc)
+
+    def _sink_failed(self, sink: JournalSink, exc: OSError) -> None:
+        """Called under the lock."""
+        if self.sink_error is None:
             self.sink_error = exc
-            name = getattr(sink, "name", "the journal")
-            logger.error(
-                "cannot write the journal to %s: %s; entries are kept in memory only from now on",
-                name,
-                exc.strerror or exc,
-            )
+            _report_failure(sink, exc)
 
     # -- list-like ------------------------------------------------------------------------
 
     def snapshot(self) -> list[Entry]:
         with self._lock:
-            return sorted(self._entries, key=lambda e: e.seq)
+            start = self._run_start
+            live = [e for e in self._pending.values() if e.seq >= start]
+            kept = self.store.entries()
+        entries = [*kept, *live]
+        entries.sort(key=_SEQ)
+        return entries
 
     @overload
     def __getitem__(self, index: int) -> Entry: ...
@@ -303,7 +724,8 @@ class Journal(Sequence[Entry]):
 
     def __len__(self) -> int:
         with self._lock:
-            return len(self._entries)
+            start = self._run_start
+            return len(self.store) + sum(1 for seq in self._pending if seq >= start)
 
     def __iter__(self) -> Iterator[Entry]:
         return iter(self.snapshot())
@@ -335,7 +757,7 @@ class Journal(Sequence[Entry]):
         with self._lock:
             header = self.header
         entries = [header, *self] if header is not None else list(self)
-        return "".join(json.dumps(e.to_dict(), separators=(",", ":")) + "\n" for e in entries)
+        return "".join(map(_line, entries))
 
     def __repr__(self) -> str:
         return f"<Journal {len(self)} entries>"
@@ -344,6 +766,10 @@ class Journal(Sequence[Entry]):
 
 
 _SEQ = operator.attrgetter("seq")
+
+
+def _as_sink(sink: IO[str] | JournalSink) -> JournalSink:
+    return sink if isinstance(sink, JournalSink) else StreamSink(sink)
 
 
 def order_entries(entries: Iterable[Entry]) -> list[Entry]:

@@ -7,20 +7,28 @@ from pathlib import Path
 
 import pytest
 
-from fakeprovider.journal import Entry, Journal, RetryAfterRecord, order_entries, read_journal
+from fakeprovider.journal import (
+    _CHUNK,
+    Entry,
+    Journal,
+    MemoryStore,
+    RetryAfterRecord,
+    order_entries,
+    read_journal,
+)
 
 
 def entry(seq: int, **kwargs: object) -> Entry:
-    return Entry(
-        seq=seq,
-        kind="status",
-        job_id="job_1",
-        method="GET",
-        path="/v1/jobs/job_1",
-        client="c",
-        received_at=float(seq),
+    fields: dict[str, object] = {
+        "kind": "status",
+        "job_id": "job_1",
+        "method": "GET",
+        "path": "/v1/jobs/job_1",
+        "client": "c",
+        "received_at": float(seq),
         **kwargs,
-    )  # type: ignore[arg-type]
+    }
+    return Entry(seq=seq, **fields)  # type: ignore[arg-type]
 
 
 def test_entries_are_written_when_completed_and_read_back(tmp_path: Path) -> None:
@@ -108,6 +116,70 @@ def test_a_bounded_journal_still_completes_an_entry_it_no_longer_lists() -> None
     journal.append(entry(journal.next_seq(), completed_at=2.0))
     assert journal.complete(1, completed_at=3.0) is not None
     assert [e.seq for e in read_journal(io.StringIO(sink.getvalue()))] == [1, 2]
+
+
+def _varied(seq: int) -> Entry:
+    """Entries of every shape: plain reads, submits, lists, errors, webhooks, headers."""
+    shape = seq % 6
+    if shape == 0:
+        return entry(seq, completed_at=seq + 0.5, status_code=200, job_status="processing")
+    if shape == 1:
+        return entry(
+            seq,
+            kind="submit",
+            response_started_at=seq + 0.25,
+            completed_at=seq + 0.5,
+            status_code=202,
+            idempotency_key=f"key-{seq}",
+            request_digest="sha256:0123",
+            credential="fp:1",
+        )
+    if shape == 2:
+        return entry(seq, completed_at=seq + 0.5, status_code=200, listed=(("job_1", "queued"),))
+    if shape == 3:
+        return entry(
+            seq,
+            completed_at=-0.0,
+            status_code=429,
+            error_code="rate_limited",
+            retry_after=RetryAfterRecord("3", seq + 3.0),
+        )
+    if shape == 4:
+        return entry(
+            seq, completed_at=float("inf"), kind="webhook", event="job.succeeded", attempt=2
+        )
+    return entry(seq, completed_at=seq + 1.0, run={"scenario": "s", "seed": 0})
+
+
+def test_a_journal_gives_back_every_entry_exactly_as_it_was_written() -> None:
+    sink = io.StringIO()
+    journal = Journal(sink=sink)
+    written = [journal.append(_varied(journal.next_seq())) for _ in range(3 * _CHUNK + 7)]
+    assert journal.snapshot() == written
+    assert journal.to_jsonl() == sink.getvalue()
+
+
+def test_entries_the_columns_cannot_hold_exactly_are_kept_whole() -> None:
+    # an int time would come back a float, a NaN time as None: such chunks stay as they are
+    odd = [entry(seq, completed_at=seq) for seq in range(1, _CHUNK + 1)]
+    odd[7] = entry(8, completed_at=float("nan"))
+    store = MemoryStore()
+    for e in [*odd, *(entry(seq, completed_at=0.5) for seq in range(_CHUNK + 1, 2 * _CHUNK + 2))]:
+        store.add(e)
+    back = list(store.entries())
+    assert [type(e.completed_at) for e in back[:3]] == [int, int, int]
+    assert back[7].completed_at != back[7].completed_at  # still NaN
+    assert back[_CHUNK:] == [
+        entry(seq, completed_at=0.5) for seq in range(_CHUNK + 1, 2 * _CHUNK + 2)
+    ]
+
+
+def test_a_bounded_journal_forgets_the_oldest_across_chunks() -> None:
+    journal = Journal(memory=_CHUNK + 100)
+    for _ in range(3 * _CHUNK):
+        journal.append(entry(journal.next_seq(), completed_at=1.0))
+    assert [e.seq for e in journal] == list(range(2 * _CHUNK - 99, 3 * _CHUNK + 1))
+    assert (len(journal), journal.forgotten) == (_CHUNK + 100, 2 * _CHUNK - 100)
 
 
 def test_a_journal_memory_below_one_is_refused() -> None:
