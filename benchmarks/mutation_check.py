@@ -29,7 +29,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 RULES = "fakeprovider/_rules.py"
-INVARIANTS = "fakeprovider/invariants.py"
+LIMITS = "fakeprovider/limits.py"
+RUNS = "fakeprovider/_runs.py"
 #: The tests that judge the rules on hand-built journals and on real clients.
 TESTS = ("tests/test_invariants.py", "tests/test_rogues.py")
 #: What the copy needs to run the tests.
@@ -197,14 +198,14 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "limits-status-rate-not-scaled",
-        INVARIANTS,
-        '"status_rate": None if rate is None else rate / time_scale,',
-        '"status_rate": rate,',
+        LIMITS,
+        "status_rate=None if rate is None else rate / time_scale,",
+        "status_rate=rate,",
         "a time-scaled scenario keeps the unscaled status-rate budget",
     ),
     Mutation(
         "runs-not-split-at-reset",
-        INVARIANTS,
+        RUNS,
         "if e.is_header or e.path in _RUN_STARTS:",
         "if False:",
         "a reset does not start a new run (job ids repeat across runs)",

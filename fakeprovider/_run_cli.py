@@ -21,7 +21,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType
-from typing import TextIO
+from typing import Any, TextIO
 
 from .errors import ScenarioError
 
@@ -98,23 +98,55 @@ def add_run_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
 
 
 class _Stopped(Exception):
-    """SIGTERM arrived while the command ran."""
+    """SIGINT or SIGTERM arrived while the command ran."""
+
+
+class _StopSignals:
+    """SIGINT and SIGTERM, while the command runs: held until ``arm()``, then raised as
+    ``_Stopped`` (once; later ones are held, as ``_end`` gives the command its grace).
+
+    Held, not raised, while the command is being started: a signal that came between the start
+    and the ``try`` that ends the command used to leave the command running (SIGTERM's default
+    action ended this process alone; SIGINT's ``KeyboardInterrupt`` was raised outside the
+    ``try``). ``arm()`` raises for a signal held meanwhile.
+    """
+
+    def __init__(self) -> None:
+        self.armed = False
+        self.held = False
+
+    def _stop(self, sig: int, frame: FrameType | None) -> None:
+        if not self.armed:
+            self.held = True
+            return
+        self.armed = False
+        raise _Stopped
+
+    def arm(self) -> None:
+        self.armed = True
+        if self.held:
+            self.held = False
+            self.armed = False
+            raise _Stopped
+
+    def disarm(self) -> None:
+        self.armed = False
 
 
 @contextlib.contextmanager
-def _sigterm_raises() -> Iterator[None]:
-    def stop(sig: int, frame: FrameType | None) -> None:
-        raise _Stopped
-
+def _stop_signals() -> Iterator[_StopSignals]:
+    signals = _StopSignals()
+    previous: dict[signal.Signals, Any] = {}
     try:
-        previous = signal.signal(signal.SIGTERM, stop)
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            previous[sig] = signal.signal(sig, signals._stop)
     except ValueError:  # pragma: no cover - not the main thread (run() called from a thread)
-        yield
-        return
+        signals.arm()  # nothing is held: Ctrl+C is KeyboardInterrupt, as before
     try:
-        yield
+        yield signals
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for held, handler in previous.items():
+            signal.signal(held, handler)
 
 
 def _end(process: subprocess.Popen[bytes]) -> None:
@@ -137,6 +169,7 @@ def _say(text: str) -> None:
 def cmd_run(args: argparse.Namespace) -> int:
     from ._cli_options import request_logger
     from .dialects import dialect_name
+    from .journal import BatchedSink
     from .provider import FakeProvider
     from .server import ServerThread
 
@@ -163,7 +196,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 dialect=args.dialect,
                 seed=args.seed,
                 time_scale=args.time_scale,
-                journal_sink=sink,
+                journal_sink=BatchedSink(sink),
                 allow_webhook_hosts=args.allow_webhook_host,
             )
         except ScenarioError as exc:
@@ -172,6 +205,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         except OSError as exc:
             _say(f"cannot write the journal {journal}: {exc.strerror or exc}")
             return 2
+        stack.callback(provider.journal.close)  # before the file: its last batch goes in
         if args.log_requests or args.log_level in ("info", "debug"):
             provider.journal.listener = request_logger(provider)
         try:
@@ -208,13 +242,14 @@ def _run_command(command: list[str], url: str, journal: Path, timeout: float | N
     or 'timeout', 'interrupted' or 'not run' (with a line saying why)."""
     env = {**os.environ, "FAKEPROVIDER_URL": url, "FAKEPROVIDER_JOURNAL": str(journal.resolve())}
     _say(f"serving at {url}; running {shlex.join(command)}")
-    try:
-        process = subprocess.Popen(command, env=env)
-    except OSError as exc:
-        _say(f"cannot run {command[0]!r}: {exc.strerror or exc}")
-        return "not run"
-    with _sigterm_raises():
+    with _stop_signals() as signals:
         try:
+            process = subprocess.Popen(command, env=env)
+        except OSError as exc:
+            _say(f"cannot run {command[0]!r}: {exc.strerror or exc}")
+            return "not run"
+        try:
+            signals.arm()
             return process.wait(timeout)
         except subprocess.TimeoutExpired:
             _end(process)
@@ -223,6 +258,7 @@ def _run_command(command: list[str], url: str, journal: Path, timeout: float | N
             _end(process)
             return "interrupted"
         finally:
+            signals.disarm()
             _end(process)
 
 

@@ -29,7 +29,7 @@ from starlette.routing import Route
 
 from ._suggest import did_you_mean
 from .errors import ScenarioError
-from .http import HttpRequest, HttpResponse, format_http_date
+from .http import HttpRequest, HttpResponse, client_of, format_http_date
 from .journal import Entry
 from .messages import ApiError, Reply
 from .provider import INTERNAL_ERROR_MESSAGE, FakeProvider, internal_error
@@ -66,13 +66,10 @@ def _abort(receive: Receive) -> None:
 
 
 def _client(request: StarletteRequest) -> str:
-    """Who sent an admin request, as the journal names clients on every route: ``X-Client-Id``,
-    else the peer's host (not its port)."""
-    explicit = request.headers.get("x-client-id")
-    if explicit:
-        return explicit
+    """Who sent an admin request, as the journal names clients on every route (``client_of``)."""
     client = request.scope.get("client")
-    return str(client[0]) if client else "unknown"
+    peer = f"{client[0]}:{client[1]}" if client else "unknown"
+    return client_of(request.headers.get("x-client-id"), peer)
 
 
 class FakeProviderApp:

@@ -33,6 +33,7 @@ Command = Callable[[argparse.Namespace], int]
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from .dialects import dialect_name
+    from .journal import BatchedSink
     from .provider import FakeProvider
     from .server import serve_forever
 
@@ -54,7 +55,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         )
         if args.journal is not None:
             sink = open(args.journal, "a", encoding="utf-8")  # noqa: SIM115 - closed below
-            provider.journal.attach(sink)  # the run header first: refused if it cannot go in
+            # the run header first: refused if it cannot go in; then written a batch at a time
+            provider.journal.attach(BatchedSink(sink))
     except ScenarioError as exc:
         print(exc, file=sys.stderr)
         return 2
@@ -118,6 +120,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return 2
     finally:
         if sink is not None:
+            provider.journal.close()  # the last batch written (a failure is reported once)
             with contextlib.suppress(OSError):  # already reported when writing failed
                 sink.close()
         if args.ready_file is not None:

@@ -5,6 +5,14 @@ from __future__ import annotations
 import math
 import re
 
+__all__ = [
+    "DURATION_PATTERN",
+    "MAX_DURATION",
+    "MAX_DURATION_TEXT",
+    "format_duration",
+    "parse_duration",
+]
+
 _PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
 _WHOLE = re.compile(r"^(?:\d+(?:\.\d+)?(?:ms|s|m|h))+$")
 _SECONDS = re.compile(r"^\d+(?:\.\d+)?$")

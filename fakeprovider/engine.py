@@ -622,7 +622,7 @@ class Engine:
             return (("Retry-After", retry.raw),)
         return (retry_after_header(retry.wait, retry.form, sent_at=self.epoch + respond_at),)
 
-    def retry_after_record(
+    def _retry_after_record(
         self, headers: tuple[tuple[str, str], ...], respond_at: float
     ) -> RetryAfterRecord | None:
         """What a ``Retry-After`` among ``headers`` means, as clock seconds."""
@@ -665,7 +665,7 @@ class Engine:
             status_code=reply.status_code if reply.action == "respond" else None,
             job_status=shown,
             # a dropped answer's Retry-After never reached the client, so it binds nothing
-            retry_after=self.retry_after_record(reply.headers, reply.respond_at)
+            retry_after=self._retry_after_record(reply.headers, reply.respond_at)
             if reply.headers and reply.action == "respond"
             else None,
             fault=reply.fault.name if reply.fault is not None else None,

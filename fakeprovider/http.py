@@ -32,6 +32,7 @@ __all__ = [
     "HttpResponse",
     "RetryAfterForm",
     "RetryAfterValue",
+    "client_of",
     "error_code",
     "error_response",
     "format_http_date",
@@ -43,6 +44,16 @@ __all__ = [
     "safe_header_value",
     "wire_problem",
 ]
+
+
+def client_of(client_id: str | None, peer: str) -> str:
+    """The client a request came from: its ``X-Client-Id``, else the peer's host, not its port,
+    which changes whenever a client opens a new connection (an SDK's reconnect must not look
+    like a second client). The one rule, for the API and the admin routes alike."""
+    if client_id:
+        return client_id
+    host, sep, port = peer.rpartition(":")
+    return host if sep and port.isdigit() else peer
 
 
 @dataclass(frozen=True)
@@ -60,13 +71,8 @@ class HttpRequest:
 
     @property
     def client(self) -> str:
-        """``X-Client-Id``, else the peer's host: not its port, which changes whenever a client
-        opens a new connection (an SDK's reconnect must not look like a second client)."""
-        explicit = self.headers.get("x-client-id")
-        if explicit:
-            return explicit
-        host, sep, port = self.peer.rpartition(":")
-        return host if sep and port.isdigit() else self.peer
+        """Who sent the request, as the journal names clients (``client_of``)."""
+        return client_of(self.headers.get("x-client-id"), self.peer)
 
     @property
     def bearer(self) -> str | None:

@@ -26,12 +26,12 @@ from .http import (
     NO_BODY,
     HttpRequest,
     HttpResponse,
+    error_response,
     format_http_date,
-    json_response,
     safe_header_value,
     wire_problem,
 )
-from .journal import Entry, Journal
+from .journal import Entry, Journal, JournalSink
 from .messages import (
     ApiError,
     Reply,
@@ -80,24 +80,14 @@ class LogOnce:
 
 def unsendable_answer(problem: str) -> HttpResponse:
     """The answer when the scenario scripted one that HTTP/1.1 cannot carry: a JSON 500."""
-    return json_response(
-        500,
-        {
-            "error": {
-                "code": "unsendable_answer",
-                "message": f"The scenario scripted an answer that cannot be sent: {problem}; "
-                "fix the scenario.",
-            }
-        },
-    )
+    message = f"The scenario scripted an answer that cannot be sent: {problem}; fix the scenario."
+    return error_response(500, "unsendable_answer", message)
 
 
 def internal_error() -> HttpResponse:
     """The answer when the fake itself failed: 500 ``internal_error`` (the same in every
     dialect, since the dialect may be what failed)."""
-    return json_response(
-        500, {"error": {"code": "internal_error", "message": INTERNAL_ERROR_MESSAGE}}
-    )
+    return error_response(500, "internal_error", INTERNAL_ERROR_MESSAGE)
 
 
 @functools.lru_cache(maxsize=64)
@@ -135,7 +125,7 @@ class FakeProvider:
         dialect: str | None = None,
         seed: int | None = None,
         time_scale: float = 1.0,
-        journal_sink: IO[str] | None = None,
+        journal_sink: IO[str] | JournalSink | None = None,
         journal_memory: int | None = None,
         allow_webhook_hosts: Iterable[str] = (),
     ) -> None:

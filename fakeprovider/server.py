@@ -353,10 +353,13 @@ class ServerThread:
         return self
 
     def stop(self, timeout: float = 10.0) -> None:
+        """Stop serving (the answers in flight go out first), then the webhooks; every entry
+        journaled is then written (a ``BatchedSink`` is flushed, not closed)."""
         self._server.should_exit = True
         if self._thread.is_alive():
             self._thread.join(timeout)
         self.dispatcher.stop()
+        self.provider.journal.flush()
         with contextlib.suppress(OSError):
             self._socket.close()
 
@@ -411,7 +414,7 @@ def serve_forever(
     loop: str = "auto",
 ) -> None:
     """Serve in the foreground until SIGINT or SIGTERM, then answer what is in flight (within
-    ``GRACEFUL_TIMEOUT``; the answers are journaled) and return.
+    ``GRACEFUL_TIMEOUT``; the answers are journaled), flush the journal's sink and return.
 
     ``admin_token``: what the admin API wants as ``Authorization: Bearer`` (give the one from
     ``admin_token_for(host, ...)`` to require one on a non-loopback address). ``http`` and
@@ -434,4 +437,5 @@ def serve_forever(
         server.run(sockets=[sock])
     finally:
         dispatcher.stop()
+        provider.journal.flush()  # every answer journaled is in the file before returning
         sock.close()

@@ -253,11 +253,88 @@ def find_problems(
     return problems
 
 
+#: Libraries that do I/O or run an event loop: only adapters and the facade may use them.
+IO_LIBRARIES = frozenset(
+    {"asyncio", "httpcore2", "httpx", "respx", "socket", "starlette", "urllib3", "uvicorn"}
+)
+#: The lowest layer that may import ``IO_LIBRARIES``.
+IO_LAYER = "adapters"
+
+
+def libraries_of(source: str) -> set[str]:
+    """The top-level names of what ``source`` imports from outside (absolute imports)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found.update(alias.name.partition(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            found.add(node.module.partition(".")[0])
+    return found
+
+
+def io_problems(
+    libraries: Mapping[str, Iterable[str]], layers: Mapping[str, Iterable[str]]
+) -> list[str]:
+    """Every module below ``IO_LAYER`` that imports one of ``IO_LIBRARIES``."""
+    table = layer_table(layers)
+    lowest = list(layers).index(IO_LAYER)
+    problems = []
+    for module in sorted(libraries):
+        here = layer_of(module, table)
+        if here is not None and here[0] < lowest:
+            problems.extend(
+                f"{module} ({here[1]}) imports {library}, which only adapters may use"
+                for library in sorted(IO_LIBRARIES.intersection(libraries[module]))
+            )
+    return problems
+
+
+def public_modules_without_all(packages: Mapping[str, Path]) -> list[str]:
+    """Public modules (no ``_`` in their name) that do not declare ``__all__``, the names they
+    offer users; the per-provider modules of ``dialects`` are internal (docs/architecture.md)."""
+    missing = []
+    for module, (path, _) in sorted(discover(packages).items()):
+        if any(part.startswith("_") for part in module.split(".")[1:]):
+            continue
+        if module.startswith("fakeprovider.dialects.") and module != "fakeprovider.dialects.base":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        names = {
+            target.id
+            for node in tree.body
+            if isinstance(node, (ast.Assign, ast.AnnAssign))
+            for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+            if isinstance(target, ast.Name)
+        }
+        if "__all__" not in names:
+            missing.append(module)
+    return missing
+
+
 # -- the package ---------------------------------------------------------------------------
 
 
 def test_the_package_keeps_its_layers_and_has_no_import_cycle() -> None:
     assert find_problems(import_graph(PACKAGES), LAYERS) == list(KNOWN_PROBLEMS)
+
+
+def test_only_adapters_and_the_facade_do_io() -> None:
+    libraries = {
+        name: libraries_of(path.read_text(encoding="utf-8"))
+        for name, (path, _) in discover(PACKAGES).items()
+    }
+    assert io_problems(libraries, LAYERS) == []
+
+
+def test_every_public_module_says_what_it_offers_users() -> None:
+    assert public_modules_without_all(PACKAGES) == []
+
+
+def test_io_below_the_adapters_is_named() -> None:
+    libraries = {"p.engine": {"json", "asyncio"}, "p.app": {"starlette"}, "p.durations": set()}
+    assert io_problems(
+        libraries, {"pure": ("p.durations",), "core": ("p.engine",), "adapters": ("p.app",)}
+    ) == ["p.engine (core) imports asyncio, which only adapters may use"]
 
 
 # -- the checker on planted graphs ---------------------------------------------------------

@@ -413,6 +413,33 @@ def test_serve_answers_and_journals_the_requests_in_flight_when_stopped(
     assert "Traceback" not in err
 
 
+LONG_JOB = "name: long-job\njobs: [{timeline: [{status: queued}, {at: 1h, status: succeeded}]}]\n"
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_serve_has_every_answered_request_in_the_journal_when_it_exits_on_a_signal(
+    tmp_path: Path, sig: signal.Signals
+) -> None:
+    journal = tmp_path / "journal.jsonl"
+    process = _serve(tmp_path, LONG_JOB, "--journal", str(journal))
+    try:
+        assert process.stdout is not None
+        url = process.stdout.readline().strip()
+        with httpx.Client(base_url=url, timeout=30) as http:
+            job = http.post("/v1/jobs", json={"prompt": "x"}).json()["job_id"]
+            answers = [http.get(f"/v1/jobs/{job}").status_code for _ in range(300)]
+        process.send_signal(sig)  # at once: the last batch has not been written yet
+        _, err = process.communicate(timeout=20)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert (process.returncode, answers) == (0, 300 * [200]), err
+    entries = read_journal(journal)
+    assert [e.seq for e in entries] == list(range(302))
+    assert [e.kind for e in entries] == ["admin", "submit"] + 300 * ["status"]
+
+
 def test_serve_refuses_a_journal_it_cannot_open(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -11,9 +11,11 @@ from hypothesis import strategies as st
 from fakeprovider.http import (
     DATE_FORMS,
     RETRY_AFTER_FORMS,
+    HttpRequest,
     HttpResponse,
     RetryAfterForm,
     RetryAfterValue,
+    client_of,
     error_code,
     error_response,
     format_http_date,
@@ -154,3 +156,22 @@ def test_error_answers_are_compact_json() -> None:
 
 def test_statuses_have_error_codes() -> None:
     assert [error_code(s) for s in (404, 429, 418)] == ["not_found", "rate_limited", "http_418"]
+
+
+@pytest.mark.parametrize(
+    ("client_id", "peer", "expected"),
+    [
+        ("ci-worker-3", "127.0.0.1:50123", "ci-worker-3"),
+        (None, "127.0.0.1:50123", "127.0.0.1"),
+        ("", "127.0.0.1:50123", "127.0.0.1"),
+        (None, "::1:50123", "::1"),
+        (None, "unknown", "unknown"),
+        (None, "testclient", "testclient"),
+    ],
+)
+def test_the_client_is_its_client_id_else_the_peers_host_without_the_port(
+    client_id: str | None, peer: str, expected: str
+) -> None:
+    assert client_of(client_id, peer) == expected
+    headers = {"x-client-id": client_id} if client_id is not None else {}
+    assert HttpRequest("GET", "/v1/jobs", headers=headers, peer=peer).client == expected

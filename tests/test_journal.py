@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import io
+import time
 from pathlib import Path
 
 import pytest
 
 from fakeprovider.journal import (
     _CHUNK,
+    BatchedSink,
     Entry,
     Journal,
     MemoryStore,
@@ -266,3 +268,57 @@ def test_order_entries_sorts_by_seq_process_by_process() -> None:
     two = [entry(0, True), entry(2), entry(1), entry(0, True), entry(1), entry(3), entry(2)]
     assert [e.seq for e in order_entries(two)] == [0, 1, 2, 0, 1, 2, 3]
     assert [e.seq for e in order_entries(order_entries(two))] == [0, 1, 2, 0, 1, 2, 3]
+
+
+def test_a_batched_sink_writes_in_the_background_in_order() -> None:
+    stream = io.StringIO()
+    journal = Journal(sink=BatchedSink(stream, interval=0.01))
+    for _ in range(50):
+        journal.append(entry(journal.next_seq(), completed_at=1.0))
+    deadline = time.monotonic() + 10  # a bound on waiting, not on how fast it is
+    while stream.getvalue().count("\n") < 50 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert stream.getvalue() == journal.to_jsonl()
+    journal.close()
+
+
+def test_a_batched_sink_writes_nothing_before_its_interval_unless_flushed() -> None:
+    stream = io.StringIO()
+    journal = Journal(sink=BatchedSink(stream, interval=60))
+    journal.append(entry(journal.next_seq(), completed_at=1.0))
+    assert stream.getvalue() == ""
+    journal.flush()
+    assert stream.getvalue() == journal.to_jsonl()
+    journal.close()
+    journal.append(entry(journal.next_seq(), completed_at=2.0))  # after close: straight through
+    assert stream.getvalue() == journal.to_jsonl()
+
+
+def test_a_batched_sink_that_cannot_be_written_is_reported_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    journal = Journal(sink=BatchedSink(_FullSink(), interval=60))
+    with caplog.at_level("ERROR", logger="fakeprovider.server"):
+        for _ in range(3):
+            journal.append(entry(journal.next_seq(), completed_at=1.0))
+            journal.flush()
+        journal.close()
+    assert [r.getMessage() for r in caplog.records] == [
+        "cannot write the journal to /dev/full: No space left on device; entries are kept in"
+        " memory only from now on"
+    ]
+    assert isinstance(journal.sink_error, OSError)
+    assert [e.seq for e in journal] == [1, 2, 3]
+
+
+def test_attaching_a_sink_that_cannot_take_the_run_header_is_refused() -> None:
+    journal = Journal()
+    journal.start_run(entry(0, completed_at=0.0, kind="admin", run={"scenario": "s"}))
+    with pytest.raises(OSError, match="No space left on device"):
+        journal.attach(BatchedSink(_FullSink()))
+    assert journal.sink is None
+
+
+def test_a_batched_sink_interval_out_of_range_is_refused() -> None:
+    with pytest.raises(ValueError, match=r"^interval must be between 0 and 60 seconds, got 0$"):
+        BatchedSink(io.StringIO(), interval=0)

@@ -214,6 +214,49 @@ def test_an_interrupted_run_stops_the_command_and_the_server(
         assert probe.connect_ex(("127.0.0.1", port)) != 0  # nothing listens any more
 
 
+# run, with the signal sent to itself the moment the command has started: before the fix it
+# came before run was ready to end the command (SIGTERM ended run alone, SIGINT raised a
+# traceback) and the command was left running; a loaded machine hit that window now and then.
+SIGNAL_AT_START = """
+import os, subprocess, sys
+from fakeprovider.cli import main
+
+real = subprocess.Popen
+
+
+def popen(*args, **kwargs):
+    subprocess.Popen = real  # the command only (stopping the server may start others)
+    process = real(*args, **kwargs)
+    with open(sys.argv[2], "w") as out:
+        out.write(str(process.pid))
+    os.kill(os.getpid(), int(sys.argv[1]))
+    return process
+
+
+subprocess.Popen = popen
+sys.exit(main(["run", "quick-preview", "--", sys.executable, "-c", "import time; time.sleep(60)"]))
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_as_the_command_starts_stops_the_command_and_the_server(
+    tmp_path: Path, sig: signal.Signals
+) -> None:
+    pidfile = tmp_path / "pid"
+    done = subprocess.run(
+        py(SIGNAL_AT_START, str(int(sig)), str(pidfile)),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 130, done.stderr
+    assert (
+        done.stderr.splitlines()[-1]
+        == "fakeprovider run: interrupted; the command and the server were stopped"
+    )
+    assert not _pid_alive(int(pidfile.read_text()))
+
+
 def test_an_unknown_dialect_is_refused_with_the_closest(capfd: pytest.CaptureFixture[str]) -> None:
     from fakeprovider.dialects import DIALECTS
 

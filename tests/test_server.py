@@ -4,15 +4,21 @@ from __future__ import annotations
 
 import asyncio
 import http.client as http_client
+import os
+import queue
 import re
+import signal
 import socket
+import threading
 import time
+from pathlib import Path
 
 import httpx
 import pytest
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from fakeprovider import server as server_module
+from fakeprovider.journal import BatchedSink, read_journal
 from fakeprovider.provider import FakeProvider
 from fakeprovider.scenario import parse_scenario
 from fakeprovider.server import ServerThread, resolve_stack
@@ -146,3 +152,52 @@ def test_a_connection_answered_within_the_idle_timeout_each_time_stays_open(http
             assert connection.sock.recv(1) == b""  # then closed 0.3 s after the last answer
         finally:
             connection.close()
+
+
+def test_a_server_thread_writes_every_batched_entry_by_the_time_it_has_stopped(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "journal.jsonl"
+    with path.open("a", encoding="utf-8") as stream:
+        # an interval far longer than the test: only stop() can have written the entries
+        provider = FakeProvider(
+            parse_scenario(INSTANT), journal_sink=BatchedSink(stream, interval=60)
+        )
+        with ServerThread(provider) as running, httpx.Client(base_url=running.url) as http:
+            job = http.post("/v1/jobs", json={"prompt": "x"}).json()["job_id"]
+            for _ in range(20):
+                http.get(f"/v1/jobs/{job}")
+        written = read_journal(path)
+        provider.journal.close()
+    assert [(e.kind, e.status_code) for e in written] == [("admin", None), ("submit", 202)] + 20 * [
+        ("status", 200)
+    ]
+
+
+def test_serve_forever_writes_every_batched_entry_before_it_returns(tmp_path: Path) -> None:
+    path = tmp_path / "journal.jsonl"
+    urls: queue.Queue[str] = queue.Queue()
+
+    def client() -> None:
+        try:
+            with httpx.Client(base_url=urls.get(timeout=10)) as http:
+                job = http.post("/v1/jobs", json={"prompt": "x"}).json()["job_id"]
+                for _ in range(20):
+                    http.get(f"/v1/jobs/{job}")
+        finally:
+            os.kill(os.getpid(), signal.SIGTERM)  # handled by the server: it stops
+
+    with path.open("a", encoding="utf-8") as stream:
+        # an interval far longer than the test: only the server's stop can write the entries
+        provider = FakeProvider(
+            parse_scenario(INSTANT), journal_sink=BatchedSink(stream, interval=60)
+        )
+        requests = threading.Thread(target=client)
+        requests.start()
+        server_module.serve_forever(provider, port=0, on_ready=urls.put)
+        requests.join(10)
+        written = read_journal(path)
+        provider.journal.close()
+    assert [(e.kind, e.status_code) for e in written] == [("admin", None), ("submit", 202)] + 20 * [
+        ("status", 200)
+    ]

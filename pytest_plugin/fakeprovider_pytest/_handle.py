@@ -22,7 +22,7 @@ __all__ = [
     "PLAY_OPTIONS",
     "ProviderHandle",
     "SearchDirs",
-    "load",
+    "load_planned",
     "locate_scenario",
     "plan_scenario",
     "prepare_scenario",
@@ -155,7 +155,7 @@ def prepare_scenario(
     return RunSettings(**play).play(scenario)
 
 
-def load(provider: FakeProvider, scenario: Scenario, play: dict[str, Any]) -> None:
+def load_planned(provider: FakeProvider, scenario: Scenario, play: dict[str, Any]) -> None:
     """Play ``scenario`` on ``provider`` from scratch, as ``play`` says (``plan_scenario``)."""
     provider.load(scenario, settings=dataclasses.replace(provider.settings, **play))
 
@@ -209,7 +209,9 @@ class ProviderHandle:
 
         A path is looked for next to the test file, then in the rootdir, then among the bundled
         names, as the marker's is."""
-        load(self.provider, *plan_scenario(scenario, search_dirs=self.search_dirs, **overrides))
+        load_planned(
+            self.provider, *plan_scenario(scenario, search_dirs=self.search_dirs, **overrides)
+        )
         self._start = self.provider.engine.start
 
     # -- checks --------------------------------------------------------------------------

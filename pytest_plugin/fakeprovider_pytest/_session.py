@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._handle import ProviderHandle, SearchDirs, load, plan_scenario
+from ._handle import ProviderHandle, SearchDirs, load_planned, plan_scenario
 
 if TYPE_CHECKING:
     from fakeprovider.scenario import Scenario
@@ -75,7 +75,7 @@ class FakeproviderSession:
         assert self._provider is not None
         self._provider.take_errors()
         search = _search_dirs
-        load(self._provider, *plan_scenario(scenario, search_dirs=search, **overrides))
+        load_planned(self._provider, *plan_scenario(scenario, search_dirs=search, **overrides))
         handle = ProviderHandle(self._provider, server.url, mode="server", search_dirs=search)
         self.last_handle = handle
         return handle
