@@ -322,3 +322,18 @@ def test_attaching_a_sink_that_cannot_take_the_run_header_is_refused() -> None:
 def test_a_batched_sink_interval_out_of_range_is_refused() -> None:
     with pytest.raises(ValueError, match=r"^interval must be between 0 and 60 seconds, got 0$"):
         BatchedSink(io.StringIO(), interval=0)
+
+
+def test_a_bounded_journal_reads_the_current_run_back_from_its_batched_file(
+    tmp_path: Path,
+) -> None:
+    with (tmp_path / "journal.jsonl").open("a", encoding="utf-8") as stream:
+        journal = Journal(sink=BatchedSink(stream, interval=60), memory=2)
+        journal.append(entry(journal.next_seq(), completed_at=1.0))
+        journal.clear()  # a new run: the entry before it is not one of its entries
+        for _ in range(5):
+            journal.append(entry(journal.next_seq(), completed_at=1.0))
+        journal.append(entry(journal.next_seq()))  # in flight: not in the file yet
+        assert [e.seq for e in journal] == [5, 6, 7]
+        assert [e.seq for e in journal.run_entries()] == [2, 3, 4, 5, 6, 7]
+        journal.close()

@@ -39,6 +39,7 @@ SDK`` to see what it does, and explain every finding in the docs); then ``--writ
 
 from __future__ import annotations
 
+import concurrent.futures
 import re
 import threading
 import time
@@ -285,6 +286,20 @@ def _fal(url: str) -> Driver:
 
     def wait(c: Any, prompt: Any, deadline: float | None) -> str:
         fal_module.QUEUE_URL_FORMAT = f"{url}/"  # no base-URL option (see test_fal.py)
+        # subscribe() waits in a worker thread (on the SDK's shared executor) and leaves it
+        # running when its timeout fires, after cancelling the request: the worker polls on
+        # until it sees the end. The driver waits for it, so that what it sends is in the
+        # journal in every run, not only when it polls before close() shuts its connections.
+        executor = fal_module.EXECUTOR
+        workers: list[concurrent.futures.Future[Any]] = []
+        submit = executor.submit
+
+        def watched(fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+            future = submit(fn, *args, **kwargs)
+            workers.append(future)
+            return future
+
+        executor.submit = watched  # type: ignore[method-assign]
         try:
             c.subscribe(
                 "fal-ai/veo3",
@@ -294,7 +309,10 @@ def _fal(url: str) -> Driver:
                 client_timeout=deadline or WAIT_CAP,
             )
         except fal_client.FalClientTimeoutError:
+            concurrent.futures.wait(workers, timeout=WAIT_CAP)
             return "timed_out"
+        finally:
+            del executor.submit
         return "succeeded"  # the result (response_url) is the retrieval
 
     def close(c: Any) -> None:

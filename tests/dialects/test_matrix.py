@@ -114,7 +114,10 @@ EXPECTED: dict[str, dict[str, str]] = {
         "terminal-failure": "raised FalClientHTTPError 422 ≠; no_premature_retrieval",  # COMPLETED+error
         "cancelled": "raised FalClientHTTPError 400 ≠; no_premature_retrieval",  # COMPLETED+error
         "completed-with-errors": "succeeded ≠; -",
-        "deadline-expiry": "timed_out; -",
+        # after its client_timeout, subscribe cancels, and its worker reads the status once more
+        # and fetches the result (the driver waits for that worker: the cell used to judge
+        # whichever of the worker and the driver's close() came first)
+        "deadline-expiry": "timed_out; no_premature_retrieval, stops_at_terminal",
         "transient-5xx": "raised FalClientHTTPError 503 ≠; -",
         "retry-after-seconds": "raised FalClientHTTPError 503 ≠; -",
         "rate-limited": "succeeded; honours_retry_after",  # Retry-After ignored
