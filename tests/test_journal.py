@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -55,6 +56,23 @@ def test_entries_are_written_when_completed_and_read_back(tmp_path: Path) -> Non
     path.write_text(sink.getvalue())
     assert read_journal(path) == journal.snapshot()
     assert [(e.seq, e.status_code) for e in read_journal(path)] == [(1, 200), (2, 503)]
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {},
+        {"job_id": 'j\u00e9\n"\\', "completed_at": 2.5, "status_code": 200, "poll_after": 15},
+        {"received_at": float("nan"), "completed_at": float("inf"), "status_since": -float("inf")},
+        {"retry_after": RetryAfterRecord("5", 6.5), "listed": (("job_1", "queued"),)},
+        {"run": {"scenario": "x", "seed": [1, 2.5, None]}, "inline_result": False, "attempt": 3},
+    ],
+)
+def test_a_written_line_is_the_entrys_dict_as_compact_json(changes: dict[str, object]) -> None:
+    out = io.StringIO()
+    journal = Journal(sink=out)
+    written = journal.append(entry(journal.next_seq(), **{"completed_at": 1.5, **changes}))
+    assert out.getvalue() == json.dumps(written.to_dict(), separators=(",", ":")) + "\n"
 
 
 def test_journal_is_list_like() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import http.client as http_client
 import os
 import queue
@@ -21,7 +22,7 @@ from fakeprovider import server as server_module
 from fakeprovider.journal import BatchedSink, read_journal
 from fakeprovider.provider import FakeProvider
 from fakeprovider.scenario import parse_scenario
-from fakeprovider.server import ServerThread, resolve_stack
+from fakeprovider.server import SERVING_GC_THRESHOLD, ServerThread, _serving_gc, resolve_stack
 
 INSTANT = "name: instant\njobs: [{timeline: [{status: succeeded}], result: {size_bytes: 16}}]\n"
 
@@ -201,3 +202,13 @@ def test_serve_forever_writes_every_batched_entry_before_it_returns(tmp_path: Pa
     assert [(e.kind, e.status_code) for e in written] == [("admin", None), ("submit", 202)] + 20 * [
         ("status", 200)
     ]
+
+
+def test_serving_in_the_foreground_freezes_the_startup_heap_and_restores_the_collector() -> None:
+    before = gc.get_threshold()
+    assert gc.get_freeze_count() == 0
+    with _serving_gc():
+        assert gc.get_threshold() == SERVING_GC_THRESHOLD
+        assert gc.get_freeze_count() > 0
+    assert gc.get_threshold() == before
+    assert gc.get_freeze_count() == 0
