@@ -542,6 +542,7 @@ class Journal(Sequence[Entry]):
         *,
         memory: int | None = None,
         store: JournalStore | None = None,
+        listener: Callable[[Entry], None] | None = None,
     ) -> None:
         if memory is not None and memory < 1:
             raise ValueError(f"memory must be at least 1 entry, got {memory}")
@@ -560,7 +561,7 @@ class Journal(Sequence[Entry]):
         #: request (a server start, ``FakeProvider.reset()``); not one of the entries.
         self.header: Entry | None = None
         #: Called with every entry as it is written (``serve --log-requests``); must not raise.
-        self.listener: Callable[[Entry], None] | None = None
+        self.listener = listener
 
     @property
     def forgotten(self) -> int:
