@@ -23,8 +23,14 @@ Shapes:
   retry with the same credential).
 
     python benchmarks/bench_check_scaling.py [--entries 10000] [--rounds 3] [--max-seconds 120]
+    python benchmarks/bench_check_scaling.py --cli-only --cli-entries 1000000   # the 1M mode
 
-The contract (issue 14): 100,000 entries of any shape checked in under 3 s.
+The contract (issue 14): 100,000 entries of any shape checked in under 3 s. Issue 15: a
+1,000,000-entry journal checked in under 5 s with bounded memory. With ``--cli-entries M``
+(or ``--cli-only``, which skips the in-process part) each shape is written at M entries as
+the fake writes it (compact JSON lines, every field) and judged by ``fakeprovider check`` in
+a child process: its wall time, CPU time and peak RSS (``ru_maxrss``) are printed, with the
+load average before and after (a busy machine inflates wall time, far less CPU time).
 """
 
 from __future__ import annotations
@@ -33,7 +39,9 @@ import argparse
 import contextlib
 import io
 import json
+import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -199,7 +207,60 @@ def _median(run: Callable[[], object], rounds: int, stop: float) -> float:
 
 def _cli(path: Path) -> None:
     with contextlib.redirect_stdout(io.StringIO()):
-        cli_main(["check", str(path), "--deadline", "1h", "--status-rate", "1000"])
+        cli_main(["check", str(path), *CHECK_OPTIONS])
+
+
+CHECK_OPTIONS = ("--deadline", "1h", "--status-rate", "1000")
+
+
+def write_journal(path: Path, entries: list[Entry]) -> int:
+    """``entries`` as the fake writes them (one compact JSON object per line); the bytes."""
+    with path.open("w", encoding="utf-8") as out:
+        for e in entries:
+            out.write(json.dumps(e.to_dict(), separators=(",", ":")) + "\n")
+    return path.stat().st_size
+
+
+def cli_in_child(path: Path) -> tuple[float, float, int, int]:
+    """``fakeprovider check PATH`` in a child process: wall seconds, CPU seconds (user +
+    system), peak RSS in bytes and the exit status."""
+    command = [sys.executable, "-m", "fakeprovider", "check", str(path), *CHECK_OPTIONS]
+    start = time.perf_counter()
+    child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(child.pid, 0)
+    wall = time.perf_counter() - start
+    child.returncode = os.waitstatus_to_exitcode(status)
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024, child.returncode
+
+
+def _load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def cli_table(shapes: list[str], entries: int, stop: float) -> None:
+    """Each shape at ``entries`` entries through ``fakeprovider check`` in a child process."""
+    print(f"'fakeprovider check' in a child process, {entries:,} entries per journal")
+    print(f"load average before: {_load()}")
+    print(
+        f"{'shape':<14} {'MB':>6} {'wall s':>7} {'cpu s':>6} {'us/entry':>8} {'peak RSS':>9} exit"
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in shapes:
+            path = Path(tmp) / f"{name}.jsonl"
+            built = SHAPES[name](entries)
+            size = write_journal(path, built)
+            del built
+            wall, cpu, rss, status = cli_in_child(path)
+            path.unlink()
+            print(
+                f"{name:<14} {size / 1e6:>6.0f} {wall:>7.2f} {cpu:>6.2f}"
+                f" {cpu / entries * 1e6:>8.2f} {rss / 2**20:>6.0f} MB {status:>4}",
+                flush=True,
+            )
+            if time.monotonic() > stop:
+                print("stopped: --max-seconds reached", file=sys.stderr)
+                break
+    print(f"load average after: {_load()}")
 
 
 def main() -> None:
@@ -208,23 +269,40 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--max-seconds", type=float, default=120.0)
     parser.add_argument("--shape", choices=sorted(SHAPES), action="append")
+    parser.add_argument(
+        "--cli-entries",
+        type=int,
+        default=None,
+        metavar="M",
+        help="also judge each shape at M entries with 'fakeprovider check' in a child process"
+        " (wall, CPU, peak RSS); 1000000 is the issue-15 target",
+    )
+    parser.add_argument(
+        "--cli-only", action="store_true", help="only the child-process table (M: 1,000,000)"
+    )
     args = parser.parse_args()
     stop = time.monotonic() + args.max_seconds
-    n = args.entries
+    shapes = args.shape or list(SHAPES)
+    if not args.cli_only:
+        scaling(shapes, args.entries, args.rounds, stop)
+    if args.cli_only or args.cli_entries is not None:
+        cli_table(shapes, args.cli_entries or 1_000_000, stop)
+
+
+def scaling(shapes: list[str], n: int, rounds: int, stop: float) -> None:
+    """Time per entry at N and 10 N in process, and the CLI at 10 N (issue 14)."""
     print(
         f"{'shape':<14} {'N':>8} {'us/entry':>9} {'10N':>8} {'us/entry':>9} {'ratio':>6}  cli 10N"
     )
     worst = 0.0
     with tempfile.TemporaryDirectory() as tmp:
-        for name in args.shape or SHAPES:
+        for name in shapes:
             build = SHAPES[name]
             small, large = build(n), build(10 * n)
-            t_small = _median(lambda e=small: check(e, LIMITS).render(), args.rounds, stop)
-            t_large = _median(lambda e=large: check(e, LIMITS).render(), args.rounds, stop)
+            t_small = _median(lambda e=small: check(e, LIMITS).render(), rounds, stop)
+            t_large = _median(lambda e=large: check(e, LIMITS).render(), rounds, stop)
             path = Path(tmp) / f"{name}.jsonl"
-            path.write_text(
-                "".join(json.dumps(e.to_dict()) + "\n" for e in large), encoding="utf-8"
-            )
+            write_journal(path, large)
             t_cli = _median(lambda p=path: _cli(p), 1, stop)
             ratio = (t_large / len(large)) / (t_small / len(small))
             worst = max(worst, t_cli)

@@ -6,6 +6,8 @@ credential fingerprint is journaled too. After a warm-up, it counts what is stil
 N status reads of one job, and after N requests of a mix (one submit per ten status reads, and a
 list now and then), and divides by N. ``--journal-memory M`` bounds the in-memory journal as
 ``serve --journal-memory`` does (then the retained bytes per request should fall towards 0).
+Then the CPU time per entry of the journal alone (append, complete, keep, write), to a stream
+flushed per entry and through a ``BatchedSink``.
 
     python benchmarks/bench_journal_memory.py [--requests 10000] [--journal-memory M]
 """
@@ -18,6 +20,7 @@ import gc
 import json
 import sys
 import tempfile
+import time
 import tracemalloc
 from pathlib import Path
 from typing import Any
@@ -97,6 +100,44 @@ def _retained(run: Any, requests: int) -> float:
     return grown / requests
 
 
+def _write_cost(count: int, folder: Path) -> dict[str, float]:
+    """CPU microseconds per entry to append, complete, keep and write ``count`` entries: to a
+    stream flushed entry by entry, and through a ``BatchedSink`` (its thread's time included)."""
+    from fakeprovider.journal import BatchedSink, Entry, Journal
+
+    def entries() -> list[Entry]:
+        return [
+            Entry(
+                seq=seq,
+                kind="status",
+                job_id="job_0123456789",
+                method="GET",
+                path="/v1/jobs/job_0123456789",
+                client="bench",
+                received_at=seq * 0.001,
+                job_status="processing",
+                true_status="processing",
+                status_since=0.5,
+                poll_after=5.0,
+                credential="fp:0123abcd",
+            )
+            for seq in range(1, count + 1)
+        ]
+
+    out: dict[str, float] = {}
+    for name in ("stream", "batched"):
+        made = entries()
+        with (folder / f"{name}.jsonl").open("a", encoding="utf-8") as stream:
+            journal = Journal(sink=stream if name == "stream" else BatchedSink(stream))
+            start = time.process_time()
+            for entry in made:
+                journal.append(entry)
+                journal.complete(entry.seq, completed_at=entry.received_at, status_code=200)
+            journal.close()
+            out[f"{name}_cpu_us_per_entry"] = round((time.process_time() - start) / count * 1e6, 2)
+    return out
+
+
 def measure(requests: int, memory: int | None, scenario: str) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp, (Path(tmp) / "j.jsonl").open("a") as sink:
         provider = FakeProvider(scenario, journal_sink=sink, journal_memory=memory)
@@ -111,6 +152,7 @@ def measure(requests: int, memory: int | None, scenario: str) -> dict[str, Any]:
         finally:
             tracemalloc.stop()
         entries = len(provider.journal)
+        cost = _write_cost(requests, Path(tmp))
     return {
         "scenario": scenario,
         "requests": requests,
@@ -118,6 +160,7 @@ def measure(requests: int, memory: int | None, scenario: str) -> dict[str, Any]:
         "status_read_bytes_per_request": round(reads),
         "mixed_bytes_per_request": round(mix),
         "entries_in_memory": entries,
+        **cost,
     }
 
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from .journal import KINDS, Entry, RetryAfterRecord
 
-__all__ = ["BadEntry", "JournalError", "entry_from_dict", "parse_lines"]
+__all__ = ["BadEntry", "JournalError", "entry_from_dict", "iter_entries", "parse_lines"]
 
 _NONE = type(None)
 _NUMBER = (int, float)
@@ -117,13 +117,21 @@ def _checked(
     specs: dict[str, tuple[tuple[type, ...], _Check | None, str]],
     data: dict[str, Any],
     prefix: str,
+    strings: dict[str, str] | None = None,
 ) -> None:
+    """Check each field of ``data`` against ``specs``; with ``strings``, also replace each
+    string value by the equal one in ``strings`` (adding it there first), so that a journal's
+    thousands of equal job ids, paths and statuses are held once."""
     fast = specs is _FIELDS
     for name, value in data.items():
-        if fast and (
-            (value is None and name in _NULLABLE) or (type(value) is str and name in _ANY_STRING)
-        ):
-            continue
+        if fast:
+            if value is None:
+                if name in _NULLABLE:
+                    continue
+            elif type(value) is str and name in _ANY_STRING:
+                if strings is not None:
+                    data[name] = strings.setdefault(value, value)
+                continue
         spec = specs.get(name)
         if spec is None:
             raise BadEntry(f"{prefix}{name}", "not a journal field")
@@ -132,21 +140,30 @@ def _checked(
             check is not None and value is not None and not check(value)
         ):
             raise BadEntry(f"{prefix}{name}", f"expected {expected}, got {_show(value)}")
+        if strings is not None and type(value) is str:
+            data[name] = strings.setdefault(value, value)
 
 
 def entry_from_dict(data: Any) -> Entry:
     """The ``Entry`` a decoded journal line stands for; ``BadEntry`` names what is wrong."""
     if not isinstance(data, dict):
         raise BadEntry("", f"expected a JSON object (a journal entry), got {_show(data)}")
-    _checked(_FIELDS, data, "")
+    return _entry(dict(data), None)
+
+
+def _entry(data: dict[str, Any], strings: dict[str, str] | None) -> Entry:
+    """``entry_from_dict`` for a dict of its own, which it changes (``_checked``)."""
+    _checked(_FIELDS, data, "", strings)
     for name in _REQUIRED:
         if name not in data:
             listing = ", ".join(_REQUIRED[:-1]) + f" and {_REQUIRED[-1]}"
             raise BadEntry(name, f"missing; every entry has {listing}")
-    values = {"job_id": None, **data}
+    values = data
+    if "job_id" not in values:
+        values["job_id"] = None
     ra = values.get("retry_after")
     if ra is not None:
-        _checked(_RETRY_AFTER, ra, "retry_after.")
+        _checked(_RETRY_AFTER, ra, "retry_after.", strings)
         for name in ("raw", "not_before"):
             if name not in ra:
                 raise BadEntry(
@@ -171,13 +188,15 @@ def entry_from_dict(data: Any) -> Entry:
     return Entry(**values)
 
 
-def parse_lines(lines: Iterable[str | bytes], name: str) -> list[Entry]:
-    """Entries from JSONL ``lines`` (text or UTF-8 bytes), in file order; blank lines skipped.
+def iter_entries(lines: Iterable[str | bytes], name: str) -> Iterator[Entry]:
+    """Entries from JSONL ``lines`` (text or UTF-8 bytes), one at a time in file order; blank
+    lines skipped. Only the current line is held, and equal strings are shared between
+    entries (``_checked``).
 
     Raises ``JournalError`` for the first line that is not an entry.
     """
-    entries: list[Entry] = []
     loads = json.loads
+    strings: dict[str, str] = {}
     for number, raw in enumerate(lines, start=1):
         if isinstance(raw, bytes):
             try:
@@ -191,8 +210,6 @@ def parse_lines(lines: Iterable[str | bytes], name: str) -> list[Entry]:
                 ) from None
         else:
             line = raw
-        if not line.strip():
-            continue
         try:
             data = loads(line)
         except RecursionError:
@@ -200,13 +217,26 @@ def parse_lines(lines: Iterable[str | bytes], name: str) -> list[Entry]:
                 name, number, "not a journal entry: JSON nested too deeply"
             ) from None
         except ValueError as exc:
+            if not line.strip():
+                continue
             why = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
             where = f" at column {exc.pos + 1}" if isinstance(exc, json.JSONDecodeError) else ""
             raise JournalError(
                 name, number, f"not JSON ({why}{where}); each line must be one journal entry"
             ) from None
+        if type(data) is not dict:
+            raise JournalError(
+                name, number, f"expected a JSON object (a journal entry), got {_show(data)}"
+            )
         try:
-            entries.append(entry_from_dict(data))
+            yield _entry(data, strings)
         except BadEntry as exc:
             raise JournalError(name, number, str(exc)) from None
-    return entries
+
+
+def parse_lines(lines: Iterable[str | bytes], name: str) -> list[Entry]:
+    """Entries from JSONL ``lines`` (text or UTF-8 bytes), in file order; blank lines skipped.
+
+    Raises ``JournalError`` for the first line that is not an entry.
+    """
+    return list(iter_entries(lines, name))

@@ -400,12 +400,16 @@ class Engine:
             offset, count = request.page if request.page is not None else (0, total)
             shown = [self._view(job, now) for job in itertools.islice(jobs, offset, offset + count)]
         else:
-            matched = [view for view in (self._view(job, now) for job in jobs) if select(view)]
-            total = len(matched)
-            shown = matched
-            if request.page is not None:
-                offset, count = request.page
-                shown = matched[offset : offset + count]
+            # a filter sees every job, but only the page's views are kept
+            offset, count = request.page if request.page is not None else (0, len(self._jobs))
+            total = 0
+            shown = []
+            for job in jobs:
+                view = self._view(job, now)
+                if select(view):
+                    if offset <= total < offset + count:
+                        shown.append(view)
+                    total += 1
         return Reply(
             seq=seq,
             request=request,

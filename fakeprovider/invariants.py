@@ -30,7 +30,7 @@ from ._runs import runs_with_headers, split_runs
 from .durations import parse_duration
 from .errors import InvariantViolation
 from .journal import Entry, order_entries, paused_gc
-from .limits import Limits
+from .limits import Limits, limits_for
 from .scenario import Outcome, Scenario
 
 __all__ = [
@@ -141,13 +141,13 @@ def check(
     run_limits: Sequence[Limits] | None = None,
     **overrides: Any,
 ) -> Report:
-    """Judge every run and client of ``journal`` against ``limits`` (+ keyword overrides).
+    """Judge every run and client of ``journal`` against ``limits`` (+ keyword overrides, as
+    ``limits_for`` takes them: ``deadline="2m"`` or seconds).
 
     ``run_limits``: the limits of each run (as ``split_runs`` numbers them), when runs were
     played with different scenarios or time scales; runs past its end get ``limits``.
     """
-    base = limits if limits is not None else Limits()
-    applied = dataclasses.replace(base, **overrides) if overrides else base
+    applied = limits_for(base=limits, overrides=overrides)
     with paused_gc():
         entries = order_entries(journal)
         runs = split_runs(entries)

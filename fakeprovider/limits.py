@@ -1,8 +1,8 @@
 """The checker's limits, and the one way they are made from a scenario's ``expect:`` plus
 overrides (the admin API's query, the ``check`` options, the plugin's ``limits()``).
 
-A leaf of the checker: the rules (``_rules``), the report (``_report``) and the run-header
-writer (``provider``) import it; it imports no part of the checker.
+A leaf under the checker: ``invariants``, its rules (``_rules``) and report (``_report``), the
+admin API, ``fakeprovider check`` and the plugin import it; it imports no part of the checker.
 """
 
 from __future__ import annotations

@@ -306,7 +306,7 @@ class FakeProvider:
             response = dataclasses.replace(
                 response, headers=(*response.headers, ("allow", allowed))
             )
-        if not all(safe_header_value(v) == v for _, v in response.headers):
+        if response.headers and not all(safe_header_value(v) == v for _, v in response.headers):
             headers = tuple((name, safe_header_value(v)) for name, v in response.headers)
             response = dataclasses.replace(response, headers=headers)
         if response.status in NO_BODY and response.body:

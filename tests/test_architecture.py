@@ -11,6 +11,7 @@ Adding a module: put it in ``LAYERS`` in the same commit (the table must name ev
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -174,8 +175,9 @@ def import_graph(packages: Mapping[str, Path]) -> dict[str, set[str]]:
 
 
 def _cycles(graph: Mapping[str, Iterable[str]]) -> list[list[str]]:
-    """One cycle per strongly connected component (Tarjan), as a closed path starting at its
-    smallest module name and following the smallest next name inside the component."""
+    """One cycle per strongly connected component (Tarjan): the shortest way from its smallest
+    module name back to itself inside the component (ties broken by name). Fixing it shows the
+    next cycle of the component, if any."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
@@ -209,7 +211,6 @@ def _cycles(graph: Mapping[str, Iterable[str]]) -> list[list[str]]:
     cycles = []
     for component in components:
         start = min(component)
-        path = [start]
         # the shortest way back to the start inside the component (breadth first)
         previous: dict[str, str] = {}
         frontier = [start]
@@ -224,8 +225,7 @@ def _cycles(graph: Mapping[str, Iterable[str]]) -> list[list[str]]:
         back = [start]
         while back[-1] != start or len(back) == 1:
             back.append(previous[back[-1]])
-        path = back[::-1]
-        cycles.append(path)
+        cycles.append(back[::-1])
     return sorted(cycles)
 
 
@@ -316,6 +316,42 @@ def public_modules_without_all(packages: Mapping[str, Path]) -> list[str]:
 
 def test_the_package_keeps_its_layers_and_has_no_import_cycle() -> None:
     assert find_problems(import_graph(PACKAGES), LAYERS) == list(KNOWN_PROBLEMS)
+
+
+def test_lazy_and_type_checking_imports_of_the_package_are_edges() -> None:
+    graph = import_graph(PACKAGES)
+    assert "fakeprovider._check_cli" in graph["fakeprovider.cli"]  # inside a function
+    assert "fakeprovider.provider" in graph["fakeprovider._cli_options"]  # TYPE_CHECKING
+
+
+def diagram_layers(text: str) -> dict[str, tuple[str, ...]]:
+    """The layers the first code block of ``text`` draws (top first in the text, returned lowest
+    first, as ``LAYERS``): each line that starts with a layer name, and the indented lines under
+    it, name its modules (``cli``, ``dialects/`` for the package and its modules, ``fakeprovider``
+    for the package itself); words in parentheses are comments."""
+    block = text.split("```", 2)[1]
+    drawn: dict[str, list[str]] = {}
+    layer = ""
+    for line in block.splitlines():
+        words = re.sub(r"\([^)]*\)", "", line).split()
+        if not words or words == ["|"]:
+            continue
+        if not line.startswith(" " * 6):
+            layer, words = words[0], words[1:]
+        for word in words:
+            if word == "dialects/":
+                name = "fakeprovider.dialects.*"
+            elif word.startswith("fakeprovider"):
+                name = word
+            else:
+                name = f"fakeprovider.{word}"
+            drawn.setdefault(layer, []).append(name)
+    return {layer: tuple(sorted(drawn[layer])) for layer in reversed(drawn)}
+
+
+def test_the_diagram_in_docs_architecture_md_is_the_layer_table() -> None:
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    assert diagram_layers(text) == {layer: tuple(sorted(names)) for layer, names in LAYERS.items()}
 
 
 def test_only_adapters_and_the_facade_do_io() -> None:

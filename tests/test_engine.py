@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from fakeprovider.clock import DEFAULT_EPOCH
 from fakeprovider.engine import Engine
+from fakeprovider.jobstore import MemoryJobStore
 from fakeprovider.messages import ApiError, Request
 from fakeprovider.scenario import load_scenario, parse_scenario
 
@@ -470,6 +471,44 @@ def test_a_list_shows_the_filtered_page_and_counts_every_match() -> None:
     assert listed(select=done, page=(1, 1)) == (3, [ids[2]])
     assert listed(select=done, page=(0, 2), newest_first=True) == (3, [ids[3], ids[2]])
     assert engine.journal.snapshot()[-1].listed == ((ids[3], "succeeded"), (ids[2], "succeeded"))
+
+
+class _ForwardOnlyStore(MemoryJobStore):
+    """A job store that iterates only oldest first (``__reversed__`` is optional for a store)."""
+
+    __reversed__ = None  # type: ignore[assignment]
+
+
+@pytest.mark.parametrize("store", [None, "forward-only"])
+def test_an_unfiltered_page_shows_its_jobs_counts_all_and_brings_every_job_up_to_now(
+    store: str | None,
+) -> None:
+    scenario = parse_scenario(
+        "jobs: [{timeline: [{status: queued}, {at: 1s, status: succeeded}]}]\n"
+    )
+    engine = Engine(
+        scenario,
+        epoch=DEFAULT_EPOCH,
+        store=_ForwardOnlyStore() if store else None,  # type: ignore[arg-type]
+    )
+    ids = [submit(engine, float(t)) for t in range(5)]
+
+    def listed(now: float, **options: object) -> tuple[int, list[tuple[str, str]]]:
+        reply = engine.handle(Request("list", "GET", "/", **options), now)  # type: ignore[arg-type]
+        return reply.total, [(job.id, job.status) for job in reply.jobs]
+
+    assert listed(4.5, page=(1, 2), newest_first=True) == (
+        5,
+        [(ids[3], "succeeded"), (ids[2], "succeeded")],
+    )
+    assert listed(4.5, page=(4, 3), newest_first=True) == (5, [(ids[0], "succeeded")])
+    assert listed(4.5, page=(5, 3), newest_first=True) == (5, [])
+    assert listed(4.5, page=(3, 5)) == (5, [(ids[3], "succeeded"), (ids[4], "queued")])
+    # the jobs the page did not show moved on too: their state changes happened on time
+    assert [(c.job_id, c.status, c.at) for c in engine.changes if c.status == "succeeded"] == [
+        (job_id, "succeeded", float(t) + 1.0) for t, job_id in enumerate(ids[:4])
+    ]
+    assert engine.job_count == 5
 
 
 def test_a_cancel_can_be_limited_to_some_statuses() -> None:

@@ -964,3 +964,13 @@ def test_the_engine_journals_no_retry_after_for_an_answer_the_client_never_got()
     )
     engine.handle(Request("list", "GET", "/v1/jobs"), 0.0)
     assert (engine.journal.last.dropped, engine.journal.last.retry_after) == ("lose_response", None)
+
+
+def test_check_takes_keyword_limits_as_limits_for_does() -> None:
+    assert check([], Limits(max_retries=1), deadline="2m").limits == Limits(
+        max_retries=1, deadline=120.0
+    )
+    with pytest.raises(
+        ValueError, match=r"^unknown limit 'max_retry' \(did you mean 'max_retries'\?\); known: "
+    ):
+        check([], max_retry=3)

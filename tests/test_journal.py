@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from fakeprovider.journal import (
     BatchedSink,
     Entry,
     Journal,
+    JournalStore,
     MemoryStore,
     RetryAfterRecord,
     order_entries,
@@ -322,3 +324,55 @@ def test_attaching_a_sink_that_cannot_take_the_run_header_is_refused() -> None:
 def test_a_batched_sink_interval_out_of_range_is_refused() -> None:
     with pytest.raises(ValueError, match=r"^interval must be between 0 and 60 seconds, got 0$"):
         BatchedSink(io.StringIO(), interval=0)
+
+
+def test_a_bounded_journal_reads_the_current_run_back_from_its_batched_file(
+    tmp_path: Path,
+) -> None:
+    with (tmp_path / "journal.jsonl").open("a", encoding="utf-8") as stream:
+        journal = Journal(sink=BatchedSink(stream, interval=60), memory=2)
+        journal.append(entry(journal.next_seq(), completed_at=1.0))
+        journal.clear()  # a new run: the entry before it is not one of its entries
+        for _ in range(5):
+            journal.append(entry(journal.next_seq(), completed_at=1.0))
+        journal.append(entry(journal.next_seq()))  # in flight: not in the file yet
+        assert [e.seq for e in journal] == [5, 6, 7]
+        assert [e.seq for e in journal.run_entries()] == [2, 3, 4, 5, 6, 7]
+        journal.close()
+
+
+class _ListStore:
+    """A ``JournalStore`` as small as one can be: what a shared store has to provide."""
+
+    def __init__(self) -> None:
+        self.kept: list[Entry] = []
+        self.forgotten = 0
+
+    def add(self, entry: Entry) -> None:
+        self.kept.append(entry)
+
+    def entries(self) -> Iterator[Entry]:
+        return iter(list(self.kept))
+
+    def clear(self) -> None:
+        self.kept.clear()
+
+    def __len__(self) -> int:
+        return len(self.kept)
+
+
+def test_a_journal_keeps_its_completed_entries_in_the_store_it_is_given() -> None:
+    store = _ListStore()
+    assert isinstance(store, JournalStore)
+    journal = Journal(store=store)
+    for _ in range(2):
+        journal.append(entry(journal.next_seq(), completed_at=1.0))
+    journal.append(entry(journal.next_seq()))  # in flight: the journal's own until completed
+    assert ([e.seq for e in store.kept], [e.seq for e in journal], len(journal)) == (
+        [1, 2],
+        [1, 2, 3],
+        3,
+    )
+    journal.complete(3, completed_at=2.0)
+    journal.clear()
+    assert (store.kept, len(journal)) == ([], 0)
