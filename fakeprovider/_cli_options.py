@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
     from .journal import Entry
-    from .provider import FakeProvider
 
 
 def positive_int(text: str) -> int:
@@ -152,14 +151,30 @@ def add_serve_options(parser: argparse.ArgumentParser, *, port: int) -> None:
     )
 
 
-def request_logger(provider: FakeProvider, stream: TextIO | None = None) -> Callable[[Entry], None]:
-    """A journal listener printing each entry as a line of the journal table (times from the
-    start of the current run) to ``stream`` (standard error by default)."""
-    from ._table import entry_line, header_line
+def request_listener(args: argparse.Namespace) -> Callable[[Entry], None] | None:
+    """The journal listener ``serve`` and ``run`` play with: request lines on standard error
+    under ``--log-requests`` or ``--log-level info|debug``, else none."""
+    if args.log_requests or args.log_level in ("info", "debug"):
+        return request_logger()
+    return None
+
+
+def request_logger(stream: TextIO | None = None) -> Callable[[Entry], None]:
+    """A journal listener (``FakeProvider(journal_listener=...)``) printing each entry as a line
+    of the journal table to ``stream`` (standard error by default), times from the start of its
+    run. The header of the first run is not printed: the ready line has just named that run."""
+    from ._table import RunLines
+
+    table = RunLines()
+    seen = False
 
     def log(entry: Entry) -> None:
+        nonlocal seen
+        first, seen = not seen, True
+        line = table.lines(entry)[0]  # a header's own line, or the entry's
+        if first and entry.is_header:
+            return
         out = stream if stream is not None else sys.stderr
-        line = header_line(entry) if entry.is_header else entry_line(entry, provider.engine.start)
         with contextlib.suppress(OSError, ValueError):
             print(line.strip() if entry.is_header else line, file=out, flush=True)
 

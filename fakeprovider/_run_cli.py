@@ -167,7 +167,7 @@ def _say(text: str) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from ._cli_options import request_logger
+    from ._cli_options import request_listener
     from .dialects import dialect_name
     from .journal import BatchedSink
     from .provider import FakeProvider
@@ -197,6 +197,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 seed=args.seed,
                 time_scale=args.time_scale,
                 journal_sink=BatchedSink(sink),
+                journal_listener=request_listener(args),
                 allow_webhook_hosts=args.allow_webhook_host,
             )
         except ScenarioError as exc:
@@ -206,8 +207,6 @@ def cmd_run(args: argparse.Namespace) -> int:
             _say(f"cannot write the journal {journal}: {exc.strerror or exc}")
             return 2
         stack.callback(provider.journal.close)  # before the file: its last batch goes in
-        if args.log_requests or args.log_level in ("info", "debug"):
-            provider.journal.listener = request_logger(provider)
         try:
             server = ServerThread(
                 provider,

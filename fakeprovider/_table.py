@@ -7,7 +7,7 @@ from collections.abc import Iterable
 
 from .journal import Entry, order_entries
 
-__all__ = ["entry_line", "header_line", "journal_table"]
+__all__ = ["RunLines", "entry_line", "header_line", "journal_table"]
 
 
 def entry_line(entry: Entry, start: float) -> str:
@@ -42,20 +42,32 @@ def header_line(entry: Entry) -> str:
     )
 
 
+class RunLines:
+    """Entries as table lines, one after another, times from the start of their run: a run
+    header, or the admin request that reset the fake or loaded a scenario, restarts the clock
+    at 0. Each run header is a line of its own."""
+
+    def __init__(self) -> None:
+        self.start: float | None = None
+
+    def lines(self, e: Entry) -> list[str]:
+        out: list[str] = []
+        if e.is_header:
+            out.append(header_line(e))
+            self.start = e.received_at
+            if e.method == "RUN":
+                return out
+        elif e.kind == "admin" and e.path in ("/__admin/reset", "/__admin/scenario"):
+            self.start = e.received_at
+        if self.start is None:
+            self.start = e.received_at
+        out.append(entry_line(e, self.start))
+        return out
+
+
 def journal_table(entries: Iterable[Entry]) -> str:
     """Every entry on one line, times from the start of its run (a run header or a reset
     restarts the clock at 0); each run header as a line of its own."""
-    lines: list[str] = []
-    start: float | None = None
-    for e in order_entries(entries):
-        if e.is_header:
-            lines.append(header_line(e))
-            start = e.received_at
-            if e.method == "RUN":
-                continue
-        elif e.kind == "admin" and e.path in ("/__admin/reset", "/__admin/scenario"):
-            start = e.received_at
-        if start is None:
-            start = e.received_at
-        lines.append(entry_line(e, start))
+    table = RunLines()
+    lines = [line for e in order_entries(entries) for line in table.lines(e)]
     return "\n".join(lines) if lines else "(no requests)"

@@ -15,7 +15,7 @@ from ._cli_options import (
     examples,
     formatter,
     positive_int,
-    request_logger,
+    request_listener,
     time_scale,
     timeout,
 )
@@ -51,6 +51,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             seed=args.seed,
             time_scale=args.time_scale,
             journal_memory=args.journal_memory,
+            journal_listener=request_listener(args),
             allow_webhook_hosts=args.allow_webhook_host,
         )
         if args.journal is not None:
@@ -69,9 +70,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-
-    if args.log_requests or args.log_level in ("info", "debug"):
-        provider.journal.listener = request_logger(provider)
 
     from .server import admin_token_for, is_loopback, resolve_stack
 

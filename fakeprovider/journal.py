@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import dataclasses
 import gc
 import itertools
 import json
@@ -22,9 +21,17 @@ import threading
 from array import array
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Literal, Protocol, overload, runtime_checkable
+from typing import IO, Any, Protocol, overload, runtime_checkable
+
+from .entries import (
+    FIELD_NAMES,
+    Entry,
+    RetryAfterRecord,
+    field_values,
+    jsonl_line,
+    parse_lines,
+)
 
 __all__ = [
     "BatchedSink",
@@ -41,176 +48,6 @@ __all__ = [
 
 #: Shared with the server: a journal that cannot be written is reported there, once.
 logger = logging.getLogger("fakeprovider.server")
-
-Kind = Literal["submit", "status", "content", "cancel", "list", "webhook", "admin", "unknown"]
-KINDS: tuple[str, ...] = (
-    "submit",
-    "status",
-    "content",
-    "cancel",
-    "list",
-    "webhook",
-    "admin",
-    "unknown",
-)
-
-
-@dataclass(frozen=True)
-class RetryAfterRecord:
-    """A ``Retry-After`` (or ``retry-after-ms``) the fake sent, and the instant it meant."""
-
-    raw: str
-    not_before: float | None
-    header: str = "retry-after"
-    form: str = "seconds"
-
-
-@dataclass(frozen=True, slots=True)
-class Entry:
-    """One request (or webhook delivery) and its answer. Times are clock seconds."""
-
-    seq: int
-    kind: str
-    job_id: str | None
-    method: str
-    path: str
-    client: str
-    received_at: float
-    response_started_at: float | None = None
-    completed_at: float | None = None
-    status_code: int | None = None
-    job_status: str | None = None
-    retry_after: RetryAfterRecord | None = None
-    fault: str | None = None
-    #: The job's real state when the request was handled (whatever the response showed).
-    true_status: str | None = None
-    #: When the job entered ``true_status``.
-    status_since: float | None = None
-    #: The poll hint the response gave, in seconds.
-    poll_after: float | None = None
-    #: The error code of an error answer (``job_not_found``, ``rate_limited``...).
-    error_code: str | None = None
-    #: A short fingerprint of the credential used (never the credential itself).
-    credential: str | None = None
-    idempotency_key: str | None = None
-    #: A fingerprint of a submit's body, to tell one logical request from another.
-    request_digest: str | None = None
-    #: 'reset' or 'lose_response' when the connection was dropped on purpose.
-    dropped: str | None = None
-    #: For webhook deliveries: event type, webhook-id, attempt number, what was special.
-    event: str | None = None
-    webhook_id: str | None = None
-    attempt: int | None = None
-    delivery: str | None = None
-    #: For list answers: ``(job_id, status)`` of every job the list showed.
-    listed: tuple[tuple[str, str], ...] | None = None
-    #: For a run header (an ``admin`` entry that starts a run): what was played and how
-    #: (scenario, digest, dialect, time_scale, seed, version, started, limits).
-    run: dict[str, Any] | None = None
-    #: True when the answer carried the job's result itself (a status read whose body holds
-    #: the video inline): such an answer is a retrieval, as a content download is.
-    inline_result: bool | None = None
-
-    @property
-    def is_header(self) -> bool:
-        """Whether this entry is a run header (it starts a run; see ``order_entries``)."""
-        return self.run is not None
-
-    @property
-    def latency(self) -> float | None:
-        if self.completed_at is None:
-            return None
-        return self.completed_at - self.received_at
-
-    @property
-    def failed(self) -> bool:
-        """A transport-level failure: 5xx, 429, or a dropped connection."""
-        code = self.status_code
-        return self.dropped is not None or code is None or code == 429 or code >= 500
-
-    def to_dict(self) -> dict[str, Any]:
-        # By hand rather than dataclasses.asdict (which deep-copies): this runs once per request.
-        out = dict(zip(_FIELD_NAMES, _get_all(self), strict=True))
-        if self.retry_after is not None:
-            ra = self.retry_after
-            out["retry_after"] = {
-                "raw": ra.raw,
-                "not_before": ra.not_before,
-                "header": ra.header,
-                "form": ra.form,
-            }
-        if self.listed is not None:
-            out["listed"] = dict(self.listed)
-        return out
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Entry:
-        """The entry a decoded journal line stands for.
-
-        Raises ``ValueError`` naming the field and what it expected (``_journal_schema``).
-        """
-        from ._journal_schema import entry_from_dict
-
-        return entry_from_dict(data)
-
-
-_FIELD_NAMES = tuple(f.name for f in dataclasses.fields(Entry))
-#: One encoder for every line (``json.dumps`` with options makes a new one per call).
-_ENCODE = json.JSONEncoder(separators=(",", ":")).encode
-
-
-def _json_float(value: float) -> str:
-    # what the encoder writes: repr for a finite float, NaN / Infinity / -Infinity otherwise
-    return float.__repr__(value) if value - value == 0 else _ENCODE(value)
-
-
-def _json_other(value: object) -> str:
-    # the nested fields as ``to_dict`` has them, and anything unexpected as the encoder has it
-    if isinstance(value, RetryAfterRecord):
-        return _ENCODE(
-            {
-                "raw": value.raw,
-                "not_before": value.not_before,
-                "header": value.header,
-                "form": value.form,
-            }
-        )
-    if isinstance(value, tuple):  # ``listed``: job id -> status
-        return _ENCODE(dict(value))
-    return _ENCODE(value)
-
-
-#: A string as the encoder writes it (``ensure_ascii``): the C function when there is one.
-_json_str: Callable[[str], str] = json.encoder.encode_basestring_ascii
-#: How each field's value is written, by its exact type (``_json_other`` for the rest).
-_JSON_OF: dict[type, Callable[[Any], str]] = {
-    type(None): lambda _: "null",
-    str: _json_str,
-    int: int.__repr__,
-    float: _json_float,
-    bool: lambda value: "true" if value else "false",
-}
-#: A line with a ``%s`` for every field's JSON, in field order (the keys encoded once).
-_LINE = "{" + ",".join(f"{_ENCODE(name)}:%s" for name in _FIELD_NAMES) + "}\n"
-
-
-def _line(entry: Entry) -> str:
-    """``entry`` as one JSONL line, newline included: what every sink writes.
-
-    Byte for byte ``_ENCODE(entry.to_dict()) + "\\n"``, built without the dict and with the
-    keys encoded once (this runs once per request).
-    """
-    json_of, other, text = _JSON_OF.get, _json_other, _json_str
-    return _LINE % tuple(
-        [
-            "null"
-            if value is None
-            else text(value)
-            if type(value) is str
-            else json_of(type(value), other)(value)
-            for value in _get_all(entry)
-        ]
-    )
 
 
 def _report_failure(sink: object, exc: OSError) -> None:
@@ -258,7 +95,7 @@ class JournalStore(Protocol):
 _CHUNK = 512
 #: Distinct strings a ``MemoryStore`` shares between rows before it starts sharing afresh.
 _SHARED_STRINGS = 8192
-_SLOT = {name: i for i, name in enumerate(_FIELD_NAMES)}
+_SLOT = {name: i for i, name in enumerate(FIELD_NAMES)}
 _TIME_SLOTS = frozenset(
     _SLOT[name] for name in ("received_at", "response_started_at", "completed_at")
 )
@@ -266,7 +103,6 @@ _TIME_SLOTS = frozenset(
 _SHARED_SLOTS = frozenset(
     _SLOT[name] for name in ("job_id", "method", "path", "client", "credential")
 )
-_get_all = operator.attrgetter(*_FIELD_NAMES)
 _NAN = math.nan  # a time that is None (a NaN time leaves its chunk unpacked)
 _FLOAT_OR_NONE = {float, type(None)}
 
@@ -295,7 +131,7 @@ class _Packed:
         a NaN, an unhashable string field: entries made by hand)."""
         nones = (None,) * len(entries)
         columns: list[Any] = []
-        for slot, column in enumerate(zip(*map(_get_all, entries), strict=True)):
+        for slot, column in enumerate(zip(*map(field_values, entries), strict=True)):
             packed: Any = column
             if column == nones:
                 packed = None
@@ -441,7 +277,7 @@ class StreamSink:
         self.name = _stream_name(stream)
 
     def write_entry(self, entry: Entry) -> None:
-        self.stream.write(_line(entry))
+        self.stream.write(jsonl_line(entry))
         self.stream.flush()
 
     def flush(self) -> None:
@@ -490,7 +326,7 @@ class BatchedSink:
         self._failure: OSError | None = None  # not yet raised to the caller
 
     def write_entry(self, entry: Entry) -> None:
-        line = _line(entry)
+        line = jsonl_line(entry)
         with self._lock:
             failure, self._failure = self._failure, None
             if self.error is None:
@@ -591,6 +427,7 @@ class Journal(Sequence[Entry]):
         *,
         memory: int | None = None,
         store: JournalStore | None = None,
+        listener: Callable[[Entry], None] | None = None,
     ) -> None:
         if memory is not None and memory < 1:
             raise ValueError(f"memory must be at least 1 entry, got {memory}")
@@ -609,7 +446,7 @@ class Journal(Sequence[Entry]):
         #: request (a server start, ``FakeProvider.reset()``); not one of the entries.
         self.header: Entry | None = None
         #: Called with every entry as it is written (``serve --log-requests``); must not raise.
-        self.listener: Callable[[Entry], None] | None = None
+        self.listener = listener
 
     @property
     def forgotten(self) -> int:
@@ -806,7 +643,7 @@ class Journal(Sequence[Entry]):
         with self._lock:
             header = self.header
         entries = [header, *self] if header is not None else list(self)
-        return "".join(map(_line, entries))
+        return "".join(map(jsonl_line, entries))
 
     def __repr__(self) -> str:
         return f"<Journal {len(self)} entries>"
@@ -865,7 +702,6 @@ def read_journal(source: str | Path | IO[str] | IO[bytes]) -> list[Entry]:
     Raises ``ValueError`` as ``FILE:LINE: field: what was expected`` for the first line that
     is not an entry (not UTF-8, not JSON, a field missing or of the wrong type).
     """
-    from ._journal_schema import parse_lines
 
     with paused_gc():
         if isinstance(source, (str, Path)):

@@ -114,7 +114,8 @@ class FakeProvider:
 
     ``settings`` holds what its parts share (the clock's epoch, ``time_scale``, ``seed`` and
     ``dialect``): made at construction, replaced only by ``load(..., settings=...)``; the dialect
-    and engine of every run are made with it.
+    and engine of every run are made with it. ``journal_listener`` is called with every journal
+    entry as it is written, the first run's header included (``serve --log-requests``).
     """
 
     def __init__(
@@ -127,10 +128,11 @@ class FakeProvider:
         time_scale: float = 1.0,
         journal_sink: IO[str] | JournalSink | None = None,
         journal_memory: int | None = None,
+        journal_listener: Callable[[Entry], None] | None = None,
         allow_webhook_hosts: Iterable[str] = (),
     ) -> None:
         self.clock: Clock = clock if clock is not None else RealClock()
-        self.journal = Journal(sink=journal_sink, memory=journal_memory)
+        self.journal = Journal(sink=journal_sink, memory=journal_memory, listener=journal_listener)
         self.log_once = LogOnce()
         self._lock = threading.RLock()
         self.settings = RunSettings(

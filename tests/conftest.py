@@ -12,10 +12,19 @@ worker's environment: pytest-benchmark (before 5.3) reads ``PYTEST_XDIST_WORKER`
 believes xdist is active and warns at start-up, which the children's ``filterwarnings = error``
 turns into an internal error. Those children run without the worker's variables, as they do in
 a run without ``-n``.
+
+``pytester`` also takes back, after each in-process child run, every module first imported
+during it; a module imported before keeps what it built from them. ``fakeprovider.server``
+keeps the protocol class it derives from uvicorn's httptools protocol, so when a child was the
+first to start a server, a later test's ``HttpToolsProtocol`` was another class than the
+server's base (test_server failed after test_plugin, as xdist can order them). uvicorn's
+protocol modules are imported here, before any child runs.
 """
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import subprocess
 from pathlib import Path
 
@@ -27,6 +36,10 @@ CACHES = frozenset(
     {".benchmarks", ".hypothesis", ".mypy_cache", ".pytest_cache", ".ruff_cache", "__pycache__"}
 )
 _BEFORE = pytest.StashKey[frozenset[str]]()
+for _module in ("uvicorn.protocols.http.httptools_impl", "uvicorn.protocols.http.h11_impl"):
+    with contextlib.suppress(ImportError):  # httptools is optional
+        importlib.import_module(_module)
+
 _WORKER_VARIABLES = ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID")
 
 

@@ -11,7 +11,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from fakeprovider.cli import main, request_logger
+from fakeprovider._cli_options import request_logger
+from fakeprovider.cli import main
 from fakeprovider.clock import VirtualClock
 from fakeprovider.provider import FakeProvider
 from fakeprovider.server import ServerThread
@@ -60,8 +61,9 @@ def test_the_journal_command_refuses_a_missing_file(
 
 def test_request_lines_are_printed_as_requests_are_answered() -> None:
     stream = io.StringIO()
-    provider = FakeProvider("quick-preview", clock=VirtualClock())
-    provider.journal.listener = request_logger(provider, stream)
+    provider = FakeProvider(
+        "quick-preview", clock=VirtualClock(), journal_listener=request_logger(stream)
+    )
     with ServerThread(provider) as server, httpx.Client(base_url=server.url) as http:
         job = http.post("/v1/jobs", json={"prompt": "x"}).json()["job_id"]
         http.get(f"/v1/jobs/{job}")
@@ -100,3 +102,20 @@ def test_serve_logs_requests_and_writes_the_ready_file(tmp_path: Path) -> None:
     assert err.splitlines()[0].startswith("fakeprovider 0.1.0: serving 'quick-preview' ")
     assert any(line.endswith("POST /v1/jobs -> 202  queued") for line in err.splitlines())
     assert not ready.exists()  # removed on exit: a stale file never points at a dead server
+
+
+def test_request_log_names_each_later_run_and_times_it_from_its_start() -> None:
+    stream = io.StringIO()
+    clock = VirtualClock()
+    provider = FakeProvider("quick-preview", clock=clock, journal_listener=request_logger(stream))
+    with ServerThread(provider) as server, httpx.Client(base_url=server.url) as http:
+        http.get("/v1/jobs/nope")
+        clock.advance(7)
+        provider.reset()
+        clock.advance(2)
+        http.get("/v1/jobs/nope")
+    lines = stream.getvalue().splitlines()
+    assert lines[0] == "  #1        0.000s  GET /v1/jobs/nope -> 404  job_not_found"
+    assert lines[1].startswith("run of 'quick-preview' (sha256:")
+    assert lines[2] == "  #3        2.000s  GET /v1/jobs/nope -> 404  job_not_found"
+    assert len(lines) == 3

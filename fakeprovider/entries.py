@@ -1,22 +1,209 @@
-"""What a journal line must hold, checked field by field before the checker sees it.
+"""Journal entries: the record of one request (``Entry``, ``RetryAfterRecord``, ``KINDS``), its
+JSONL line, and the way back from a line, checked field by field before the checker sees it.
 
 ``entry_from_dict`` turns one decoded JSON object into an ``Entry`` or raises ``BadEntry``
 naming the field and what it expected; ``parse_lines`` does it for a whole JSONL stream and
 raises ``JournalError`` as ``FILE:LINE: field: what was expected``. A journal the fake wrote
 always passes; a hand-edited, truncated or foreign one is refused with a message instead of
 crashing a rule later (``"retry_after": 5``, ``"received_at": "x"``, NaN, binary).
+
+``fakeprovider.journal`` (the journal itself: stores, sinks, reading files) builds on this
+module and re-exports its public names.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
+import operator
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
-from .journal import KINDS, Entry, RetryAfterRecord
+__all__ = [
+    "FIELD_NAMES",
+    "KINDS",
+    "BadEntry",
+    "Entry",
+    "JournalError",
+    "Kind",
+    "RetryAfterRecord",
+    "entry_from_dict",
+    "field_values",
+    "iter_entries",
+    "jsonl_line",
+    "parse_lines",
+]
 
-__all__ = ["BadEntry", "JournalError", "entry_from_dict", "iter_entries", "parse_lines"]
+Kind = Literal["submit", "status", "content", "cancel", "list", "webhook", "admin", "unknown"]
+KINDS: tuple[str, ...] = (
+    "submit",
+    "status",
+    "content",
+    "cancel",
+    "list",
+    "webhook",
+    "admin",
+    "unknown",
+)
+
+
+@dataclass(frozen=True)
+class RetryAfterRecord:
+    """A ``Retry-After`` (or ``retry-after-ms``) the fake sent, and the instant it meant."""
+
+    raw: str
+    not_before: float | None
+    header: str = "retry-after"
+    form: str = "seconds"
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One request (or webhook delivery) and its answer. Times are clock seconds."""
+
+    seq: int
+    kind: str
+    job_id: str | None
+    method: str
+    path: str
+    client: str
+    received_at: float
+    response_started_at: float | None = None
+    completed_at: float | None = None
+    status_code: int | None = None
+    job_status: str | None = None
+    retry_after: RetryAfterRecord | None = None
+    fault: str | None = None
+    #: The job's real state when the request was handled (whatever the response showed).
+    true_status: str | None = None
+    #: When the job entered ``true_status``.
+    status_since: float | None = None
+    #: The poll hint the response gave, in seconds.
+    poll_after: float | None = None
+    #: The error code of an error answer (``job_not_found``, ``rate_limited``...).
+    error_code: str | None = None
+    #: A short fingerprint of the credential used (never the credential itself).
+    credential: str | None = None
+    idempotency_key: str | None = None
+    #: A fingerprint of a submit's body, to tell one logical request from another.
+    request_digest: str | None = None
+    #: 'reset' or 'lose_response' when the connection was dropped on purpose.
+    dropped: str | None = None
+    #: For webhook deliveries: event type, webhook-id, attempt number, what was special.
+    event: str | None = None
+    webhook_id: str | None = None
+    attempt: int | None = None
+    delivery: str | None = None
+    #: For list answers: ``(job_id, status)`` of every job the list showed.
+    listed: tuple[tuple[str, str], ...] | None = None
+    #: For a run header (an ``admin`` entry that starts a run): what was played and how
+    #: (scenario, digest, dialect, time_scale, seed, version, started, limits).
+    run: dict[str, Any] | None = None
+    #: True when the answer carried the job's result itself (a status read whose body holds
+    #: the video inline): such an answer is a retrieval, as a content download is.
+    inline_result: bool | None = None
+
+    @property
+    def is_header(self) -> bool:
+        """Whether this entry is a run header (it starts a run; see ``order_entries``)."""
+        return self.run is not None
+
+    @property
+    def latency(self) -> float | None:
+        if self.completed_at is None:
+            return None
+        return self.completed_at - self.received_at
+
+    @property
+    def failed(self) -> bool:
+        """A transport-level failure: 5xx, 429, or a dropped connection."""
+        code = self.status_code
+        return self.dropped is not None or code is None or code == 429 or code >= 500
+
+    def to_dict(self) -> dict[str, Any]:
+        # By hand rather than dataclasses.asdict (which deep-copies): this runs once per request.
+        out = dict(zip(FIELD_NAMES, field_values(self), strict=True))
+        if self.retry_after is not None:
+            ra = self.retry_after
+            out["retry_after"] = {
+                "raw": ra.raw,
+                "not_before": ra.not_before,
+                "header": ra.header,
+                "form": ra.form,
+            }
+        if self.listed is not None:
+            out["listed"] = dict(self.listed)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Entry:
+        """The entry a decoded journal line stands for.
+
+        Raises ``ValueError`` naming the field and what it expected.
+        """
+        return entry_from_dict(data)
+
+
+FIELD_NAMES = tuple(f.name for f in dataclasses.fields(Entry))
+#: An entry\'s field values, in ``FIELD_NAMES`` order.
+field_values = operator.attrgetter(*FIELD_NAMES)
+#: One encoder for every line (``json.dumps`` with options makes a new one per call).
+_ENCODE = json.JSONEncoder(separators=(",", ":")).encode
+
+
+def _json_float(value: float) -> str:
+    # what the encoder writes: repr for a finite float, NaN / Infinity / -Infinity otherwise
+    return float.__repr__(value) if value - value == 0 else _ENCODE(value)
+
+
+def _json_other(value: object) -> str:
+    # the nested fields as ``to_dict`` has them, and anything unexpected as the encoder has it
+    if isinstance(value, RetryAfterRecord):
+        return _ENCODE(
+            {
+                "raw": value.raw,
+                "not_before": value.not_before,
+                "header": value.header,
+                "form": value.form,
+            }
+        )
+    if isinstance(value, tuple):  # ``listed``: job id -> status
+        return _ENCODE(dict(value))
+    return _ENCODE(value)
+
+
+#: A string as the encoder writes it (``ensure_ascii``): the C function when there is one.
+_json_str: Callable[[str], str] = json.encoder.encode_basestring_ascii
+#: How each field's value is written, by its exact type (``_json_other`` for the rest).
+_JSON_OF: dict[type, Callable[[Any], str]] = {
+    int: int.__repr__,
+    float: _json_float,
+    bool: lambda value: "true" if value else "false",
+}
+#: A line with a ``%s`` for every field's JSON, in field order (the keys encoded once).
+_LINE = "{" + ",".join(f"{_ENCODE(name)}:%s" for name in FIELD_NAMES) + "}\n"
+
+
+def jsonl_line(entry: Entry) -> str:
+    """``entry`` as one JSONL line, newline included: what every sink writes.
+
+    Byte for byte ``_ENCODE(entry.to_dict()) + "\\n"``, built without the dict and with the
+    keys encoded once (this runs once per request).
+    """
+    json_of, other, text = _JSON_OF.get, _json_other, _json_str
+    return _LINE % tuple(
+        [
+            "null"
+            if value is None
+            else text(value)
+            if type(value) is str
+            else json_of(type(value), other)(value)
+            for value in field_values(entry)
+        ]
+    )
+
 
 _NONE = type(None)
 _NUMBER = (int, float)

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from fakeprovider import cli
-from fakeprovider._journal_schema import _FIELDS
 from fakeprovider.cli import main
+from fakeprovider.entries import _FIELDS
 from fakeprovider.invariants import check
 from fakeprovider.journal import Entry, read_journal
 
