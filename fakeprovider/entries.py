@@ -192,13 +192,15 @@ def jsonl_line(entry: Entry) -> str:
     Byte for byte ``_ENCODE(entry.to_dict()) + "\\n"``, built without the dict and with the
     keys encoded once (this runs once per request).
     """
-    json_of, other, text = _JSON_OF.get, _json_other, _json_str
+    json_of, other, text, number = _JSON_OF.get, _json_other, _json_str, float.__repr__
     return _LINE % tuple(
         [
             "null"
             if value is None
             else text(value)
             if type(value) is str
+            else number(value)
+            if type(value) is float and value - value == 0  # finite
             else json_of(type(value), other)(value)
             for value in field_values(entry)
         ]

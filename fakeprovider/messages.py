@@ -277,8 +277,13 @@ def video_bytes(job_id: str, size: int) -> bytes:
 
 def request_digest(body: Mapping[str, Any] | None) -> str:
     """A short digest of a submit's body (``Entry.request_digest``): equal bodies, equal digests."""
-    text = json.dumps(body or {}, sort_keys=True, separators=(",", ":"), default=str)
+    text = _DIGEST_JSON(body or {})
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+#: ``json.dumps(..., sort_keys=True, separators=(",", ":"), default=str)``, made once (the
+#: options make ``json.dumps`` build a new encoder per call: once per submit).
+_DIGEST_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str).encode
 
 
 def credential_fingerprint(credential: str | None) -> str | None:

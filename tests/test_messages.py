@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+
 import pytest
 
 from fakeprovider.messages import (
@@ -79,3 +82,9 @@ def test_equal_bodies_have_equal_digests_whatever_the_key_order() -> None:
     assert request_digest({"a": 1, "b": 2}) == request_digest({"b": 2, "a": 1})
     assert request_digest({"a": 1}) != request_digest({"a": 2})
     assert request_digest(None) == request_digest({})
+
+
+def test_a_request_digest_is_the_sha256_of_the_sorted_compact_json_of_the_body() -> None:
+    body = {"prompt": "caf\u00e9", "n": [1, 2.5], "meta": {"b": 1, "a": None}, "when": object}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)
+    assert request_digest(body) == hashlib.sha256(text.encode()).hexdigest()[:16]
