@@ -222,11 +222,14 @@ import os, subprocess, sys
 from fakeprovider.cli import main
 
 real = subprocess.Popen
+COMMAND = "import time; time.sleep(60)"
 
 
 def popen(*args, **kwargs):
-    subprocess.Popen = real  # the command only (stopping the server may start others)
     process = real(*args, **kwargs)
+    if COMMAND not in (args[0] if args else kwargs.get("args", ())):  # not run's command
+        return process
+    subprocess.Popen = real  # the command only (stopping the server may start others)
     with open(sys.argv[2], "w") as out:
         out.write(str(process.pid))
     os.kill(os.getpid(), int(sys.argv[1]))
@@ -234,7 +237,7 @@ def popen(*args, **kwargs):
 
 
 subprocess.Popen = popen
-sys.exit(main(["run", "quick-preview", "--", sys.executable, "-c", "import time; time.sleep(60)"]))
+sys.exit(main(["run", "quick-preview", "--", sys.executable, "-c", COMMAND]))
 """
 
 
