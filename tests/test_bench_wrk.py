@@ -6,15 +6,12 @@ milliseconds, with no server and no wrk.
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
-from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_wrk.py"
+from .bench_scripts import load_script
 
 #: What ``wrk -t1 -c16 -d8s -s get.lua`` prints: its own summary, then the done hook's line.
 WRK_OUTPUT = """\
@@ -31,16 +28,7 @@ BENCH {"requests": 97858, "duration_us": 8000412, "p50_us": 1204, "p99_us": 4512
 
 
 def _script() -> ModuleType:
-    name = "fakeprovider_benchmarks_bench_wrk"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, SCRIPT)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up while the script loads
-    spec.loader.exec_module(module)
-    return module
+    return load_script("bench_wrk")
 
 
 def test_wrk_output_is_read_from_the_done_hooks_line() -> None:

@@ -7,27 +7,15 @@ noticed here, with the mutation to update named.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "mutation_check.py"
+from .bench_scripts import load_script
 
 
 def _script() -> ModuleType:
-    name = "fakeprovider_benchmarks_mutation_check"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, SCRIPT)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up while the script loads
-    spec.loader.exec_module(module)
-    return module
+    return load_script("mutation_check")
 
 
 def test_every_mutation_applies_to_the_current_rules_and_changes_them() -> None:
