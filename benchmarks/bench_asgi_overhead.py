@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from _asgi import call
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -89,24 +90,11 @@ def _scope(method: str, path: str, body: bool = False) -> dict[str, Any]:
     }
 
 
-async def _call(app: Any, scope: dict[str, Any], body: bytes = b"") -> bytes:
-    sent: list[dict[str, Any]] = []
-
-    async def receive() -> dict[str, Any]:
-        return {"type": "http.request", "body": body, "more_body": False}
-
-    async def send(message: dict[str, Any]) -> None:
-        sent.append(message)
-
-    await app(dict(scope), receive, send)
-    return b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
-
-
 async def _rate(app: Any, scope: dict[str, Any], body: bytes, count: int) -> tuple[float, float]:
     """Requests per second (wall clock) and CPU microseconds per request."""
     start, cpu = time.perf_counter(), time.process_time()
     for _ in range(count):
-        await _call(app, scope, body)
+        await call(app, scope, body)
     wall, cpu = time.perf_counter() - start, time.process_time() - cpu
     return count / wall, cpu / count * 1e6
 
@@ -137,7 +125,7 @@ async def _main(args: Any, journal: Path) -> dict[str, Any]:
         provider = FakeProvider("long-render", journal_sink=sink)
         fake = create_app(provider)
         submit = _scope("POST", "/v1/jobs", body=True)
-        job = json.loads(await _call(fake, submit, SUBMIT))["job_id"]
+        job = json.loads(await call(fake, submit, SUBMIT))["job_id"]
         status = await _compare(
             fake, _scope("GET", f"/v1/jobs/{job}"), _scope("GET", "/v1/jobs/x"), b"", args
         )

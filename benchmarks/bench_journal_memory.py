@@ -25,6 +25,8 @@ import tracemalloc
 from pathlib import Path
 from typing import Any
 
+from _asgi import call
+
 from fakeprovider.app import create_app
 from fakeprovider.provider import FakeProvider
 
@@ -54,28 +56,15 @@ def _scope(method: str, path: str, n: int, body: bool = False) -> dict[str, Any]
     }
 
 
-async def _call(app: Any, scope: dict[str, Any], body: bytes = b"") -> bytes:
-    sent: list[dict[str, Any]] = []
-
-    async def receive() -> dict[str, Any]:
-        return {"type": "http.request", "body": body, "more_body": False}
-
-    async def send(message: dict[str, Any]) -> None:
-        sent.append(message)
-
-    await app(scope, receive, send)
-    return b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
-
-
 async def _submit(app: Any, n: int) -> str:
     body = json.dumps({"prompt": f"bench {n}"}).encode()
-    answer = await _call(app, _scope("POST", "/v1/jobs", n, body=True), body)
+    answer = await call(app, _scope("POST", "/v1/jobs", n, body=True), body)
     return str(json.loads(answer)["job_id"])
 
 
 async def _reads(app: Any, job: str, count: int) -> None:
     for n in range(count):
-        await _call(app, _scope("GET", f"/v1/jobs/{job}", n))
+        await call(app, _scope("GET", f"/v1/jobs/{job}", n))
 
 
 async def _mix(app: Any, count: int) -> None:
@@ -84,9 +73,9 @@ async def _mix(app: Any, count: int) -> None:
         if n % 11 == 0:
             job = await _submit(app, n)
         elif n % 101 == 0:
-            await _call(app, _scope("GET", "/v1/jobs", n))
+            await call(app, _scope("GET", "/v1/jobs", n))
         else:
-            await _call(app, _scope("GET", f"/v1/jobs/{job}", n))
+            await call(app, _scope("GET", f"/v1/jobs/{job}", n))
 
 
 def _retained(run: Any, requests: int) -> float:
