@@ -350,6 +350,9 @@ def _server(
         loop=loop,  # what serve() runs on: the runner gets _loop_factory(loop)
         log_level=log_level,
         access_log=False,
+        # the client is the peer on the socket: no X-Forwarded-For taken from anyone (the
+        # fake is not behind a proxy), and one middleware less on every request
+        proxy_headers=False,
         date_header=False,  # the fake writes Date itself, from the scenario clock
         server_header=False,
         lifespan="off",

@@ -337,3 +337,15 @@ def test_pipelined_requests_are_answered_whole_and_in_order(http: str) -> None:
             sock.sendall(read + unknown + read)
             answers = _read_answers(sock.makefile("rb"), 3)
     assert answers == [(200, "succeeded"), (404, None), (200, "succeeded")]
+
+
+def test_a_client_is_journaled_as_its_peer_whatever_x_forwarded_for_says() -> None:
+    provider = _provider()
+    with ServerThread(provider) as server:
+        answer = httpx.post(
+            f"{server.url}/v1/jobs",
+            json={"prompt": "x"},
+            headers={"x-forwarded-for": "203.0.113.9", "x-forwarded-proto": "https"},
+        )
+    assert answer.status_code == 202
+    assert [e.client for e in provider.entries if e.kind == "submit"] == ["127.0.0.1"]
