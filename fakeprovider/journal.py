@@ -29,8 +29,8 @@ from .entries import (
     Entry,
     RetryAfterRecord,
     field_values,
+    iter_entries,
     jsonl_line,
-    parse_lines,
 )
 
 __all__ = [
@@ -42,6 +42,7 @@ __all__ = [
     "MemoryStore",
     "RetryAfterRecord",
     "StreamSink",
+    "iter_journal",
     "order_entries",
     "read_journal",
 ]
@@ -695,17 +696,27 @@ def paused_gc() -> Iterator[None]:
             gc.enable()
 
 
+def iter_journal(source: str | Path | IO[str] | IO[bytes]) -> Iterator[Entry]:
+    """Entries from a JSONL file (or open text or binary stream) one at a time, in file order,
+    run headers included: what ``read_journal`` sorts, without holding any of it. A path is
+    opened when iteration starts and closed when it ends (or when the iterator is closed).
+
+    Raises ``ValueError`` (``JournalError``) as ``FILE:LINE: field: what was expected`` when it
+    reaches the first line that is not an entry, after yielding every entry before it.
+    """
+    if isinstance(source, (str, Path)):
+        with open(source, "rb") as handle:
+            yield from iter_entries(handle, str(source))
+        return
+    yield from iter_entries(source, str(getattr(source, "name", "<journal>")))
+
+
 def read_journal(source: str | Path | IO[str] | IO[bytes]) -> list[Entry]:
     """Entries from a JSONL file (or open text or binary stream), sorted by ``seq``
-    (``order_entries``). The file is read a line at a time.
+    (``order_entries``). The file is read a line at a time (``iter_journal``).
 
     Raises ``ValueError`` as ``FILE:LINE: field: what was expected`` for the first line that
     is not an entry (not UTF-8, not JSON, a field missing or of the wrong type).
     """
-
     with paused_gc():
-        if isinstance(source, (str, Path)):
-            with open(source, "rb") as handle:
-                return order_entries(parse_lines(handle, str(source)))
-        name = getattr(source, "name", "<journal>")
-        return order_entries(parse_lines(source, str(name)))
+        return order_entries(iter_journal(source))

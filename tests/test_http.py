@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import email.utils
+import json
+import math
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -18,8 +22,10 @@ from fakeprovider.http import (
     client_of,
     error_code,
     error_response,
+    fast_constructor,
     format_http_date,
     json_response,
+    json_text,
     parse_http_date,
     parse_retry_after,
     read_retry_after,
@@ -175,3 +181,113 @@ def test_the_client_is_its_client_id_else_the_peers_host_without_the_port(
     assert client_of(client_id, peer) == expected
     headers = {"x-client-id": client_id} if client_id is not None else {}
     assert HttpRequest("GET", "/v1/jobs", headers=headers, peer=peer).client == expected
+
+
+# --- fast_constructor ----------------------------------------------------------------------
+
+_texts = st.text(max_size=12)
+_http_fields = st.fixed_dictionaries(
+    {},
+    optional={
+        "query": st.dictionaries(_texts, _texts, max_size=3),
+        "headers": st.dictionaries(_texts, _texts, max_size=3),
+        "body": st.binary(max_size=8),
+        "peer": _texts,
+        "base_url": _texts,
+        "too_large": st.none() | st.integers(0, 10**9),
+    },
+)
+
+
+@given(method=_texts, path=_texts, rest=_http_fields)
+def test_fast_constructor_makes_what_the_class_makes(
+    method: str, path: str, rest: dict[str, Any]
+) -> None:
+    made = fast_constructor(HttpRequest)(method=method, path=path, **rest)
+    expected = HttpRequest(method=method, path=path, **rest)
+    assert type(made) is HttpRequest
+    assert made == expected
+    assert list(vars(made).items()) == list(vars(expected).items())
+
+
+def test_fast_constructor_gives_each_instance_its_own_default_factory_value() -> None:
+    make = fast_constructor(HttpRequest)
+    first, second = make(method="GET", path="/"), make(method="GET", path="/")
+    assert first.headers == {}
+    assert first.headers is not second.headers
+
+
+def test_fast_constructor_instances_stay_frozen() -> None:
+    made = fast_constructor(HttpRequest)(method="GET", path="/")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.path = "/other"  # type: ignore[misc]
+
+
+def test_fast_constructor_refuses_unknown_and_missing_arguments() -> None:
+    make = fast_constructor(HttpRequest)
+    with pytest.raises(TypeError) as unknown:
+        make(method="GET", path="/", colour="red")
+    assert str(unknown.value) == "HttpRequest() got unexpected keyword arguments: 'colour'"
+    with pytest.raises(TypeError) as missing:
+        make(method="GET")
+    assert str(missing.value) == "HttpRequest() missing required keyword argument: 'path'"
+
+
+@dataclasses.dataclass(frozen=True)
+class _Checked:
+    value: int
+
+    def __post_init__(self) -> None:
+        if self.value < 0:
+            raise ValueError("negative")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Slotted:
+    value: int
+
+
+@dataclasses.dataclass(frozen=True)
+class _Derived:
+    value: int
+    double: int = dataclasses.field(init=False)
+
+
+def test_fast_constructor_leaves_classes_it_cannot_build_exactly_to_themselves() -> None:
+    assert fast_constructor(_Checked) is _Checked
+    assert fast_constructor(_Slotted) is _Slotted
+    assert fast_constructor(_Derived) is _Derived
+    assert fast_constructor(int) is int
+
+
+# --- json_text -------------------------------------------------------------------------------
+
+_json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text(),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.tuples(inner, inner)
+        | st.dictionaries(st.text(max_size=6), inner, max_size=4)
+        | st.dictionaries(st.integers() | st.booleans() | st.none(), inner, max_size=2)
+    ),
+    max_leaves=12,
+)
+
+
+@given(_json_values)
+def test_json_text_is_json_dumps_compact_and_unescaped(payload: Any) -> None:
+    assert json_text(payload) == json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
+
+
+def test_json_text_refuses_what_json_dumps_refuses_with_its_words() -> None:
+    cycle: list[Any] = []
+    cycle.append(cycle)
+    with pytest.raises(ValueError, match=r"^Circular reference detected$"):
+        json_text(cycle)
+    with pytest.raises(TypeError, match=r"^Object of type bytes is not JSON serializable$"):
+        json_text({"a": b"x"})
+    assert json_text(math.inf) == "Infinity"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import http.client as http_client
+import json
 import os
 import queue
 import re
@@ -13,6 +14,7 @@ import socket
 import threading
 import time
 from pathlib import Path
+from typing import BinaryIO
 
 import httpx
 import pytest
@@ -212,3 +214,138 @@ def test_serving_in_the_foreground_freezes_the_startup_heap_and_restores_the_col
         assert gc.get_freeze_count() > 0
     assert gc.get_threshold() == before
     assert gc.get_freeze_count() == 0
+
+
+class _RecordingTransport:
+    """Just enough of an asyncio transport to see what goes out, in which writes."""
+
+    def __init__(self) -> None:
+        self.writes: list[bytes] = []
+        self.closed = False
+        self.aborted = False
+
+    def write(self, data: bytes) -> None:
+        self.writes.append(data)
+
+    def is_closing(self) -> bool:
+        return self.closed or self.aborted
+
+    def close(self) -> None:
+        self.closed = True
+
+    def abort(self) -> None:
+        self.aborted = True
+
+    def get_extra_info(self, name: str, default: object = None) -> object:
+        return {"peername": ("127.0.0.1", 5000)}.get(name, default)
+
+    def get_write_buffer_size(self) -> int:
+        return 0
+
+
+def _coalescing() -> tuple[
+    server_module._CoalescingTransport, _RecordingTransport, asyncio.AbstractEventLoop
+]:
+    loop = asyncio.new_event_loop()
+    raw = _RecordingTransport()
+    return server_module._CoalescingTransport(raw, loop), raw, loop  # type: ignore[arg-type]
+
+
+def _end_turn(loop: asyncio.AbstractEventLoop) -> None:
+    loop.run_until_complete(asyncio.sleep(0))
+    loop.close()
+
+
+def test_a_response_head_and_body_written_in_one_turn_leave_in_one_write() -> None:
+    transport, raw, loop = _coalescing()
+    transport.write(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n")
+    transport.write(b"{}")
+    _end_turn(loop)
+    assert raw.writes == [b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n{}"]
+
+
+def test_a_head_written_alone_leaves_when_the_loop_turn_ends() -> None:
+    transport, raw, loop = _coalescing()
+    transport.write(b"HTTP/1.1 204 No Content\r\n\r\n")
+    assert raw.writes == []
+    _end_turn(loop)
+    assert raw.writes == [b"HTTP/1.1 204 No Content\r\n\r\n"]
+
+
+def test_a_large_body_goes_out_after_the_head_uncopied() -> None:
+    transport, raw, loop = _coalescing()
+    body = b"v" * (server_module._CoalescingTransport.JOIN + 1)
+    transport.write(b"HTTP/1.1 200 OK\r\n\r\n")
+    transport.write(body)
+    _end_turn(loop)
+    assert raw.writes[0] == b"HTTP/1.1 200 OK\r\n\r\n"
+    assert raw.writes[1] is body
+    assert len(raw.writes) == 2
+
+
+def test_closing_sends_the_held_head_before_the_connection_closes() -> None:
+    transport, raw, loop = _coalescing()
+    transport.write(b"HTTP/1.1 400 Bad Request\r\n\r\n")
+    transport.close()
+    _end_turn(loop)
+    assert raw.writes == [b"HTTP/1.1 400 Bad Request\r\n\r\n"]
+    assert raw.closed
+
+
+def test_aborting_drops_the_held_head_as_it_drops_the_rest() -> None:
+    transport, raw, loop = _coalescing()
+    transport.write(b"HTTP/1.1 200 OK\r\n\r\n")
+    transport.abort()
+    _end_turn(loop)
+    assert raw.writes == []
+    assert raw.aborted
+
+
+def test_the_coalescing_transport_passes_the_rest_of_the_interface_through() -> None:
+    transport, raw, loop = _coalescing()
+    assert transport.get_extra_info("peername") == ("127.0.0.1", 5000)
+    assert transport.get_extra_info("sockname", "none") == "none"
+    assert transport.get_write_buffer_size() == 0  # not its own: passed through
+    assert transport.is_closing() is False
+    raw.closed = True
+    assert transport.is_closing() is True
+    loop.close()
+
+
+def _read_answers(stream: BinaryIO, count: int) -> list[tuple[int, object]]:
+    """``count`` HTTP/1.1 answers read off ``stream``: each status code and JSON ``status``."""
+    answers: list[tuple[int, object]] = []
+    for _ in range(count):
+        status = int(stream.readline().split()[1])
+        length = 0
+        while (line := stream.readline()) not in (b"\r\n", b""):
+            name, _, value = line.decode("latin-1").partition(":")
+            if name.strip().lower() == "content-length":
+                length = int(value)
+        answers.append((status, json.loads(stream.read(length)).get("status")))
+    return answers
+
+
+@pytest.mark.parametrize("http", ["httptools", "h11"])
+def test_pipelined_requests_are_answered_whole_and_in_order(http: str) -> None:
+    with ServerThread(_provider(), http=http) as server:
+        host, port = server.url.removeprefix("http://").split(":")
+        job = httpx.post(f"{server.url}/v1/jobs", json={"prompt": "x"}).json()["job_id"]
+        read = f"GET /v1/jobs/{job} HTTP/1.1\r\nhost: {host}\r\n\r\n".encode()
+        unknown = f"GET /v1/jobs/job_000000000000 HTTP/1.1\r\nhost: {host}\r\n\r\n".encode()
+        with socket.create_connection((host, int(port)), timeout=5) as sock:
+            sock.sendall(read + unknown + read)
+            answers = _read_answers(sock.makefile("rb"), 3)
+    assert answers == [(200, "succeeded"), (404, None), (200, "succeeded")]
+
+
+def test_a_client_is_journaled_as_its_peer_whatever_x_forwarded_for_says() -> None:
+    provider = _provider()
+    with ServerThread(provider) as server:
+        answer = httpx.post(
+            f"{server.url}/v1/jobs",
+            json={"prompt": "x"},
+            headers={"x-forwarded-for": "203.0.113.9", "x-forwarded-proto": "https"},
+        )
+    assert answer.status_code == 202
+    assert [e.client for e in provider.entries if e.kind == "submit"] == ["127.0.0.1"]

@@ -30,7 +30,7 @@ from ..http import HttpRequest, HttpResponse, json_response
 from ..messages import ApiError, JobView, Reply, Request
 from ..webhooks import Outgoing, WebhookMessage, unsigned_message
 from . import _common
-from .base import BadRequest, Dialect, Route, read_json_object, video_response
+from .base import BadRequest, Dialect, Route, new_request, read_json_object, video_response
 
 PREFIX = "/api/v3/contents/generations/tasks"
 
@@ -93,9 +93,9 @@ class ArkDialect(Dialect):
         if route.kind == "cancel":
             # Ark cancels a queued task only (and deletes a finished one's record)
             job_id = params["job_id"]
-            return Request(kind="cancel", job_id=job_id, cancel_from=_CANCELLABLE, **common)
+            return new_request(kind="cancel", job_id=job_id, cancel_from=_CANCELLABLE, **common)
         if route.kind != "submit":
-            return Request(kind=route.kind, job_id=params.get("job_id"), **common)
+            return new_request(kind=route.kind, job_id=params.get("job_id"), **common)
         body = read_json_object(http)
         problem = self._invalid(body)
         if problem is not None:
@@ -104,7 +104,9 @@ class ArkDialect(Dialect):
         texts = [item["text"] for item in body["content"] if item.get("type") == "text"]
         if texts:
             neutral.setdefault("prompt", " ".join(texts))
-        return Request(kind="submit", body=neutral, callback_url=body.get("callback_url"), **common)
+        return new_request(
+            kind="submit", body=neutral, callback_url=body.get("callback_url"), **common
+        )
 
     @staticmethod
     def _invalid(body: dict[str, Any]) -> str | None:
@@ -150,7 +152,7 @@ class ArkDialect(Dialect):
                 and (task_id is None or job.id == task_id)
             )
 
-        return Request(
+        return new_request(
             kind="list",
             select=None if status is None and model is None and task_id is None else wanted,
             page=page,

@@ -8,18 +8,26 @@ virtual time.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..http import HttpRequest, HttpResponse, error_response, json_response
+from ..http import HttpRequest, HttpResponse, error_response, fast_constructor, json_response
 from ..messages import ApiError, JobView, Reply, Request, RequestKind, default_job_id
 from ..settings import RunSettings
 from ..webhooks import Outgoing, WebhookMessage
 
-__all__ = ["BadRequest", "Dialect", "Route"]
+__all__ = ["BadRequest", "Dialect", "Route", "new_request"]
+
+if TYPE_CHECKING:
+    new_request = Request
+else:
+    #: ``Request(**fields)``, the same request, made without a frozen dataclass's per-field
+    #: ``__init__`` (a third of parsing a status read): what the dialects build requests with.
+    new_request = fast_constructor(Request)
 
 #: How deep a request body's JSON may nest (objects and arrays). Real bodies nest a few levels;
 #: a deeper one is refused before it can exhaust the stack of whatever walks it later.
@@ -36,6 +44,61 @@ class Route:
     def __post_init__(self) -> None:
         regex = re.sub(r"\\\{(\w+)\\\}", r"(?P<\1>[^/]+)", re.escape(self.template))
         object.__setattr__(self, "pattern", re.compile(f"^{regex}$"))
+
+    @property
+    def static(self) -> bool:
+        """Whether the template has no ``{param}``: its pattern matches only the template itself
+        (and the template and a newline, as ``$`` does)."""
+        return self.pattern.pattern == f"^{re.escape(self.template)}$"
+
+
+#: A route and the parameters its pattern took from the path.
+Match = tuple[Route, dict[str, str]]
+
+
+def scan_routes(routes: Sequence[Route], method: str, path: str) -> Match | None:
+    """The first of ``routes`` for ``method`` whose pattern matches ``path``: the rule."""
+    for route in routes:
+        if route.method != method:
+            continue
+        found = route.pattern.match(path)
+        if found:
+            return route, found.groupdict()
+    return None
+
+
+class RouteTable:
+    """``routes`` compiled once, so that ``match`` finds what ``scan_routes`` finds without
+    trying every route: the paths a route without parameters matches, looked up at once, and
+    per method only the routes with parameters, in order.
+
+    A path the lookup does not hold matches no route without parameters (each matches only
+    its template, or its template and a newline), so trying the others in order gives the
+    first match.
+    """
+
+    def __init__(self, routes: Sequence[Route]) -> None:
+        self._exact: dict[tuple[str, str], Match] = {}
+        by_method: dict[str, list[Route]] = {}
+        for route in routes:
+            if route.static:
+                for path in (route.template, route.template + "\n"):
+                    found = scan_routes(routes, route.method, path)
+                    if found is not None:
+                        self._exact.setdefault((route.method, path), found)
+            else:
+                by_method.setdefault(route.method, []).append(route)
+        self._param = {method: tuple(found) for method, found in by_method.items()}
+
+    def match(self, method: str, path: str) -> Match | None:
+        hit = self._exact.get((method, path))
+        if hit is not None:
+            return hit[0], dict(hit[1])
+        for route in self._param.get(method, ()):
+            found = route.pattern.match(path)
+            if found:
+                return route, found.groupdict()
+        return None
 
 
 class BadRequest(Exception):
@@ -66,7 +129,7 @@ class BadRequest(Exception):
 
     def request(self, kind: RequestKind, job_id: str | None, common: dict[str, Any]) -> Request:
         """The engine request that carries this refusal (``kind``/``job_id`` are the route's)."""
-        return Request(
+        return new_request(
             kind=self.kind or kind,
             job_id=self.job_id if self.job_id is not None else job_id,
             body=self.body,
@@ -120,14 +183,14 @@ class Dialect:
         no answer does: the result is fetched from a content route."""
         return False
 
+    @functools.cached_property
+    def route_table(self) -> RouteTable:
+        """``routes`` compiled once per dialect (``match`` looks paths up in it)."""
+        return RouteTable(self.routes)
+
     def match(self, method: str, path: str) -> tuple[Route, dict[str, str]] | None:
-        for route in self.routes:
-            if route.method != method:
-                continue
-            found = route.pattern.match(path)
-            if found:
-                return route, found.groupdict()
-        return None
+        """The first route for ``method`` whose template matches ``path``, and its parameters."""
+        return self.route_table.match(method, path)
 
     def allowed_methods(self, path: str) -> list[str]:
         return sorted({r.method for r in self.routes if r.pattern.match(path)})
@@ -151,7 +214,7 @@ class Dialect:
                 message = f"{http.method} is not allowed here; use {', '.join(allowed)}."
                 refused = BadRequest(405, "method_not_allowed", message)
                 return refused.request("unknown", None, common)
-            return Request(kind="unknown", **common)
+            return new_request(kind="unknown", **common)
         route, params = found
         try:
             if http.too_large is not None:

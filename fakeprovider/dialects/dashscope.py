@@ -31,7 +31,7 @@ from ..http import HttpRequest, HttpResponse, json_response
 from ..messages import ApiError, JobView, Reply, Request
 from ..webhooks import Outgoing, WebhookMessage
 from . import _common
-from .base import BadRequest, Dialect, Route, read_json_object, video_response
+from .base import BadRequest, Dialect, Route, new_request, read_json_object, video_response
 from .generic import generic_webhook_message
 
 PREFIX = "/api/v1"
@@ -105,11 +105,11 @@ class DashScopeDialect(Dialect):
     ) -> Request:
         job_id = params.get("job_id")
         if route.kind == "cancel":
-            return Request(kind="cancel", job_id=job_id, cancel_from=_CANCELLABLE, **common)
+            return new_request(kind="cancel", job_id=job_id, cancel_from=_CANCELLABLE, **common)
         if route.kind == "list":
             return self._list(http, common)
         if route.kind != "submit":
-            return Request(kind=route.kind, job_id=job_id, **common)
+            return new_request(kind=route.kind, job_id=job_id, **common)
         if http.headers.get("x-dashscope-async", "").lower() != "enable":
             raise BadRequest(403, "sync_not_supported", _SYNC_REFUSED)
         body = read_json_object(http)
@@ -120,7 +120,7 @@ class DashScopeDialect(Dialect):
         prompt = body["input"].get("prompt")
         if isinstance(prompt, str):
             neutral.setdefault("prompt", prompt)
-        return Request(kind="submit", body=neutral, **common)
+        return new_request(kind="submit", body=neutral, **common)
 
     @staticmethod
     def _invalid(body: dict[str, Any]) -> str | None:
@@ -159,7 +159,7 @@ class DashScopeDialect(Dialect):
                 model is None or job.request.get("model") == model
             )
 
-        return Request(
+        return new_request(
             kind="list",
             select=None if status is None and model is None else wanted,
             page=page,

@@ -35,7 +35,7 @@ from ..http import HttpRequest, HttpResponse, json_response
 from ..messages import ApiError, JobView, Reply, Request, RequestKind
 from ..webhooks import STALE_AGE, Outgoing, WebhookMessage, json_body
 from . import _common
-from .base import Dialect, Route, cancel_after_end, read_json_object, video_response
+from .base import Dialect, Route, cancel_after_end, new_request, read_json_object, video_response
 
 _REQUEST = re.compile(
     r"^/(?P<app>[^/]+/[^/]+(?:/.+?)?)/requests/(?P<job_id>[^/]+)(?P<tail>/status|/cancel)?$"
@@ -104,7 +104,7 @@ class FalDialect(Dialect):
         if route is _JWKS_ROUTE:
             # answered by the dialect, not the engine: an ``unknown`` request whose "problem"
             # is a 200, so that it passes no auth, rate limit or job logic (faults still apply)
-            return Request(
+            return new_request(
                 kind="unknown",
                 problem="The fake's webhook public keys.",
                 problem_status=200,
@@ -112,11 +112,11 @@ class FalDialect(Dialect):
                 **common,
             )
         if route.kind != "submit":
-            return Request(kind=route.kind, job_id=params.get("job_id"), **common)
+            return new_request(kind=route.kind, job_id=params.get("job_id"), **common)
         body = read_json_object(http)
         neutral = dict(body)
         neutral.setdefault("model", params["app"])
-        return Request(
+        return new_request(
             kind="submit", body=neutral, callback_url=http.query.get("fal_webhook"), **common
         )
 

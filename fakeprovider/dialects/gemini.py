@@ -34,7 +34,15 @@ from ..http import HttpRequest, HttpResponse, json_response
 from ..messages import ApiError, JobView, Reply, Request, video_bytes
 from ..webhooks import Outgoing, WebhookMessage, iso_timestamp, signed_message
 from . import _common
-from .base import BadRequest, Dialect, Route, cancel_after_end, read_json_object, video_response
+from .base import (
+    BadRequest,
+    Dialect,
+    Route,
+    cancel_after_end,
+    new_request,
+    read_json_object,
+    video_response,
+)
 from .google_veo import _STATUS_NAMES
 
 _STATUS = {
@@ -118,7 +126,7 @@ class GeminiDialect(Dialect):
         if route.kind == "status" and http.query.get("stream", "false").lower() == "true":
             raise _invalid("fakeprovider does not stream interactions: read with stream=false.")
         if route.kind != "submit":
-            return Request(kind=route.kind, job_id=job_id, **common)
+            return new_request(kind=route.kind, job_id=job_id, **common)
         body = read_json_object(http)
         if body.get("stream") is True:
             raise _invalid("fakeprovider does not stream interactions: send stream: false.", body)
@@ -147,7 +155,7 @@ class GeminiDialect(Dialect):
         hooks = body.get("webhook_config")
         uris = hooks.get("uris") if isinstance(hooks, dict) else None
         callback = uris[0] if isinstance(uris, list) and uris and isinstance(uris[0], str) else None
-        return Request(kind="submit", body=neutral, callback_url=callback, **common)
+        return new_request(kind="submit", body=neutral, callback_url=callback, **common)
 
     # -- the result -----------------------------------------------------------------------
 

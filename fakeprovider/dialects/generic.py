@@ -9,7 +9,7 @@ from typing import Any
 from ..http import HttpRequest, HttpResponse, json_response
 from ..messages import JobView, Reply, Request
 from ..webhooks import Outgoing, WebhookMessage, iso_timestamp, signed_message
-from .base import BadRequest, Dialect, Route, read_json_object, video_response
+from .base import BadRequest, Dialect, Route, new_request, read_json_object, video_response
 
 
 def _seconds(value: float | None) -> float | None:
@@ -48,7 +48,7 @@ class GenericDialect(Dialect):
         self, route: Route, params: dict[str, str], http: HttpRequest, common: dict[str, Any]
     ) -> Request:
         if route.kind != "submit":
-            return Request(kind=route.kind, job_id=params.get("job_id"), **common)
+            return new_request(kind=route.kind, job_id=params.get("job_id"), **common)
         body = read_json_object(http)
         if not isinstance(body.get("prompt"), str) or not body["prompt"].strip():
             message = "'prompt' is required and must be a non-empty string."
@@ -58,7 +58,7 @@ class GenericDialect(Dialect):
                 message = f"'{optional}' must be a string."
                 raise BadRequest(422, "invalid_request", message, body=body)
         callback = body.get("callback_url")
-        return Request(kind="submit", body=body, callback_url=callback, **common)
+        return new_request(kind="submit", body=body, callback_url=callback, **common)
 
     def render_answer(self, reply: Reply, http: HttpRequest) -> HttpResponse:
         kind = reply.request.kind

@@ -20,7 +20,7 @@ from ..http import HttpRequest, HttpResponse, json_response
 from ..messages import ApiError, JobView, Reply, Request
 from ..webhooks import Outgoing, WebhookMessage, unsigned_message
 from . import _common
-from .base import BadRequest, Dialect, Route, read_json_object, video_response
+from .base import BadRequest, Dialect, Route, new_request, read_json_object, video_response
 
 PREFIX = "/dream-machine/v1"
 
@@ -55,12 +55,14 @@ class LumaDialect(Dialect):
         self, route: Route, params: dict[str, str], http: HttpRequest, common: dict[str, Any]
     ) -> Request:
         if route.kind != "submit":
-            return Request(kind=route.kind, job_id=params.get("job_id"), **common)
+            return new_request(kind=route.kind, job_id=params.get("job_id"), **common)
         body = read_json_object(http)
         why = self._invalid(body)
         if why is not None:
             raise BadRequest(400, "invalid_request", why, body=body)
-        return Request(kind="submit", body=body, callback_url=body.get("callback_url"), **common)
+        return new_request(
+            kind="submit", body=body, callback_url=body.get("callback_url"), **common
+        )
 
     @staticmethod
     def _invalid(body: dict[str, Any]) -> str | None:

@@ -28,7 +28,7 @@ from ..http import HttpRequest, HttpResponse, json_response
 from ..messages import ApiError, JobView, Reply, Request
 from ..webhooks import Outgoing, WebhookMessage, signed_message
 from . import _common
-from .base import BadRequest, Dialect, Route, read_json_object, video_response
+from .base import BadRequest, Dialect, Route, new_request, read_json_object, video_response
 
 _STATUS = {
     "queued": "starting",
@@ -72,7 +72,7 @@ class ReplicateDialect(Dialect):
         self, route: Route, params: dict[str, str], http: HttpRequest, common: dict[str, Any]
     ) -> Request:
         if route.kind != "submit":
-            return Request(kind=route.kind, job_id=params.get("job_id"), **common)
+            return new_request(kind=route.kind, job_id=params.get("job_id"), **common)
         body = read_json_object(http)
         hold = 0.0
         prefer = http.headers.get("prefer")
@@ -95,7 +95,7 @@ class ReplicateDialect(Dialect):
         if isinstance(prompt, str):
             neutral.setdefault("prompt", prompt)
         callback = body.get("webhook")
-        return Request(kind="submit", body=neutral, callback_url=callback, hold=hold, **common)
+        return new_request(kind="submit", body=neutral, callback_url=callback, hold=hold, **common)
 
     @staticmethod
     def _invalid(template: str, body: dict[str, Any]) -> str | None:

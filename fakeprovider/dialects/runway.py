@@ -21,7 +21,7 @@ from ..http import HttpRequest, HttpResponse, json_response
 from ..messages import ApiError, JobView, Reply, Request
 from ..webhooks import Outgoing, WebhookMessage
 from . import _common
-from .base import BadRequest, Dialect, Route, read_json_object, video_response
+from .base import BadRequest, Dialect, Route, new_request, read_json_object, video_response
 from .generic import generic_webhook_message
 
 API_VERSION = "2024-11-06"
@@ -81,7 +81,7 @@ class RunwayDialect(Dialect):
                 )
                 raise BadRequest(400, "bad_version", message)
         if route.kind != "submit":
-            return Request(kind=route.kind, job_id=job_id, **common)
+            return new_request(kind=route.kind, job_id=job_id, **common)
         body = read_json_object(http)
         why = self._invalid(route.template, body)
         if why is not None:
@@ -90,7 +90,7 @@ class RunwayDialect(Dialect):
         prompt = body.get("promptText")
         if isinstance(prompt, str):
             neutral.setdefault("prompt", prompt)
-        return Request(kind="submit", body=neutral, **common)
+        return new_request(kind="submit", body=neutral, **common)
 
     @staticmethod
     def _invalid(template: str, body: dict[str, Any]) -> str | None:

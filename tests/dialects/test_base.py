@@ -5,8 +5,19 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from fakeprovider.dialects.base import BadRequest, Dialect, Route, read_json_object
+from fakeprovider.dialects import DIALECTS, get_dialect
+from fakeprovider.dialects.base import (
+    BadRequest,
+    Dialect,
+    Route,
+    RouteTable,
+    new_request,
+    read_json_object,
+    scan_routes,
+)
 from fakeprovider.http import HttpRequest, json_response
 from fakeprovider.messages import Request
 
@@ -157,3 +168,86 @@ def test_serve_help_lists_every_dialect_and_marks_the_sunset_api(
         main(["serve", "--help"])
     help_text = " ".join(capsys.readouterr().out.split())
     assert f"wire dialect, one of: {described} (default: the scenario's, else generic)" in help_text
+
+
+# --- the route table ------------------------------------------------------------------------
+
+_ALL_ROUTES = sorted(
+    {(name, route) for name in DIALECTS for route in get_dialect(name).routes},
+    key=lambda pair: (pair[0], pair[1].method, pair[1].template),
+)
+_METHODS = ["GET", "POST", "PUT", "DELETE", "PATCH", "HEAD"]
+
+
+@st.composite
+def _paths(draw: st.DrawFn, templates: list[str]) -> str:
+    """A path near one of ``templates``: its parameters filled with anything, pieces cut or
+    added, a newline at the end (``$`` matches before one)."""
+    template = draw(st.sampled_from(templates))
+    filler = st.text(st.sampled_from("ab/.:-_%\n{}"), min_size=0, max_size=6)
+    parts = template.replace("{", "\0{").replace("}", "}\0").split("\0")
+    path = "".join(draw(filler) if part.startswith("{") else part for part in parts)
+    cut = draw(st.integers(0, len(path)))
+    return draw(st.sampled_from([path, path + "\n", path[:cut], path + draw(filler)]))
+
+
+def _dialect_case(name: str) -> tuple[RouteTable, list[Route], list[str]]:
+    routes = list(get_dialect(name).routes)
+    return RouteTable(routes), routes, [route.template for route in routes]
+
+
+@pytest.mark.parametrize("name", list(DIALECTS))
+@given(data=st.data())
+def test_the_route_table_finds_the_first_route_trying_each_in_order(
+    name: str, data: st.DataObject
+) -> None:
+    table, routes, templates = _dialect_case(name)
+    method = data.draw(st.sampled_from(_METHODS))
+    path = data.draw(_paths(templates))
+    assert table.match(method, path) == scan_routes(routes, method, path)
+
+
+def test_the_route_table_keeps_the_order_when_a_parameter_route_comes_first() -> None:
+    routes = [
+        Route("GET", "/v1/{name}", "status"),
+        Route("GET", "/v1/list", "list"),
+        Route("GET", "/v1/list/{job_id}", "content"),
+    ]
+    table = RouteTable(routes)
+    assert table.match("GET", "/v1/list") == (routes[0], {"name": "list"})
+    assert table.match("GET", "/v1/list\n") == (routes[0], {"name": "list\n"})
+    assert table.match("GET", "/v1/list/x") == (routes[2], {"job_id": "x"})
+    assert table.match("POST", "/v1/list") is None
+
+
+def test_the_route_table_gives_each_caller_its_own_parameters() -> None:
+    table = RouteTable([Route("GET", "/v1/jobs", "list")])
+    found = table.match("GET", "/v1/jobs")
+    assert found is not None
+    found[1]["job_id"] = "x"
+    assert table.match("GET", "/v1/jobs") == (found[0], {})
+
+
+def test_a_route_is_static_only_without_parameters() -> None:
+    assert Route("GET", "/v1/jobs", "list").static
+    assert Route("GET", "/v1/a.b+c", "list").static
+    assert not Route("GET", "/v1/jobs/{job_id}", "status").static
+
+
+@given(
+    kind=st.sampled_from(["submit", "status", "content", "cancel", "list", "unknown"]),
+    job_id=st.none() | st.text(max_size=5),
+    credential=st.none() | st.text(max_size=5),
+    hold=st.floats(0, 10),
+    problem=st.none() | st.text(max_size=5),
+)
+def test_new_request_makes_what_request_makes(
+    kind: Any, job_id: str | None, credential: str | None, hold: float, problem: str | None
+) -> None:
+    fields = {"job_id": job_id, "credential": credential, "hold": hold, "problem": problem}
+    made = new_request(kind=kind, method="GET", path="/p", **fields)
+    expected = Request(kind=kind, method="GET", path="/p", **fields)
+    assert type(made) is Request
+    assert made == expected
+    assert list(vars(made).items()) == list(vars(expected).items())
+    assert hash(made) == hash(expected)
