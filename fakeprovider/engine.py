@@ -340,7 +340,8 @@ class Engine:
             return fast_reply(seq, request, 200, respond_at, view)
         if kind == "content":
             view = self._view(job, now)
-            if job.status in ("succeeded", "completed_with_errors"):
+            status = self._status(job)
+            if status in _SUCCESS:
                 size = job.spec.result.size_bytes
                 return Reply(
                     seq=seq,
@@ -351,17 +352,18 @@ class Engine:
                     content=video_bytes(job.id, size),
                 )
             unready = (
-                Refusal.no_content(job.id, job.status)
-                if job.terminal
-                else Refusal.job_not_ready(job.id, job.status)
+                Refusal.no_content(job.id, status)
+                if status in TERMINAL_STATUSES
+                else Refusal.job_not_ready(job.id, status)
             )
             return _replace(self._refuse(seq, request, respond_at, unready), job=view)
         if kind == "cancel":
             refusal: Refusal | None = None
-            if job.terminal:
-                refusal = Refusal.job_already_terminal(job.id, job.status)
-            elif request.cancel_from is not None and job.status not in request.cancel_from:
-                refusal = Refusal.job_not_cancellable(job.id, job.status, request.cancel_from)
+            status = self._status(job)
+            if status in TERMINAL_STATUSES:
+                refusal = Refusal.job_already_terminal(job.id, status)
+            elif request.cancel_from is not None and status not in request.cancel_from:
+                refusal = Refusal.job_not_cancellable(job.id, status, request.cancel_from)
             if refusal is not None:
                 reply = self._refuse(seq, request, respond_at, refusal)
                 return _replace(reply, job=self._view(job, now))
@@ -420,7 +422,7 @@ class Engine:
             self._waiting.setdefault(request.credential, deque()).append(job_id)
         created = self._changed(job, now)
         self._advance(job, now)
-        if concurrency is not None and not job.terminal and not full:
+        if concurrency is not None and not full and self._status(job) not in TERMINAL_STATUSES:
             self._activate(job)
         held = self._held(job, now, request.hold)
         if held > 0:
@@ -523,7 +525,7 @@ class Engine:
                 if at > now:
                     break
                 since = max(job.since, at)
-            before = job.status
+            before = self._status(job)
             job.step += 1
             job.since = since if step.status is not None and step.status != before else job.since
             if step.status is not None and step.status != before:
@@ -548,13 +550,13 @@ class Engine:
         view = self._view(job, at)
         change = StateChange(job.id, view.status, at, view)
         self.changes.append(change)
-        if job.terminal:
+        if view.status in TERMINAL_STATUSES:
             active = self._active.get(job.credential)
             if active is not None:  # a job counts only against its own credential's limit
                 active.discard(job.id)
         if self._on_change is not None:
             self._on_change(change)
-        if job.terminal and self._waiting:
+        if self._waiting and self._status(job) in TERMINAL_STATUSES:
             self._promote(at)
         return view
 
@@ -592,7 +594,7 @@ class Engine:
     def _active_count(self, credential: str | None, now: float) -> int:
         self._process_ends(now)
         active = self._active.get(credential, set())
-        for job_id in [j for j in active if self._jobs[j].terminal]:
+        for job_id in [j for j in active if self._status(self._jobs[j]) in TERMINAL_STATUSES]:
             active.discard(job_id)
         return len(active)
 

@@ -104,7 +104,7 @@ def _request(rng: random.Random, ids: list[str], tokens: list[str]) -> Request:
     credential = rng.choice([None, "other", *tokens, *tokens])
     client = rng.choice(["127.0.0.1:1", "127.0.0.1:2"])
     kind = rng.choice(["submit"] * 3 + ["status"] * 6 + ["content", "cancel", "list", "odd"])
-    if kind == "submit" or not ids and kind != "odd":
+    if kind == "submit" or (not ids and kind != "odd"):
         return Request(
             "submit",
             "POST",
@@ -207,26 +207,26 @@ def test_every_scenario_replies_and_journals_as_the_reference_engine(position: i
 
 
 def test_a_fast_view_is_the_dataclass_view_field_for_field_in_order() -> None:
-    fields = dict(
-        id="job_1",
-        spec_index=0,
-        status="queued",
-        progress=None,
-        created_at=1.0,
-        status_since=1.0,
-        now=2.5,
-        poll_after=5.0,
-        estimated_duration=None,
-        message="m",
-        request={"prompt": "a"},
-        result=None,
-        error=None,
-        summary=None,
-        callback_url=None,
-        throttled=True,
-    )
-    fast = fast_view(*fields.values())  # type: ignore[arg-type]
-    slow = JobView(**fields)  # type: ignore[arg-type]
+    fields: dict[str, Any] = {
+        "id": "job_1",
+        "spec_index": 0,
+        "status": "queued",
+        "progress": None,
+        "created_at": 1.0,
+        "status_since": 1.0,
+        "now": 2.5,
+        "poll_after": 5.0,
+        "estimated_duration": None,
+        "message": "m",
+        "request": {"prompt": "a"},
+        "result": None,
+        "error": None,
+        "summary": None,
+        "callback_url": None,
+        "throttled": True,
+    }
+    fast = fast_view(*fields.values())
+    slow = JobView(**fields)
     assert (fast, hash(repr(fast)), vars(fast)) == (slow, hash(repr(slow)), vars(slow))
     assert list(vars(fast)) == list(vars(slow))
     with pytest.raises(AttributeError):
