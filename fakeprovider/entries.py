@@ -499,11 +499,10 @@ def _finish(values: dict[str, Any], strings: dict[str, str] | None) -> None:
 _VALUES = operator.itemgetter(*FIELD_NAMES)
 #: How many distinct strings ``iter_entries`` shares between entries before starting afresh.
 _SHARED = 1 << 16
-#: Fields whose strings repeat from entry to entry (job ids, paths, statuses...): shared.
+#: Fields that hold a string (job ids, paths, statuses, digests...): shared as ``_entry``
+#: shares them (``kind`` is one of msgspec's own ``KINDS`` strings already).
 _REPEATED = tuple(
-    FIELD_NAMES.index(name)
-    for name in FIELD_NAMES
-    if str in _FIELDS[name][0] and name not in ("idempotency_key", "request_digest", "webhook_id")
+    FIELD_NAMES.index(name) for name in FIELD_NAMES if str in _FIELDS[name][0] and name != "kind"
 )
 _RETRY_AFTER_AT = FIELD_NAMES.index("retry_after")
 _LISTED_AT = FIELD_NAMES.index("listed")
@@ -511,7 +510,7 @@ _RUN_AT = FIELD_NAMES.index("run")
 
 
 @functools.cache
-def _line_decoder() -> Callable[[str | bytes], tuple[Any, ...]] | None:
+def _line_decoder() -> Callable[[str | bytes], list[Any]] | None:
     """A line's values in ``FIELD_NAMES`` order, decoded and checked by msgspec, or None where
     msgspec is not installed. Raises ``ValueError`` (or ``RecursionError``) for any line that
     is not of the fake's shape with values ``_entry`` accepts; json.loads then decodes it.
@@ -563,22 +562,19 @@ def _line_decoder() -> Callable[[str | bytes], tuple[Any, ...]] | None:
     decode = msgspec.json.Decoder(line).decode
     astuple = msgspec.structs.astuple
 
-    def values(raw: str | bytes) -> tuple[Any, ...]:
-        decoded = astuple(decode(raw))
-        ra = decoded[_RETRY_AFTER_AT]
-        if ra is None:
-            return decoded
-        out = list(decoded)
-        out[_RETRY_AFTER_AT] = RetryAfterRecord(*astuple(ra))
-        return tuple(out)
+    def values(raw: str | bytes) -> list[Any]:
+        out = list(astuple(decode(raw)))
+        ra = out[_RETRY_AFTER_AT]
+        if ra is not None:
+            out[_RETRY_AFTER_AT] = RetryAfterRecord(*astuple(ra))
+        return out
 
     return values
 
 
-def _decoded_entry(values: tuple[Any, ...], strings: dict[str, str]) -> Entry:
-    """The ``Entry`` of a line ``_line_decoder`` accepted (``BadEntry`` for a run header's
-    ``time_scale`` or ``limits``, the one check msgspec does not make)."""
-    out = list(values)
+def _decoded_entry(out: list[Any], strings: dict[str, str]) -> Entry:
+    """The ``Entry`` of the values of a line ``_line_decoder`` accepted (``BadEntry`` for a
+    run header's ``time_scale`` or ``limits``, the one check msgspec does not make)."""
     share = strings.setdefault
     for index in _REPEATED:
         value = out[index]
