@@ -32,12 +32,14 @@ from .messages import (
     StateChange,
     credential_fingerprint,
     default_job_id,
+    fast_reply,
+    fast_view,
     job_message,
     request_digest,
     scripted_error,
     video_bytes,
 )
-from .scenario import TERMINAL_STATUSES, Fault, JobSpec, RetryAfter, Scenario
+from .scenario import TERMINAL_STATUSES, Fault, JobError, JobSpec, Result, RetryAfter, Scenario
 
 __all__ = ["Engine"]
 
@@ -64,6 +66,41 @@ def _carried(spec: JobSpec) -> tuple[tuple[str, int | None, float | None], ...]:
             raise AssertionError("validated timelines start with a status")
         carried.append((status, progress, hint))
     return tuple(carried)
+
+
+def _shown(
+    spec: JobSpec, step: int, carried: tuple[str, int | None, float | None], cancelled: bool
+) -> tuple[
+    str,
+    int | None,
+    float | None,
+    float | None,
+    str,
+    Result | None,
+    JobError | None,
+    Mapping[str, Any] | None,
+]:
+    """What a view of a job of ``spec`` shows at ``step`` (``carried`` is what holds there):
+    status, progress, poll hint, estimated duration, message, result, error and summary.
+    Depends on the step alone, so it is worked out once per spec and step."""
+    status, progress, hint = carried
+    if cancelled:
+        status = "cancelled"
+    if status == "succeeded":
+        progress = 100
+    terminal = status in TERMINAL_STATUSES
+    poll_after = None if terminal else (hint if hint is not None else spec.poll_after)
+    estimate = spec.estimated_duration if spec.estimated_duration is not None else spec.end_time
+    return (
+        status,
+        progress,
+        poll_after,
+        estimate,
+        spec.timeline[step].message or _job_message(status, poll_after),
+        spec.result if status in _SUCCESS else None,
+        spec.error if status == "failed" else None,
+        spec.summary if status == "completed_with_errors" else None,
+    )
 
 
 #: How far below a whole token a bucket may be and still count as refilled (float sums).
@@ -128,6 +165,22 @@ class Engine:
         self._unmatched_submits = 0
         self._faults = [_FaultState() for _ in scenario.faults]
         self._carried = [_carried(spec) for spec in scenario.jobs]
+        #: Per spec and step, the job's status there (``Job.status`` without the walk back).
+        self._statuses = [tuple(c[0] for c in carried) for carried in self._carried]
+        #: Per spec and step, what a view shows there: (not cancelled, cancelled).
+        self._shown = [
+            [(_shown(spec, i, c, False), _shown(spec, i, c, True)) for i, c in enumerate(carried)]
+            for spec, carried in zip(scenario.jobs, self._carried, strict=True)
+        ]
+        #: Per request kind, the faults whose route takes it (index, fault): most requests
+        #: meet no fault at all, and skip the scan.
+        self._faults_for: dict[str, tuple[tuple[int, Fault], ...]] = {}
+        #: The specs a submit's body is matched against, in order, and the specs that take
+        #: unmatched submits in turn.
+        self._matchers = [(i, spec.match) for i, spec in enumerate(scenario.jobs) if spec.match]
+        self._unmatched = [i for i, spec in enumerate(scenario.jobs) if spec.match is None] or [
+            len(scenario.jobs) - 1
+        ]
         self._buckets: dict[str, _Bucket] = {}
         self._token_uses: dict[str, int] = {}
         self._active: dict[str | None, set[str]] = {}
@@ -150,12 +203,13 @@ class Engine:
 
     def handle(self, request: Request, now: float) -> Reply:
         """Decide the answer to ``request`` received at clock reading ``now``; journal it."""
-        seq = self.journal.next_seq()
+        journal = self.journal
+        seq = journal.next_seq()
         job = self._jobs.get(request.job_id) if request.job_id else None
         if job is not None:
             self._advance(job, now)
         reply = self._decide(seq, request, now, job)
-        self.journal.append(self._entry(reply, now))
+        journal.append(self._entry(reply, now, job))
         return reply
 
     def complete(
@@ -230,8 +284,8 @@ class Engine:
 
     def _gatekeep(self, seq: int, request: Request, now: float, respond_at: float) -> Reply | None:
         """Malformed requests, auth and rate limits, in that order."""
-        problem = Refusal.of(request)
-        if problem is not None:
+        if request.problem is not None:
+            problem = Refusal(request.problem_status, request.problem_code, request.problem)
             return self._refuse(seq, request, respond_at, problem)
         if request.kind == "unknown":
             refusal = Refusal.no_route(request.method, request.path)
@@ -280,13 +334,14 @@ class Engine:
             return self._refuse(seq, request, respond_at, Refusal.job_not_found(request.job_id))
         if kind == "status":
             view = self._view(job, now)
-            if not self._waits(job):
+            if job.started is not None or job.cancelled:  # not throttled: a poll counts
                 job.polls += 1
             self._advance(job, now)
-            return Reply(seq=seq, request=request, status_code=200, respond_at=respond_at, job=view)
+            return fast_reply(seq, request, 200, respond_at, view)
         if kind == "content":
             view = self._view(job, now)
-            if job.status in ("succeeded", "completed_with_errors"):
+            status = self._status(job)
+            if status in _SUCCESS:
                 size = job.spec.result.size_bytes
                 return Reply(
                     seq=seq,
@@ -297,17 +352,18 @@ class Engine:
                     content=video_bytes(job.id, size),
                 )
             unready = (
-                Refusal.no_content(job.id, job.status)
-                if job.terminal
-                else Refusal.job_not_ready(job.id, job.status)
+                Refusal.no_content(job.id, status)
+                if status in TERMINAL_STATUSES
+                else Refusal.job_not_ready(job.id, status)
             )
             return _replace(self._refuse(seq, request, respond_at, unready), job=view)
         if kind == "cancel":
             refusal: Refusal | None = None
-            if job.terminal:
-                refusal = Refusal.job_already_terminal(job.id, job.status)
-            elif request.cancel_from is not None and job.status not in request.cancel_from:
-                refusal = Refusal.job_not_cancellable(job.id, job.status, request.cancel_from)
+            status = self._status(job)
+            if status in TERMINAL_STATUSES:
+                refusal = Refusal.job_already_terminal(job.id, status)
+            elif request.cancel_from is not None and status not in request.cancel_from:
+                refusal = Refusal.job_not_cancellable(job.id, status, request.cancel_from)
             if refusal is not None:
                 reply = self._refuse(seq, request, respond_at, refusal)
                 return _replace(reply, job=self._view(job, now))
@@ -333,13 +389,7 @@ class Engine:
                     refusal = Refusal.idempotency_key_reused(key)
                     return self._refuse(seq, request, respond_at, refusal)
                 self._advance(job, now)
-                return Reply(
-                    seq=seq,
-                    request=request,
-                    status_code=202,
-                    respond_at=respond_at,
-                    job=self._view(job, now),
-                )
+                return fast_reply(seq, request, 202, respond_at, self._view(job, now))
         concurrency = self.scenario.concurrency
         full = (
             concurrency is not None
@@ -370,24 +420,28 @@ class Engine:
         self._jobs.add(job, key)
         if full:
             self._waiting.setdefault(request.credential, deque()).append(job_id)
-        self._changed(job, now)
+        created = self._changed(job, now)
         self._advance(job, now)
-        if concurrency is not None and not job.terminal and not full:
+        if concurrency is not None and not full and self._status(job) not in TERMINAL_STATUSES:
             self._activate(job)
         held = self._held(job, now, request.hold)
         if held > 0:
             # nobody knows the job's id until this answer: running it to the end of the hold
             # now shows no one a state before its time
             self._advance(job, now + held)
-        return Reply(
-            seq=seq,
-            request=request,
-            status_code=202,
-            respond_at=respond_at + held,
-            delay=held,
-            job=self._view(job, now + held),
-            created=True,
-        )
+        shown = now + held
+        if (
+            held
+            or not now  # now + 0.0 is not -0.0: a view at -0.0 is not a view at 0.0
+            or job.step
+            or job.cancelled
+            or job.since != now
+            or (job.started is None) != full
+        ):
+            view = self._view(job, shown)
+        else:  # the job is as its creation's state change showed it, at the same instant
+            view = created
+        return fast_reply(seq, request, 202, respond_at + held, view, delay=held, created=True)
 
     def _list(self, seq: int, request: Request, now: float, respond_at: float) -> Reply:
         # Every job is brought up to ``now`` through the heap of timed steps (O(log n) per
@@ -442,11 +496,10 @@ class Engine:
     # -- jobs -----------------------------------------------------------------------------
 
     def _spec_for(self, body: Mapping[str, Any], *, consume: bool) -> int:
-        jobs = self.scenario.jobs
-        for index, spec in enumerate(jobs):
-            if spec.match is not None and _matches(spec.match, body):
+        for index, match in self._matchers:
+            if _matches(match, body):
                 return index
-        unmatched = [i for i, spec in enumerate(jobs) if spec.match is None] or [len(jobs) - 1]
+        unmatched = self._unmatched
         position = min(self._unmatched_submits, len(unmatched) - 1)
         if consume:
             self._unmatched_submits += 1
@@ -472,7 +525,7 @@ class Engine:
                 if at > now:
                     break
                 since = max(job.since, at)
-            before = job.status
+            before = self._status(job)
             job.step += 1
             job.since = since if step.status is not None and step.status != before else job.since
             if step.status is not None and step.status != before:
@@ -492,17 +545,20 @@ class Engine:
         heapq.heappush(self._due, (job.start + (step.at or 0.0), self._due_counter, job.id))
         job.scheduled = True
 
-    def _changed(self, job: Job, at: float) -> None:
-        change = StateChange(job.id, job.status, at, self._view(job, at))
+    def _changed(self, job: Job, at: float) -> JobView:
+        """Announce ``job``'s new status (entered at ``at``); return the view announced."""
+        view = self._view(job, at)
+        change = StateChange(job.id, view.status, at, view)
         self.changes.append(change)
-        if job.terminal:
+        if view.status in TERMINAL_STATUSES:
             active = self._active.get(job.credential)
             if active is not None:  # a job counts only against its own credential's limit
                 active.discard(job.id)
         if self._on_change is not None:
             self._on_change(change)
-        if job.terminal and self._waiting:
+        if self._waiting and self._status(job) in TERMINAL_STATUSES:
             self._promote(at)
+        return view
 
     def _waits(self, job: Job) -> bool:
         """Whether ``job`` is throttled: accepted, waiting for a slot, its timeline not begun."""
@@ -538,48 +594,51 @@ class Engine:
     def _active_count(self, credential: str | None, now: float) -> int:
         self._process_ends(now)
         active = self._active.get(credential, set())
-        for job_id in [j for j in active if self._jobs[j].terminal]:
+        for job_id in [j for j in active if self._status(self._jobs[j]) in TERMINAL_STATUSES]:
             active.discard(job_id)
         return len(active)
 
     def _view(self, job: Job, now: float) -> JobView:
-        spec = job.spec
-        step = spec.timeline[job.step]
-        # progress and a step's poll hint hold from their step on, until a later step changes them
-        status, progress, hint = self._carried[job.spec_index][job.step]
-        if job.cancelled:
-            status = "cancelled"
-        if status == "succeeded":
-            progress = 100
-        terminal = status in TERMINAL_STATUSES
-        poll_after = None if terminal else (hint if hint is not None else spec.poll_after)
-        estimate = spec.estimated_duration if spec.estimated_duration is not None else spec.end_time
-        return JobView(
-            id=job.id,
-            spec_index=job.spec_index,
-            status=status,
-            progress=progress,
-            created_at=job.created_at,
-            status_since=job.since,
-            now=now,
-            poll_after=poll_after,
-            estimated_duration=estimate,
-            message=step.message or _job_message(status, poll_after),
-            request=job.request,
-            result=spec.result if status in ("succeeded", "completed_with_errors") else None,
-            error=spec.error if status == "failed" else None,
-            summary=spec.summary if status == "completed_with_errors" else None,
-            callback_url=job.callback_url,
-            throttled=self._waits(job),
+        shown = self._shown[job.spec_index][job.step][1 if job.cancelled else 0]
+        status, progress, poll_after, estimate, message, result, error, summary = shown
+        return fast_view(
+            job.id,
+            job.spec_index,
+            status,
+            progress,
+            job.created_at,
+            job.since,
+            now,
+            poll_after,
+            estimate,
+            message,
+            job.request,
+            result,
+            error,
+            summary,
+            job.callback_url,
+            job.started is None and not job.cancelled,
         )
+
+    def _status(self, job: Job) -> str:
+        """``job.status``, from the table of each spec's status per step."""
+        return "cancelled" if job.cancelled else self._statuses[job.spec_index][job.step]
 
     # -- faults ---------------------------------------------------------------------------
 
     def _pick_fault(self, request: Request, now: float, job: Job | None) -> Fault | None:
+        kind = request.kind
+        faults = self._faults_for.get(kind)
+        if faults is None:
+            faults = self._faults_for[kind] = tuple(
+                (index, fault)
+                for index, fault in enumerate(self.scenario.faults)
+                if fault.route == "any" or fault.route == kind
+            )
+        if not faults:
+            return None
         chosen: Fault | None = None
-        for index, fault in enumerate(self.scenario.faults):
-            if fault.route != "any" and fault.route != request.kind:
-                continue
+        for index, fault in faults:
             if fault.job is not None:
                 spec_index = (
                     job.spec_index
@@ -632,76 +691,72 @@ class Engine:
     # -- helpers --------------------------------------------------------------------------
 
     def _refuse(self, seq: int, request: Request, respond_at: float, refusal: Refusal) -> Reply:
-        return Reply(
-            seq=seq,
-            request=request,
-            status_code=refusal.status,
-            respond_at=respond_at,
-            error=refusal.error,
-        )
+        return fast_reply(seq, request, refusal.status, respond_at, error=refusal.error)
 
     def _shows_hint(self, kind: str) -> bool:
         if isinstance(self.poll_hints, bool):
             return self.poll_hints
         return kind in self.poll_hints
 
-    def _entry(self, reply: Reply, now: float) -> Entry:
+    def _entry(self, reply: Reply, now: float, job: Job | None) -> Entry:
+        """The journal entry of ``reply``; ``job`` is the job the request named, if any."""
         request = reply.request
-        job = reply.job
-        true_job = self._jobs.get(job.id if job else (request.job_id or ""))
-        shown = (
-            job.status
-            if job is not None and not reply.scripted and reply.action == "respond"
-            else None
-        )
+        kind = request.kind
+        view = reply.job
+        responded = reply.action == "respond"
+        fault = reply.fault
+        scripted = fault is not None and fault.status is not None
+        key = view.id if view is not None else (request.job_id or "")
+        # the store gives the same record for an id every time: look up only another job
+        true_job = job if job is not None and job.id == key else self._jobs.get(key)
+        shown = view.status if view is not None and not scripted and responded else None
+        status_code = reply.status_code
+        error = reply.error
         return Entry(
             seq=reply.seq,
-            kind=request.kind,
-            job_id=job.id if job is not None else request.job_id,
+            kind=kind,
+            job_id=view.id if view is not None else request.job_id,
             method=request.method,
             path=request.path,
             client=request.client,
             received_at=now,
-            status_code=reply.status_code if reply.action == "respond" else None,
+            status_code=status_code if responded else None,
             job_status=shown,
             # a dropped answer's Retry-After never reached the client, so it binds nothing
             retry_after=self._retry_after_record(reply.headers, reply.respond_at)
-            if reply.headers and reply.action == "respond"
+            if reply.headers and responded
             else None,
-            fault=reply.fault.name if reply.fault is not None else None,
-            true_status=true_job.status if true_job is not None else None,
+            fault=fault.name if fault is not None else None,
+            true_status=self._status(true_job) if true_job is not None else None,
             status_since=true_job.since if true_job is not None else None,
             poll_after=(
-                job.poll_after
-                if shown is not None and job is not None and self._shows_hint(request.kind)
+                view.poll_after
+                if shown is not None and view is not None and self._shows_hint(kind)
                 else None
             ),
             inline_result=True
             if shown in _SUCCESS
-            and job is not None
-            and 200 <= reply.status_code < 300
+            and view is not None
+            and 200 <= status_code < 300
             and self.inline_result is not None
-            and self.inline_result(request, job)
+            and self.inline_result(request, view)
             else None,
-            error_code=reply.error.code if reply.error is not None else None,
+            error_code=error.code if error is not None else None,
             credential=_fingerprint(request.credential),
             idempotency_key=request.idempotency_key,
             # an accepted submit's job holds its body's digest already
             request_digest=(
                 (
                     true_job.digest
-                    if job is not None and true_job is not None
+                    if view is not None and true_job is not None
                     else request_digest(request.body)
                 )
-                if request.kind == "submit"
+                if kind == "submit"
                 else None
             ),
-            dropped=reply.action if reply.action != "respond" else None,
-            listed=tuple((view.id, view.status) for view in reply.jobs)
-            if request.kind == "list"
-            and reply.status_code == 200
-            and reply.action == "respond"
-            and not reply.scripted
+            dropped=reply.action if not responded else None,
+            listed=tuple((v.id, v.status) for v in reply.jobs)
+            if kind == "list" and status_code == 200 and responded and not scripted
             else None,
         )
 

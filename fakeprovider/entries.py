@@ -14,6 +14,7 @@ module and re-exports its public names.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import operator
@@ -153,6 +154,32 @@ field_values = operator.attrgetter(*FIELD_NAMES)
 _ENCODE = json.JSONEncoder(separators=(",", ":")).encode
 
 
+def _fast_init() -> Callable[..., None]:
+    """``Entry.__init__`` with the dataclass's signature, each field set through its slot's
+    own setter rather than ``object.__setattr__`` (what a frozen dataclass's generated
+    ``__init__`` calls, a type lookup by name each time): about half the cost, and an entry
+    is made per request. Same arguments, defaults and errors; ``test_entries_write`` checks
+    that both make equal entries."""
+    fields = dataclasses.fields(Entry)
+    params = ", ".join(
+        f.name if f.default is dataclasses.MISSING else f"{f.name}=_default_{f.name}"
+        for f in fields
+    )
+    body = "".join(f"    _set_{f.name}(self, {f.name})\n" for f in fields)
+    scope: dict[str, Any] = {}
+    for f in fields:
+        scope[f"_set_{f.name}"] = getattr(Entry, f.name).__set__
+        scope[f"_default_{f.name}"] = f.default
+    exec(f"def __init__(self, {params}):\n{body}", scope)  # as dataclasses makes theirs
+    init: Callable[..., None] = functools.update_wrapper(scope["__init__"], Entry.__init__)
+    return init
+
+
+#: The ``__init__`` the dataclass made (kept for the tests that compare the two).
+_DATACLASS_INIT = Entry.__init__
+Entry.__init__ = _fast_init()  # type: ignore[method-assign]
+
+
 def _json_float(value: float) -> str:
     # what the encoder writes: repr for a finite float, NaN / Infinity / -Infinity otherwise
     return float.__repr__(value) if value - value == 0 else _ENCODE(value)
@@ -186,25 +213,98 @@ _JSON_OF: dict[type, Callable[[Any], str]] = {
 _LINE = "{" + ",".join(f"{_ENCODE(name)}:%s" for name in FIELD_NAMES) + "}\n"
 
 
+def _json_value(value: object) -> str:
+    """One field's value as ``_ENCODE(entry.to_dict())`` writes it."""
+    if value is None:
+        return "null"
+    if type(value) is str:
+        return _json_str(value)
+    return _JSON_OF.get(type(value), _json_other)(value)
+
+
+def _general_line(entry: Entry) -> str:
+    """``jsonl_line`` field by field: what a line is, whatever the values (``_Plan`` is the
+    same, faster, for the values an entry usually holds)."""
+    return _LINE % tuple(map(_json_value, field_values(entry)))
+
+
+def _tuple_of(indexes: list[int]) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
+    """``itemgetter`` that always returns a tuple (one index included)."""
+    if len(indexes) == 1:
+        return operator.itemgetter(slice(indexes[0], indexes[0] + 1))
+    if not indexes:
+        return lambda values: ()
+    return operator.itemgetter(*indexes)
+
+
+_NULL = type(None)
+#: A value of these exact types goes into a line as ``%r`` writes it (``repr``), which is
+#: what the encoder writes for an int and for a finite float.
+_AS_REPR: frozenset[type] = frozenset({int, float})
+_SAME = operator.pos  # a number as it is (``%r`` writes it)
+_BOOL: Callable[[bool], str] = {True: "true", False: "false"}.__getitem__
+
+
+class _Plan:
+    """How to write the lines of entries whose fields have one pattern of exact types (most
+    entries of a kind share one): the keys and every null written into a template once,
+    strings encoded by the C encoder, numbers by ``%r``, anything else by ``_json_value``.
+    A non-finite float (NaN, Infinity: the encoder's words, not ``repr``'s) sends the entry
+    to ``_general_line``."""
+
+    __slots__ = ("convert", "floats", "template", "values")
+
+    def __init__(self, types: tuple[type, ...]) -> None:
+        parts: list[str] = []
+        taken: list[int] = []
+        floats: list[int] = []
+        convert: list[Callable[[Any], Any]] = []
+        for index, (name, kind) in enumerate(zip(FIELD_NAMES, types, strict=True)):
+            key = _ENCODE(name)
+            if kind is _NULL:
+                parts.append(f"{key}:null")
+                continue
+            taken.append(index)
+            if kind in _AS_REPR:
+                parts.append(f"{key}:%r")
+                convert.append(_SAME)
+                if kind is float:
+                    floats.append(index)
+            else:
+                parts.append(f"{key}:%s")
+                convert.append(_json_str if kind is str else _BOOL if kind is bool else _json_value)
+        self.template = "{" + ",".join(parts) + "}\n"
+        self.values = _tuple_of(taken)
+        self.floats = _tuple_of(floats) if floats else None
+        self.convert = tuple(convert)
+
+
+#: Plans by the exact types of an entry's fields (a handful in a run; bounded all the same).
+_PLANS: dict[tuple[type, ...], _Plan] = {}
+_MOST_PLANS = 256
+_call = operator.call
+
+
 def jsonl_line(entry: Entry) -> str:
     """``entry`` as one JSONL line, newline included: what every sink writes.
 
-    Byte for byte ``_ENCODE(entry.to_dict()) + "\\n"``, built without the dict and with the
-    keys encoded once (this runs once per request).
+    Byte for byte ``_ENCODE(entry.to_dict()) + "\\n"`` (``test_entries_write`` checks it over
+    arbitrary entries), built without the dict: the keys and nulls come from a template made
+    once per pattern of field types (``_Plan``); this runs once per request.
     """
-    json_of, other, text, number = _JSON_OF.get, _json_other, _json_str, float.__repr__
-    return _LINE % tuple(
-        [
-            "null"
-            if value is None
-            else text(value)
-            if type(value) is str
-            else number(value)
-            if type(value) is float and value - value == 0  # finite
-            else json_of(type(value), other)(value)
-            for value in field_values(entry)
-        ]
-    )
+    values = field_values(entry)
+    types = tuple(map(type, values))
+    plan = _PLANS.get(types)
+    if plan is None:
+        if len(_PLANS) >= _MOST_PLANS:
+            _PLANS.clear()
+        plan = _PLANS[types] = _Plan(types)
+    if plan.floats is not None:
+        # the sum of finite floats is finite unless it overflows (then the general path)
+        total = sum(plan.floats(values))
+        if total - total != 0:
+            return _general_line(entry)
+    return plan.template % tuple(map(_call, plan.convert, plan.values(values)))
 
 
 _NONE = type(None)
@@ -347,9 +447,23 @@ def _entry(data: dict[str, Any], strings: dict[str, str] | None) -> Entry:
         if name not in data:
             listing = ", ".join(_REQUIRED[:-1]) + f" and {_REQUIRED[-1]}"
             raise BadEntry(name, f"missing; every entry has {listing}")
-    values = data
-    if "job_id" not in values:
-        values["job_id"] = None
+    if "job_id" not in data:
+        data["job_id"] = None
+    _finish(data, strings)
+    return Entry(**data)
+
+
+def _check_run(run: dict[str, Any]) -> None:
+    scale = run.get("time_scale")
+    if scale is not None and not (type(scale) in _NUMBER and 0 < scale < math.inf):
+        raise BadEntry("run.time_scale", f"expected a positive number, got {_show(scale)}")
+    if not isinstance(run.get("limits", {}), dict):
+        raise BadEntry("run.limits", f"expected an object, got {_show(run['limits'])}")
+
+
+def _finish(values: dict[str, Any], strings: dict[str, str] | None) -> None:
+    """Check the nested fields of ``values`` (whose own fields passed) and turn them into what
+    ``Entry`` holds: a ``RetryAfterRecord``, the ``listed`` pairs."""
     ra = values.get("retry_after")
     if ra is not None:
         _checked(_RETRY_AFTER, ra, "retry_after.", strings)
@@ -361,11 +475,7 @@ def _entry(data: dict[str, Any], strings: dict[str, str] | None) -> Entry:
         values["retry_after"] = RetryAfterRecord(**ra)
     run = values.get("run")
     if run is not None:
-        scale = run.get("time_scale")
-        if scale is not None and not (type(scale) in _NUMBER and 0 < scale < math.inf):
-            raise BadEntry("run.time_scale", f"expected a positive number, got {_show(scale)}")
-        if not isinstance(run.get("limits", {}), dict):
-            raise BadEntry("run.limits", f"expected an object, got {_show(run['limits'])}")
+        _check_run(run)
     listed = values.get("listed")
     if listed is not None:
         for job, status in listed.items():
@@ -374,51 +484,255 @@ def _entry(data: dict[str, Any], strings: dict[str, str] | None) -> Entry:
                     f"listed.{job}", f"expected a status (a string), got {_show(status)}"
                 )
         values["listed"] = tuple(listed.items())
-    return Entry(**values)
+
+
+# -- the fast paths: a line of the shape the fake writes --------------------------------------
+#
+# The fake writes every field on every line. msgspec (where it is installed) decodes such a
+# line straight into a struct of the line's schema, checking every type and range as it goes
+# (``_line_decoder``): a line it accepts is one ``_entry`` accepts, with the same values. Any
+# other line, and every line where msgspec is missing, is decoded by json.loads; a dict of
+# every field is then checked by a plan made once per combination of value types
+# (``_fast_entry``), and anything else by ``_entry``, which words the error.
+
+#: Every field's value, in ``FIELD_NAMES`` order (``KeyError`` when one is missing).
+_VALUES = operator.itemgetter(*FIELD_NAMES)
+#: How many distinct strings ``iter_entries`` shares between entries before starting afresh.
+_SHARED = 1 << 16
+#: Fields whose strings repeat from entry to entry (job ids, paths, statuses...): shared.
+_REPEATED = tuple(
+    FIELD_NAMES.index(name)
+    for name in FIELD_NAMES
+    if str in _FIELDS[name][0] and name not in ("idempotency_key", "request_digest", "webhook_id")
+)
+_RETRY_AFTER_AT = FIELD_NAMES.index("retry_after")
+_LISTED_AT = FIELD_NAMES.index("listed")
+_RUN_AT = FIELD_NAMES.index("run")
+
+
+@functools.cache
+def _line_decoder() -> Callable[[str | bytes], tuple[Any, ...]] | None:
+    """A line's values in ``FIELD_NAMES`` order, decoded and checked by msgspec, or None where
+    msgspec is not installed. Raises ``ValueError`` (or ``RecursionError``) for any line that
+    is not of the fake's shape with values ``_entry`` accepts; json.loads then decodes it.
+
+    msgspec decodes what it accepts exactly as json.loads does (integers of any size, floats
+    correctly rounded, the last of duplicate keys) and refuses NaN, Infinity, numbers out of
+    range, lone surrogates and invalid UTF-8, which json.loads words or accepts on its own.
+    """
+    try:
+        import msgspec
+    except ImportError:  # pragma: no cover - the tests run both ways (monkeypatch)
+        return None
+    from typing import Annotated, Union
+
+    number = int | float
+    whole = Annotated[int, msgspec.Meta(ge=0)]
+    retry_after = msgspec.defstruct(
+        "RetryAfterLine",
+        [
+            ("raw", str),
+            ("not_before", number | None),
+            ("header", str, RetryAfterRecord.header),
+            ("form", str, RetryAfterRecord.form),
+        ],
+        forbid_unknown_fields=True,
+    )
+    special: dict[str, Any] = {
+        "seq": whole,
+        "kind": Literal[KINDS],
+        "received_at": number,
+        "status_code": Union[Annotated[int, msgspec.Meta(ge=100, le=999)], None],  # noqa: UP007
+        "attempt": Union[whole, None],  # noqa: UP007
+        "retry_after": Union[retry_after, None],  # noqa: UP007
+        "listed": Union[dict[str, str], None],  # noqa: UP007
+        "run": Union[dict[str, Any], None],  # noqa: UP007
+        "inline_result": Union[bool, None],  # noqa: UP007
+    }
+    fields = []
+    for name in FIELD_NAMES:
+        types, _, _ = _FIELDS[name]
+        if name in special:
+            kind = special[name]
+        elif float in types:
+            kind = Union[number, None]  # noqa: UP007
+        else:
+            kind = Union[str, None] if _NONE in types else str  # noqa: UP007
+        fields.append((name, kind))
+    line = msgspec.defstruct("Line", fields, forbid_unknown_fields=True)
+    decode = msgspec.json.Decoder(line).decode
+    astuple = msgspec.structs.astuple
+
+    def values(raw: str | bytes) -> tuple[Any, ...]:
+        decoded = astuple(decode(raw))
+        ra = decoded[_RETRY_AFTER_AT]
+        if ra is None:
+            return decoded
+        out = list(decoded)
+        out[_RETRY_AFTER_AT] = RetryAfterRecord(*astuple(ra))
+        return tuple(out)
+
+    return values
+
+
+def _decoded_entry(values: tuple[Any, ...], strings: dict[str, str]) -> Entry:
+    """The ``Entry`` of a line ``_line_decoder`` accepted (``BadEntry`` for a run header's
+    ``time_scale`` or ``limits``, the one check msgspec does not make)."""
+    out = list(values)
+    share = strings.setdefault
+    for index in _REPEATED:
+        value = out[index]
+        if value is not None:
+            out[index] = share(value, value)
+    if out[_LISTED_AT] is not None:
+        out[_LISTED_AT] = tuple(out[_LISTED_AT].items())
+    if out[_RUN_AT] is not None:
+        _check_run(out[_RUN_AT])
+    return Entry(*out)
+
+
+_ReadPlan = tuple[tuple[tuple[int, _Check], ...], tuple[int, ...], tuple[int, ...]]
+#: Value types in field order -> (checks by field index, indexes of strings, of objects), or
+#: None when those types alone make the line one ``_entry`` must word an error for.
+_READ_PLANS: dict[tuple[type, ...], _ReadPlan | None] = {}
+_UNPLANNED: Any = object()
+
+
+def _finite_float(value: float) -> bool:
+    return -math.inf < value < math.inf
+
+
+def _read_plan(types: tuple[type, ...]) -> _ReadPlan | None:
+    checks: list[tuple[int, _Check]] = []
+    strings: list[int] = []
+    objects: list[int] = []
+    for index, (name, kind) in enumerate(zip(FIELD_NAMES, types, strict=True)):
+        allowed, check, _ = _FIELDS[name]
+        if kind not in allowed:
+            return None
+        if kind is float:
+            checks.append((index, _finite_float))
+        elif kind is dict:
+            objects.append(index)
+        elif kind is str:
+            strings.append(index)
+            if check is not None:
+                checks.append((index, check))
+        elif kind is int and check is not None and check is not _finite:
+            checks.append((index, check))
+    return tuple(checks), tuple(strings), tuple(objects)
+
+
+def _fast_entry(data: dict[str, Any], strings: dict[str, str]) -> Entry | None:
+    """The ``Entry`` of a decoded line of the common shape (every field, values of the right
+    types and ranges), or None to leave the line to ``_entry``.
+
+    Raises ``BadEntry`` for a nested field (``retry_after``, ``listed``, ``run``) exactly as
+    ``_entry`` does: the fields around it passed, so it would reach the same check.
+    """
+    if len(data) != len(FIELD_NAMES):
+        return None
+    try:
+        values = _VALUES(data)
+    except KeyError:
+        return None
+    types = tuple(map(type, values))
+    plan = _READ_PLANS.get(types, _UNPLANNED)
+    if plan is _UNPLANNED:
+        plan = _read_plan(types)
+        if len(_READ_PLANS) < 4096:  # a journal has a handful; a hostile one cannot grow this
+            _READ_PLANS[types] = plan
+    if plan is None:
+        return None
+    checks, text, objects = plan
+    for index, check in checks:
+        if not check(values[index]):
+            return None
+    out = list(values)
+    share = strings.setdefault
+    for index in text:
+        value = out[index]
+        out[index] = share(value, value)
+    if objects:
+        _finish(data, strings)
+        for index in objects:
+            out[index] = data[FIELD_NAMES[index]]
+    return Entry(*out)
+
+
+def _json_line(line: str, name: str, number: int) -> Any:
+    """``json.loads(line)``, or the ``JournalError`` for a line that is not JSON (``_BLANK``
+    for a blank line)."""
+    try:
+        return json.loads(line)
+    except RecursionError:
+        raise JournalError(name, number, "not a journal entry: JSON nested too deeply") from None
+    except ValueError as exc:
+        if not line.strip():
+            return _BLANK
+        why = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+        where = f" at column {exc.pos + 1}" if isinstance(exc, json.JSONDecodeError) else ""
+        raise JournalError(
+            name, number, f"not JSON ({why}{where}); each line must be one journal entry"
+        ) from None
+
+
+def _text(raw: str | bytes, name: str, number: int) -> str:
+    if not isinstance(raw, bytes):
+        return raw
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise JournalError(
+            name,
+            number,
+            f"not UTF-8 text (byte 0x{raw[exc.start]:02x} at column {exc.start + 1});"
+            " a journal is JSON lines",
+        ) from None
+
+
+#: What ``_json_line`` returns for a blank line (skipped).
+_BLANK: Any = object()
 
 
 def iter_entries(lines: Iterable[str | bytes], name: str) -> Iterator[Entry]:
     """Entries from JSONL ``lines`` (text or UTF-8 bytes), one at a time in file order; blank
     lines skipped. Only the current line is held, and equal strings are shared between
-    entries (``_checked``).
+    entries (up to ``_SHARED`` of them at a time).
+
+    A line of the fake's shape is decoded and checked by msgspec where it is installed
+    (``_line_decoder``); any other line by json.loads, then by a plan (``_fast_entry``) or
+    field by field (``_entry``). What is accepted, what it holds and every error message are
+    json.loads's and ``_entry``'s whichever way a line goes.
 
     Raises ``JournalError`` for the first line that is not an entry.
     """
-    loads = json.loads
+    decode = _line_decoder()
     strings: dict[str, str] = {}
     for number, raw in enumerate(lines, start=1):
-        if isinstance(raw, bytes):
+        if len(strings) > _SHARED:
+            strings.clear()
+        if decode is not None:
             try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise JournalError(
-                    name,
-                    number,
-                    f"not UTF-8 text (byte 0x{raw[exc.start]:02x} at column {exc.start + 1});"
-                    " a journal is JSON lines",
-                ) from None
-        else:
-            line = raw
-        try:
-            data = loads(line)
-        except RecursionError:
-            raise JournalError(
-                name, number, "not a journal entry: JSON nested too deeply"
-            ) from None
-        except ValueError as exc:
-            if not line.strip():
+                values = decode(raw)
+            except (ValueError, RecursionError):
+                pass  # not of the fake's shape, or not JSON: json.loads decodes or words it
+            else:
+                try:
+                    entry = _decoded_entry(values, strings)
+                except BadEntry as exc:
+                    raise JournalError(name, number, str(exc)) from None
+                yield entry
                 continue
-            why = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
-            where = f" at column {exc.pos + 1}" if isinstance(exc, json.JSONDecodeError) else ""
-            raise JournalError(
-                name, number, f"not JSON ({why}{where}); each line must be one journal entry"
-            ) from None
+        data = _json_line(_text(raw, name, number), name, number)
+        if data is _BLANK:
+            continue
         if type(data) is not dict:
             raise JournalError(
                 name, number, f"expected a JSON object (a journal entry), got {_show(data)}"
             )
         try:
-            yield _entry(data, strings)
+            yield _fast_entry(data, strings) or _entry(data, strings)
         except BadEntry as exc:
             raise JournalError(name, number, str(exc)) from None
 

@@ -11,21 +11,14 @@ precisely in ``docs/invariants.md``.
 from __future__ import annotations
 
 import dataclasses
-import functools
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._judges import ClientJudge
 from ._report import MAX_VIOLATIONS, coverage, metrics, render
-from ._rules import (
-    CLIENT_RULES,
-    ClientEntries,
-    Violation,
-    honours_poll_after,
-    no_premature_retrieval,
-    webhook_ack,
-)
+from ._rules import CLIENT_RULES, Violation, webhook_ack
 from ._runs import runs_with_headers, split_runs
 from .durations import parse_duration
 from .errors import InvariantViolation
@@ -98,40 +91,27 @@ class Report:
 
 
 def _judge(run: list[Entry], limits: Limits, number: int) -> list[Violation]:
-    found: list[Violation] = []
-    webhooks = [e for e in run if e.kind == "webhook"]
+    """The violations of one run: each client's entries fed to its judges as they come (see
+    ``_judges``), then the webhook deliveries; ordered by the last entry each names."""
+    webhooks: list[Entry] = []
     hooks_of: dict[str, list[Entry]] = {}
-    for w in webhooks:
-        if w.job_id is not None:
-            hooks_of.setdefault(w.job_id, []).append(w)
-    clients: dict[str, ClientEntries] = {}
+    clients: dict[str, ClientJudge] = {}
     for e in run:
-        if e.kind not in ("webhook", "unknown"):
-            group = clients.get(e.client)
-            if group is None:
-                clients[e.client] = group = ClientEntries()
-            group.append(e)
-    for entries in clients.values():
-        # only the webhooks about this client's jobs: each client costs what it touched
-        jobs = {job for e in entries for job in _jobs_of(e)}
-        mine = [w for job in jobs for w in hooks_of.get(job, ())]
-        for name, rule in CLIENT_RULES:
-            if name == "no_premature_retrieval":
-                rule = functools.partial(no_premature_retrieval, webhooks=mine)
-            elif name == "honours_poll_after":
-                rule = functools.partial(honours_poll_after, webhooks=mine)
-            found.extend(rule(entries, limits))
+        kind = e.kind
+        if kind == "webhook":
+            webhooks.append(e)
+            if e.job_id is not None:
+                hooks_of.setdefault(e.job_id, []).append(e)
+        elif kind != "unknown":
+            judge = clients.get(e.client)
+            if judge is None:
+                clients[e.client] = judge = ClientJudge(limits)
+            judge.add(e)
+    found = [v for judge in clients.values() for v in judge.close(hooks_of)]
     found.extend(webhook_ack(webhooks, limits))
     order = {name: index for index, name in enumerate(INVARIANTS)}
     found.sort(key=lambda v: (v.seqs[-1], order[v.invariant]))
     return [dataclasses.replace(v, run=number) for v in found] if number else found
-
-
-def _jobs_of(e: Entry) -> Iterable[str]:
-    if e.job_id is not None:
-        yield e.job_id
-    if e.listed:
-        yield from (job for job, _ in e.listed)
 
 
 def check(

@@ -240,3 +240,50 @@ def timeline_window(index: _RunIndex, v: Violation) -> tuple[list[Entry], bool, 
         keep = {e.seq for e in shown if e.seq in v.seqs}
         shown = [e for e in shown if e.seq in keep] or shown[:_MAX_LINES]
     return shown, low > 0, high < len(related)
+
+
+def judge_run(run: list[Entry], limits: Limits, number: int = 0) -> list[Violation]:
+    """One run judged as ``invariants._judge`` did before the rules became streaming judges:
+    each client's whole list of entries handed to the rule functions of ``_rules``."""
+    import dataclasses
+    import functools
+
+    from fakeprovider._rules import (
+        CLIENT_RULES,
+        ClientEntries,
+        honours_poll_after,
+        no_premature_retrieval,
+        webhook_ack,
+    )
+    from fakeprovider.invariants import INVARIANTS
+
+    found: list[Violation] = []
+    webhooks = [e for e in run if e.kind == "webhook"]
+    hooks_of: dict[str, list[Entry]] = {}
+    for w in webhooks:
+        if w.job_id is not None:
+            hooks_of.setdefault(w.job_id, []).append(w)
+    clients: dict[str, ClientEntries] = {}
+    for e in run:
+        if e.kind not in ("webhook", "unknown"):
+            clients.setdefault(e.client, ClientEntries()).append(e)
+    for entries in clients.values():
+        jobs = {job for e in entries for job in _jobs_of(e)}
+        mine = [w for job in jobs for w in hooks_of.get(job, ())]
+        for name, rule in CLIENT_RULES:
+            if name == "no_premature_retrieval":
+                rule = functools.partial(no_premature_retrieval, webhooks=mine)
+            elif name == "honours_poll_after":
+                rule = functools.partial(honours_poll_after, webhooks=mine)
+            found.extend(rule(entries, limits))
+    found.extend(webhook_ack(webhooks, limits))
+    order = {name: index for index, name in enumerate(INVARIANTS)}
+    found.sort(key=lambda v: (v.seqs[-1], order[v.invariant]))
+    return [dataclasses.replace(v, run=number) for v in found] if number else found
+
+
+def _jobs_of(e: Entry) -> Iterator[str]:
+    if e.job_id is not None:
+        yield e.job_id
+    if e.listed:
+        yield from (job for job, _ in e.listed)

@@ -53,6 +53,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "fakeprovider._docs",
         "fakeprovider._formats",
         "fakeprovider._hypothesis",
+        "fakeprovider._judges",
         "fakeprovider._report",
         "fakeprovider._rules",
         "fakeprovider._starter",

@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 import io
+import json
+import random
+import re
+import time
+from collections import Counter
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from fakeprovider.entries import jsonl_line
-from fakeprovider.journal import Entry, iter_journal, read_journal
+from fakeprovider import entries
+from fakeprovider.entries import BadEntry, JournalError, _show, entry_from_dict, jsonl_line
+from fakeprovider.journal import Entry, RetryAfterRecord, iter_journal, read_journal
 
 
 def entry(seq: int, **kwargs: object) -> Entry:
@@ -87,3 +95,286 @@ def test_iter_journal_opens_a_path_only_when_iterated_and_closes_it_when_closed(
     assert [handle.closed for handle in opened] == [False]
     entries.close()  # type: ignore[attr-defined]
     assert [handle.closed for handle in opened] == [True]
+
+
+# -- msgspec and json.loads: the same entries and the same errors -----------------------------
+
+
+def reference_entries(lines: list[bytes], name: str) -> list[Entry]:
+    """What the reader did before msgspec and the fast path: json.loads and ``entry_from_dict``
+    on every line (the oracle for the differential tests below)."""
+    out = []
+    for number, raw in enumerate(lines, start=1):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise JournalError(
+                name,
+                number,
+                f"not UTF-8 text (byte 0x{raw[exc.start]:02x} at column {exc.start + 1});"
+                " a journal is JSON lines",
+            ) from None
+        try:
+            data = json.loads(line)
+        except RecursionError:
+            raise JournalError(
+                name, number, "not a journal entry: JSON nested too deeply"
+            ) from None
+        except ValueError as exc:
+            if not line.strip():
+                continue
+            why = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+            where = f" at column {exc.pos + 1}" if isinstance(exc, json.JSONDecodeError) else ""
+            raise JournalError(
+                name, number, f"not JSON ({why}{where}); each line must be one journal entry"
+            ) from None
+        if type(data) is not dict:
+            raise JournalError(
+                name, number, f"expected a JSON object (a journal entry), got {_show(data)}"
+            )
+        try:
+            out.append(entry_from_dict(data))
+        except BadEntry as exc:
+            raise JournalError(name, number, str(exc)) from None
+    return out
+
+
+def outcome(read: Callable[[], list[Entry]]) -> tuple[str, Any]:
+    """The entries read, by ``repr`` (which tells 1 from 1.0 and -0.0 from 0.0), or the error."""
+    try:
+        return "read", [repr(entry) for entry in read()]
+    except ValueError as exc:
+        return "refused", str(exc)
+
+
+def read(source: io.BytesIO | io.StringIO) -> tuple[str, Any]:
+    return outcome(partial(list, iter_journal(source)))
+
+
+SAMPLES = [
+    HEADER,
+    entry(1, kind="submit", path="/v1/jobs", method="POST", status_code=202, poll_after=5.0),
+    entry(
+        2,
+        status_code=503,
+        response_started_at=2.5,
+        completed_at=2.75,
+        retry_after=RetryAfterRecord("3", 5.5),
+        fault="flaky",
+        true_status="processing",
+        status_since=1.25,
+    ),
+    entry(3, kind="list", job_id=None, status_code=200, listed=(("j_1", "queued"),)),
+    entry(
+        4,
+        kind="webhook",
+        method="POST",
+        path="/hook",
+        event="job.succeeded",
+        webhook_id="msg_1",
+        attempt=1,
+        status_code=200,
+        completed_at=4.5,
+    ),
+    entry(5, status_code=200, job_status="succeeded", inline_result=True, credential="c:ab12"),
+]
+#: JSON where a compiled decoder and json.loads may part ways (orjson does on several).
+TOKENS = [
+    b"NaN",
+    b"Infinity",
+    b"-Infinity",
+    b"1e400",
+    b"-1e400",
+    b"1e-400",
+    b"18446744073709551615",
+    b"18446744073709551616",
+    b"9223372036854775807",
+    b"9223372036854775808",
+    b"-9223372036854775808",
+    b"-9223372036854775809",
+    b"99999999999999999999999999999999",
+    b"9" * 4301,
+    b"1e19",
+    b"9.3e18",
+    b"-9.3e18",
+    b"9223372036854775807.0",
+    b"-0",
+    b"-0.0",
+    b"0.1",
+    b"1E2",
+    b"2.2250738585072011e-308",
+    b"4.9e-324",
+    b"1.7976931348623157e308",
+    b"1.7976931348623159e308",
+    b"0.30000000000000004",
+    b"123456789.123456789123",
+    b"01",
+    b"1.",
+    b"+1",
+    b'"\\ud800"',
+    b'"\\udc00x"',
+    b'"\\ud83d\\ude80"',
+    b'"\\u0000"',
+    b'"\xc3\xa9"',
+    b'"\xed\xa0\x80"',
+    b'"\xff"',
+    b'"a\x1fb"',
+    b'"\x7f"',
+    b'"\\/"',
+    b"true",
+    b"null",
+    b"[]",
+    b"{}",
+    b'{"raw": "2", "not_before": 1e19}',
+    b'{"raw": "2", "not_before": 18446744073709551616}',
+    b'{"raw": "2", "not_before": NaN}',
+    b'{"j_1": 18446744073709551616}',
+    b'{"time_scale": 18446744073709551616}',
+    b'{"time_scale": 1e400}',
+    b'{"time_scale": 0}',
+    b'{"time_scale": "fast", "limits": {}}',
+    b'{"limits": 5}',
+    b'{"limits": [' + b"[" * 70 + b"]" * 70 + b"]}",
+    b"[" * 63 + b"]" * 63,
+    b"[" * 64 + b"]" * 64,
+    b"[" * 65 + b"]" * 65,
+    b"[" * 1100 + b"]" * 1100,
+]
+
+
+def mutate(rng: random.Random, line: bytes) -> bytes:
+    """A journal line of the fake's, changed where msgspec and json.loads might disagree."""
+    choice = rng.random()
+    fields = list(re.finditer(rb'"([a-z_]+)":(null|"[^"]*"|[-0-9.e]+|true|false)', line))
+    if fields and choice < 0.5:  # one field's value
+        found = rng.choice(fields)
+        return line[: found.start(2)] + rng.choice(TOKENS) + line[found.end(2) :]
+    if fields and choice < 0.6:  # a key twice
+        return (
+            line.rstrip(b"}\n")
+            + b","
+            + b'"'
+            + rng.choice(fields).group(1)
+            + b'"'
+            + b":"
+            + rng.choice(TOKENS)
+            + b"}\n"
+        )
+    if len(fields) > 1 and choice < 0.7:  # a field less
+        found = rng.choice(fields[1:])
+        return line[: found.start() - 1] + line[found.end() :]
+    if choice < 0.8:  # a byte changed
+        at = rng.randrange(len(line))
+        return line[:at] + bytes([rng.randrange(256)]) + line[at + 1 :]
+    if choice < 0.85:  # cut short
+        return line[: rng.randrange(len(line))]
+    if choice < 0.9:  # around the line: a BOM, whitespace
+        return (
+            rng.choice([b"\xef\xbb\xbf", b" ", b"\t", b"\x0c", b""])
+            + line.rstrip(b"\n")
+            + rng.choice([b"\r\n", b" \n", b"\x0b\n", b"\n", b""])
+        )
+    return rng.choice(TOKENS) + b"\n"  # not an object at all
+
+
+def test_msgspec_and_json_loads_read_mutated_lines_alike(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Thousands of mutated lines (bounded: 4,000 or 4 seconds), each read alone as bytes and
+    as text, with msgspec and without it: the same entries (by repr) or the same error as
+    json.loads and ``entry_from_dict`` (the reader before msgspec)."""
+    decode = entries._line_decoder()  # None where msgspec has no wheel: json.loads alone
+    rng = random.Random(15)
+    good = [jsonl_line(sample).encode() for sample in SAMPLES]
+    stop = time.monotonic() + 4.0
+    tally: Counter[str] = Counter()
+    for number in range(4000):
+        if time.monotonic() > stop:
+            break
+        line = mutate(rng, rng.choice(good))
+        for _ in range(rng.choice([0, 0, 1, 2])):
+            line = mutate(rng, line) if line.endswith(b"\n") else line
+        data = good[1] + line + good[2]  # a line cut short runs into the next, as in a file
+        expected = outcome(partial(reference_entries, list(io.BytesIO(data)), "<journal>"))
+        assert read(io.BytesIO(data)) == expected, (number, line)
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            pass
+        else:
+            split = [part.encode() for part in io.StringIO(text, newline="")]  # \r ends one
+            as_text = outcome(partial(reference_entries, split, "<journal>"))
+            assert read(io.StringIO(text, newline="")) == as_text, (number, line)
+        with monkeypatch.context() as patch:
+            patch.setattr(entries, "_line_decoder", lambda: None)
+            assert read(io.BytesIO(data)) == expected, (number, line)
+        tally[expected[0]] += 1
+        try:
+            if decode is not None:
+                decode(line)
+        except (ValueError, RecursionError):
+            tally["msgspec refused"] += 1
+        else:
+            tally["msgspec read"] += 1
+    tried = tally["read"] + tally["refused"]
+    assert tried >= 500
+    assert tally["read"] > tried / 20  # about 1 in 9
+    assert tally["refused"] > tried / 4
+    if decode is not None:
+        assert tally["msgspec refused"] > tried / 4
+        assert tally["msgspec read"] > tried / 40  # about 1 in 15 (the unchanged lines: all)
+
+
+@pytest.mark.parametrize(
+    ("value", "read"),
+    [
+        (b"18446744073709551616", 18446744073709551616),  # orjson makes a float of it
+        (b"-9223372036854775809", -9223372036854775809),  # orjson makes a float of it
+        (b"9" * 30, int("9" * 30)),  # orjson makes a float of it
+        (b"1e19", 1e19),
+        (b"1.5e300", 1.5e300),
+        (b"-0", 0),
+        (b"-0.0", -0.0),
+        (b"4.9e-324", 5e-324),
+    ],
+)
+def test_a_received_at_reads_as_json_loads_reads_it(value: bytes, read: float) -> None:
+    line = jsonl_line(entry(1)).encode().replace(b'"received_at":1.0', b'"received_at":' + value)
+    (got,) = iter_journal(io.BytesIO(line))
+    assert repr(got.received_at) == repr(read)
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (b"NaN", "received_at: expected a finite number (clock seconds), got nan"),
+        (b"-Infinity", "received_at: expected a finite number (clock seconds), got -inf"),
+        (b"1e400", "received_at: expected a finite number (clock seconds), got inf"),
+        (b'"\\ud800"', 'received_at: expected a finite number (clock seconds), got "\\ud800"'),
+        (
+            b"[" * 70 + b"]" * 70,
+            "received_at: expected a finite number (clock seconds), got an array",
+        ),
+        (b"[" * 1100 + b"]" * 1100, "not a journal entry: JSON nested too deeply"),
+        (b"9" * 4301, "not JSON (Exceeds the limit (4300 digits) for integer string conversion:"),
+    ],
+)
+def test_what_msgspec_refuses_is_worded_by_json_loads(value: bytes, message: str) -> None:
+    line = jsonl_line(entry(1)).encode().replace(b'"received_at":1.0', b'"received_at":' + value)
+    with pytest.raises(ValueError, match="^" + re.escape(f"<journal>:1: {message}")):
+        list(iter_journal(io.BytesIO(line)))
+
+
+def test_a_line_of_the_fakes_shape_and_any_other_make_the_same_entry() -> None:
+    line = jsonl_line(SAMPLES[2])
+    data = json.loads(line)
+    shuffled = dict(reversed(data.items()))  # every field, another order
+    fewer = {name: value for name, value in data.items() if value is not None}
+    for variant in (data, shuffled, fewer):
+        text = json.dumps(variant) + "\n"
+        assert list(iter_journal(io.StringIO(text))) == [SAMPLES[2]]
+    assert entries._fast_entry(dict(fewer), {}) is None  # left to the careful path
+
+
+def test_shared_strings_start_afresh_past_the_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(entries, "_SHARED", 2)
+    journal = [entry(n, job_id=f"job_{n}", client=f"c{n}") for n in range(1, 20)]
+    assert list(iter_journal(io.StringIO(jsonl(*journal)))) == journal

@@ -1,0 +1,195 @@
+"""The writing half of ``fakeprovider.entries``: an entry's JSONL line and its constructor.
+
+``jsonl_line`` writes from a template per pattern of field types; it must give, byte for byte,
+what ``json.dumps`` gives for ``Entry.to_dict()``, whatever the values (the reference below is
+computed independently of it). ``Entry.__init__`` sets slots through their setters; it must
+make what the dataclass's own generated ``__init__`` makes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fakeprovider.entries import _DATACLASS_INIT, _MOST_PLANS, FIELD_NAMES, Entry, jsonl_line
+from fakeprovider.journal import RetryAfterRecord
+
+
+def reference_line(entry: Entry) -> str:
+    """What a journal line is by definition: ``json.dumps`` of ``to_dict()``, compact."""
+    return json.dumps(entry.to_dict(), separators=(",", ":")) + "\n"
+
+
+class Text(str):
+    """A ``str`` subclass: written as the string it is."""
+
+
+NASTY = [
+    "",
+    '"',
+    "\\",
+    "\x00\x1f\x7f",
+    "é ñ 中文 🎥",
+    "\ud800 lone surrogate",
+    "\u2028\u2029",
+    "%s %r %% {} {0}",
+    "null",
+    "NaN",
+]
+strings = st.one_of(
+    st.sampled_from(NASTY),
+    st.text(st.characters(exclude_categories=()), max_size=12),
+    st.builds(Text, st.text(max_size=4)),
+)
+floats = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from([0.0, -0.0, 1e308, -1e308, 5e-324, math.inf, -math.inf, math.nan]),
+)
+integers = st.one_of(st.integers(), st.integers(min_value=-(10**300), max_value=10**300))
+scalars = st.one_of(st.none(), strings, floats, integers, st.booleans())
+json_values = st.recursive(
+    scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(strings, inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+retry_afters = st.builds(
+    RetryAfterRecord,
+    raw=strings,
+    not_before=st.one_of(st.none(), floats),
+    header=strings,
+    form=strings,
+)
+listed = st.lists(st.tuples(strings, strings), max_size=4).map(tuple)
+runs = st.dictionaries(strings, json_values, max_size=4)
+#: Any scalar in any field; the nested fields hold their own shapes (or None).
+FIELD_VALUES: dict[str, st.SearchStrategy[Any]] = {
+    name: scalars for name in FIELD_NAMES if name not in ("retry_after", "listed", "run")
+} | {
+    "retry_after": st.none() | retry_afters,
+    "listed": st.none() | listed,
+    "run": st.none() | runs,
+}
+entries = st.fixed_dictionaries(FIELD_VALUES).map(lambda values: Entry(**values))
+
+
+@settings(max_examples=200, deadline=None)
+@given(entries)
+def test_a_line_is_json_dumps_of_to_dict_byte_for_byte(entry: Entry) -> None:
+    assert jsonl_line(entry) == reference_line(entry)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [math.nan, math.inf, -math.inf, 1e308, -0.0, 0.1, 10**100, True, False, "é\ud800", None],
+)
+def test_an_unusual_time_or_value_is_written_as_json_dumps_writes_it(value: Any) -> None:
+    entry = Entry(
+        seq=1,
+        kind="status",
+        job_id=None,
+        method="GET",
+        path="/v1/jobs/x",
+        client="c",
+        received_at=1.0,
+        completed_at=value,
+        status_since=1e308,  # with another huge time, a sum of the times overflows
+        poll_after=value,
+    )
+    assert jsonl_line(entry) == reference_line(entry)
+
+
+def test_lines_stay_exact_past_the_number_of_patterns_kept() -> None:
+    # every entry a different pattern of types: the cache of templates starts afresh
+    base = dict.fromkeys(FIELD_NAMES)
+    kinds = [1, 1.5, "x", True]
+    written = []
+    for n in range(_MOST_PLANS + 50):
+        values = {**base}
+        for slot, name in enumerate(FIELD_NAMES[:5]):
+            values[name] = kinds[(n >> (2 * slot)) % 4]
+        entry = Entry(**values)
+        written.append(jsonl_line(entry) == reference_line(entry))
+    assert all(written)
+    assert len(written) > _MOST_PLANS
+
+
+def test_a_request_line_reads_as_the_fake_writes_it() -> None:
+    entry = Entry(
+        seq=7,
+        kind="status",
+        job_id="job_1",
+        method="GET",
+        path="/v1/jobs/job_1",
+        client="127.0.0.1",
+        received_at=0.25,
+        response_started_at=0.5,
+        completed_at=0.75,
+        status_code=200,
+        job_status="processing",
+        true_status="processing",
+        status_since=0.125,
+        poll_after=15.0,
+        inline_result=True,
+    )
+    assert jsonl_line(entry) == (
+        '{"seq":7,"kind":"status","job_id":"job_1","method":"GET","path":"/v1/jobs/job_1",'
+        '"client":"127.0.0.1","received_at":0.25,"response_started_at":0.5,"completed_at":0.75,'
+        '"status_code":200,"job_status":"processing","retry_after":null,"fault":null,'
+        '"true_status":"processing","status_since":0.125,"poll_after":15.0,"error_code":null,'
+        '"credential":null,"idempotency_key":null,"request_digest":null,"dropped":null,'
+        '"event":null,"webhook_id":null,"attempt":null,"delivery":null,"listed":null,'
+        '"run":null,"inline_result":true}\n'
+    )
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.fixed_dictionaries(FIELD_VALUES), st.integers(min_value=0, max_value=len(FIELD_NAMES)))
+def test_entry_makes_what_the_dataclass_init_makes(values: dict[str, Any], positional: int) -> None:
+    # the first ``positional`` fields by position, the rest by keyword, a None default left out
+    args = [values[name] for name in FIELD_NAMES[:positional]]
+    required = FIELD_NAMES[:7]
+    kwargs = {
+        name: values[name]
+        for name in FIELD_NAMES[positional:]
+        if name in required or values[name] is not None
+    }
+    made = Entry(*args, **kwargs)
+    expected = object.__new__(Entry)
+    _DATACLASS_INIT(expected, *args, **kwargs)
+    assert [getattr(made, n) for n in FIELD_NAMES] == [getattr(expected, n) for n in FIELD_NAMES]
+    assert repr(made) == repr(expected)
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs"),
+    [
+        ((), {}),
+        ((1,), {}),
+        ((1, "status", None, "GET", "/", "c", 0.0), {"bogus": 1}),
+        ((1, "status", None, "GET", "/", "c", 0.0), {"seq": 1}),
+        ((1, "status", None, "GET", "/", "c", 0.0, *([None] * 30)), {}),
+    ],
+)
+def test_entry_refuses_bad_arguments_as_the_dataclass_init_does(
+    args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> None:
+    with pytest.raises(TypeError) as dataclass_error:
+        _DATACLASS_INIT(object.__new__(Entry), *args, **kwargs)
+    with pytest.raises(TypeError) as ours:
+        Entry(*args, **kwargs)
+    assert str(ours.value) == str(dataclass_error.value)
+
+
+def test_an_entry_stays_frozen() -> None:
+    entry = Entry(1, "status", None, "GET", "/", "c", 0.0)
+    with pytest.raises(dataclasses.FrozenInstanceError, match="cannot assign to field 'seq'"):
+        entry.seq = 2  # type: ignore[misc]
+    assert dataclasses.replace(entry, seq=3).seq == 3

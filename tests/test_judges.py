@@ -1,0 +1,152 @@
+"""The streaming judges find exactly what the rule functions find, in the same order.
+
+``fakeprovider._judges`` restates each per-client rule of ``_rules`` as a judge fed one entry at
+a time that keeps what the rule still needs, not the client's entries; ``check`` judges with
+them. Here each judge is held to its rule function (the reference) on generated journals full
+of ties, clock readings out of seq order, repeated seqs, list answers naming jobs the client
+only asks about later, idempotent retries, inline results and webhooks listed after the
+requests; and whole runs of several clients are held to the pre-judge ``check``
+(``tests/checker_reference.judge_run``). No timing here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import tests.checker_reference as reference
+from fakeprovider import _judges, _rules
+from fakeprovider.invariants import _judge
+from fakeprovider.journal import Entry
+from fakeprovider.limits import Limits
+from tests.test_checker_linear import entries, webhooks
+
+
+@st.composite
+def client_entries(draw: st.DrawFn) -> list[Entry]:
+    """One client's entries in seq order (some seqs repeated), with the fields the generator
+    of ``test_checker_linear`` leaves out drawn too."""
+    drawn = draw(st.lists(entries(), max_size=40))
+    repeat = draw(st.booleans())
+    seqs = sorted(
+        draw(st.integers(1, max(1, len(drawn) // 2))) if repeat else n
+        for n in range(1, len(drawn) + 1)
+    )
+    out = []
+    for e, seq in zip(drawn, seqs, strict=True):
+        out.append(
+            dataclasses.replace(
+                e,
+                seq=seq,
+                idempotency_key=draw(st.sampled_from((None, "i1", "i2"))),
+                inline_result=draw(st.sampled_from((None, None, True))),
+                dropped=draw(st.sampled_from((None, None, None, "reset"))),
+                job_id=e.job_id if e.kind != "list" else draw(st.sampled_from((None, "j_1"))),
+            )
+        )
+    return out
+
+
+LIMITS = st.builds(
+    Limits,
+    max_retries=st.integers(0, 3),
+    deadline=st.sampled_from((None, 1.0, 4.0)),
+    deadline_slack=st.sampled_from((0.0, 1.0)),
+    retrievals=st.sampled_from((None, 0, 1, 2)),
+    poll_tolerance=st.sampled_from((0.0, 0.1)),
+    retry_after_scope=st.sampled_from(("auto", "account", "job")),
+    status_rate=st.sampled_from((None, 0.5, 1.0)),
+    status_rate_window=st.sampled_from((1.0, 2.5)),
+    date_slack=st.sampled_from((0.0, 1.0)),
+)
+
+
+def _hooks_of(hooks: list[Entry]) -> dict[str, list[Entry]]:
+    out: dict[str, list[Entry]] = {}
+    for w in hooks:
+        if w.job_id is not None:
+            out.setdefault(w.job_id, []).append(w)
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(client_entries(), st.lists(webhooks(), max_size=6), LIMITS)
+def test_each_judge_finds_what_its_rule_finds_in_the_same_order(
+    mine: list[Entry], hooks: list[Entry], limits: Limits
+) -> None:
+    hooks = [dataclasses.replace(w, seq=1000 + n) for n, w in enumerate(hooks)]
+    rules = dict(_rules.CLIENT_RULES)
+    for name, make in _judges.JUDGES:
+        rule = rules[name]
+        if name in ("no_premature_retrieval", "honours_poll_after"):
+            rule = functools.partial(rule, webhooks=hooks)
+        judge = make(limits)
+        for e in mine:
+            judge.add(e)
+        assert judge.close(_hooks_of(hooks)) == list(rule(_rules.ClientEntries(mine), limits)), name
+
+
+@st.composite
+def runs(draw: st.DrawFn) -> list[Entry]:
+    """A run of up to three clients interleaved by seq, and webhooks among them."""
+    clients = draw(st.lists(client_entries(), min_size=1, max_size=3))
+    merged = sorted(
+        (
+            (e.seq, draw(st.integers(0, 2)), dataclasses.replace(e, client=f"c{n}"))
+            for n, mine in enumerate(clients)
+            for e in mine
+        ),
+        key=lambda item: (item[0], item[1]),
+    )
+    run = [e for _, _, e in merged]
+    for w in draw(st.lists(webhooks(), max_size=6)):
+        run.insert(
+            draw(st.integers(0, len(run))), dataclasses.replace(w, seq=draw(st.integers(1, 45)))
+        )
+    return run
+
+
+@settings(max_examples=200, deadline=None)
+@given(runs(), LIMITS, st.integers(0, 2))
+def test_a_run_judged_entry_by_entry_gets_the_verdict_of_the_whole_lists(
+    run: list[Entry], limits: Limits, number: int
+) -> None:
+    assert _judge(run, limits, number) == reference.judge_run(run, limits, number)
+
+
+def test_a_job_read_a_million_times_keeps_one_read_in_each_judge() -> None:
+    """A concrete case of the bound: 5,000 in-order reads of one job after its submit leave
+    each judge's per-job state as small as after two."""
+    limits = Limits(deadline=10_000.0)
+    judge = _judges.ClientJudge(limits)
+
+    def read(seq: int) -> Entry:
+        at = seq * 2.0
+        return Entry(
+            seq=seq,
+            kind="status" if seq > 1 else "submit",
+            job_id="j_1",
+            method="GET",
+            path="/v1/jobs/j_1",
+            client="c",
+            received_at=at,
+            response_started_at=at + 0.5,
+            completed_at=at + 0.5,
+            status_code=200,
+            job_status="processing",
+            poll_after=1.0,
+        )
+
+    for seq in range(1, 5001):
+        judge.add(read(seq))
+    no_overlap = judge.judges[0]
+    assert isinstance(no_overlap, _judges.NoOverlap)
+    negated, reads, found = no_overlap.jobs["j_1"]
+    assert (len(negated), len(reads), found) == (1, 1, [])
+    deadline = judge.judges[9]
+    assert isinstance(deadline, _judges.Deadline)
+    assert deadline.jobs["j_1"].maxima == []
+    assert judge.close({}) == []
