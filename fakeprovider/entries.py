@@ -22,15 +22,6 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
-try:
-    # A compiled JSON decoder, four times json.loads's speed on a journal line. Where it has
-    # no wheel (PyPy, ...) lines are decoded by json.loads alone, with the same results.
-    import orjson
-except ImportError:  # pragma: no cover - the test suite runs with and without it (monkeypatch)
-    _orjson_loads: Callable[[str | bytes], Any] | None = None
-else:
-    _orjson_loads = orjson.loads
-
 __all__ = [
     "FIELD_NAMES",
     "KINDS",
@@ -454,6 +445,14 @@ def _entry(data: dict[str, Any], strings: dict[str, str] | None) -> Entry:
     return Entry(**data)
 
 
+def _check_run(run: dict[str, Any]) -> None:
+    scale = run.get("time_scale")
+    if scale is not None and not (type(scale) in _NUMBER and 0 < scale < math.inf):
+        raise BadEntry("run.time_scale", f"expected a positive number, got {_show(scale)}")
+    if not isinstance(run.get("limits", {}), dict):
+        raise BadEntry("run.limits", f"expected an object, got {_show(run['limits'])}")
+
+
 def _finish(values: dict[str, Any], strings: dict[str, str] | None) -> None:
     """Check the nested fields of ``values`` (whose own fields passed) and turn them into what
     ``Entry`` holds: a ``RetryAfterRecord``, the ``listed`` pairs."""
@@ -468,11 +467,7 @@ def _finish(values: dict[str, Any], strings: dict[str, str] | None) -> None:
         values["retry_after"] = RetryAfterRecord(**ra)
     run = values.get("run")
     if run is not None:
-        scale = run.get("time_scale")
-        if scale is not None and not (type(scale) in _NUMBER and 0 < scale < math.inf):
-            raise BadEntry("run.time_scale", f"expected a positive number, got {_show(scale)}")
-        if not isinstance(run.get("limits", {}), dict):
-            raise BadEntry("run.limits", f"expected an object, got {_show(run['limits'])}")
+        _check_run(run)
     listed = values.get("listed")
     if listed is not None:
         for job, status in listed.items():
@@ -483,26 +478,110 @@ def _finish(values: dict[str, Any], strings: dict[str, str] | None) -> None:
         values["listed"] = tuple(listed.items())
 
 
-# -- the fast path: a line of the shape the fake writes ---------------------------------------
+# -- the fast paths: a line of the shape the fake writes --------------------------------------
 #
-# The fake writes every field on every line, so almost every line of a journal has all of
-# ``FIELD_NAMES`` and one of a few combinations of value types. For such a line the checks
-# ``_checked`` would make reduce to a short list fixed by that combination (a "plan", made
-# once per combination): a range for each number, ``KINDS`` for the kind. A line that passes
-# them is one ``_entry`` accepts, and becomes the same ``Entry`` (built positionally, which is
-# three times cheaper than by keyword); any other line takes ``_entry``, which words the error.
+# The fake writes every field on every line. msgspec (where it is installed) decodes such a
+# line straight into a struct of the line's schema, checking every type and range as it goes
+# (``_line_decoder``): a line it accepts is one ``_entry`` accepts, with the same values. Any
+# other line, and every line where msgspec is missing, is decoded by json.loads; a dict of
+# every field is then checked by a plan made once per combination of value types
+# (``_fast_entry``), and anything else by ``_entry``, which words the error.
 
 #: Every field's value, in ``FIELD_NAMES`` order (``KeyError`` when one is missing).
 _VALUES = operator.itemgetter(*FIELD_NAMES)
-#: A float at least this large (in size) may stand for an integer too wide for 64 bits, which
-#: orjson decodes as a float and json.loads as an int: such a line is decoded again by json.
-_WIDE = float(2**63)
-#: json.loads gives up (``RecursionError``) on deep nesting, how deep depending on the stack;
-#: a line nested deeper than this is decoded again by json.loads, whatever orjson made of it.
-_DEEP = 64
-#: How many distinct strings ``iter_entries`` shares between entries before starting afresh
-#: (equal job ids and paths are held once; digests and keys, all distinct, are not kept).
+#: How many distinct strings ``iter_entries`` shares between entries before starting afresh.
 _SHARED = 1 << 16
+#: Fields whose strings repeat from entry to entry (job ids, paths, statuses...): shared.
+_REPEATED = tuple(
+    FIELD_NAMES.index(name)
+    for name in FIELD_NAMES
+    if str in _FIELDS[name][0] and name not in ("idempotency_key", "request_digest", "webhook_id")
+)
+_RETRY_AFTER_AT = FIELD_NAMES.index("retry_after")
+_LISTED_AT = FIELD_NAMES.index("listed")
+_RUN_AT = FIELD_NAMES.index("run")
+
+
+@functools.cache
+def _line_decoder() -> Callable[[str | bytes], tuple[Any, ...]] | None:
+    """A line's values in ``FIELD_NAMES`` order, decoded and checked by msgspec, or None where
+    msgspec is not installed. Raises ``ValueError`` (or ``RecursionError``) for any line that
+    is not of the fake's shape with values ``_entry`` accepts; json.loads then decodes it.
+
+    msgspec decodes what it accepts exactly as json.loads does (integers of any size, floats
+    correctly rounded, the last of duplicate keys) and refuses NaN, Infinity, numbers out of
+    range, lone surrogates and invalid UTF-8, which json.loads words or accepts on its own.
+    """
+    try:
+        import msgspec
+    except ImportError:  # pragma: no cover - the tests run both ways (monkeypatch)
+        return None
+    from typing import Annotated, Union
+
+    number = int | float
+    whole = Annotated[int, msgspec.Meta(ge=0)]
+    retry_after = msgspec.defstruct(
+        "RetryAfterLine",
+        [
+            ("raw", str),
+            ("not_before", number | None),
+            ("header", str, RetryAfterRecord.header),
+            ("form", str, RetryAfterRecord.form),
+        ],
+        forbid_unknown_fields=True,
+    )
+    special: dict[str, Any] = {
+        "seq": whole,
+        "kind": Literal[KINDS],
+        "received_at": number,
+        "status_code": Union[Annotated[int, msgspec.Meta(ge=100, le=999)], None],  # noqa: UP007
+        "attempt": Union[whole, None],  # noqa: UP007
+        "retry_after": Union[retry_after, None],  # noqa: UP007
+        "listed": Union[dict[str, str], None],  # noqa: UP007
+        "run": Union[dict[str, Any], None],  # noqa: UP007
+        "inline_result": Union[bool, None],  # noqa: UP007
+    }
+    fields = []
+    for name in FIELD_NAMES:
+        types, _, _ = _FIELDS[name]
+        if name in special:
+            kind = special[name]
+        elif float in types:
+            kind = Union[number, None]  # noqa: UP007
+        else:
+            kind = Union[str, None] if _NONE in types else str  # noqa: UP007
+        fields.append((name, kind))
+    line = msgspec.defstruct("Line", fields, forbid_unknown_fields=True)
+    decode = msgspec.json.Decoder(line).decode
+    astuple = msgspec.structs.astuple
+
+    def values(raw: str | bytes) -> tuple[Any, ...]:
+        decoded = astuple(decode(raw))
+        ra = decoded[_RETRY_AFTER_AT]
+        if ra is None:
+            return decoded
+        out = list(decoded)
+        out[_RETRY_AFTER_AT] = RetryAfterRecord(*astuple(ra))
+        return tuple(out)
+
+    return values
+
+
+def _decoded_entry(values: tuple[Any, ...], strings: dict[str, str]) -> Entry:
+    """The ``Entry`` of a line ``_line_decoder`` accepted (``BadEntry`` for a run header's
+    ``time_scale`` or ``limits``, the one check msgspec does not make)."""
+    out = list(values)
+    share = strings.setdefault
+    for index in _REPEATED:
+        value = out[index]
+        if value is not None:
+            out[index] = share(value, value)
+    if out[_LISTED_AT] is not None:
+        out[_LISTED_AT] = tuple(out[_LISTED_AT].items())
+    if out[_RUN_AT] is not None:
+        _check_run(out[_RUN_AT])
+    return Entry(*out)
+
 
 _ReadPlan = tuple[tuple[tuple[int, _Check], ...], tuple[int, ...], tuple[int, ...]]
 #: Value types in field order -> (checks by field index, indexes of strings, of objects), or
@@ -511,9 +590,8 @@ _READ_PLANS: dict[tuple[type, ...], _ReadPlan | None] = {}
 _UNPLANNED: Any = object()
 
 
-def _narrow(value: float) -> bool:
-    # finite, and not a float orjson may have made of a wide integer (NaN fails too)
-    return -_WIDE < value < _WIDE
+def _finite_float(value: float) -> bool:
+    return -math.inf < value < math.inf
 
 
 def _read_plan(types: tuple[type, ...]) -> _ReadPlan | None:
@@ -525,7 +603,7 @@ def _read_plan(types: tuple[type, ...]) -> _ReadPlan | None:
         if kind not in allowed:
             return None
         if kind is float:
-            checks.append((index, _narrow))
+            checks.append((index, _finite_float))
         elif kind is dict:
             objects.append(index)
         elif kind is str:
@@ -537,24 +615,9 @@ def _read_plan(types: tuple[type, ...]) -> _ReadPlan | None:
     return tuple(checks), tuple(strings), tuple(objects)
 
 
-def _wide(value: Any, depth: int = 0) -> bool:
-    """Whether json.loads may decode differently what orjson decoded as ``value``: a float
-    that may be a wide integer (``_WIDE``), or nesting deeper than ``_DEEP``."""
-    kind = type(value)
-    if kind is float:
-        return not -_WIDE < value < _WIDE
-    if kind is dict:
-        value = value.values()
-    elif kind is not list:
-        return False
-    if depth >= _DEEP:
-        return True
-    return any(_wide(item, depth + 1) for item in value)
-
-
 def _fast_entry(data: dict[str, Any], strings: dict[str, str]) -> Entry | None:
-    """The ``Entry`` of a line of the common shape (every field, values of the right types and
-    ranges, no float ``_wide`` would refuse), or None to leave the line to ``_entry``.
+    """The ``Entry`` of a decoded line of the common shape (every field, values of the right
+    types and ranges), or None to leave the line to ``_entry``.
 
     Raises ``BadEntry`` for a nested field (``retry_after``, ``listed``, ``run``) exactly as
     ``_entry`` does: the fields around it passed, so it would reach the same check.
@@ -583,8 +646,6 @@ def _fast_entry(data: dict[str, Any], strings: dict[str, str]) -> Entry | None:
         value = out[index]
         out[index] = share(value, value)
     if objects:
-        if any(_wide(values[index]) for index in objects):
-            return None
         _finish(data, strings)
         for index in objects:
             out[index] = data[FIELD_NAMES[index]]
@@ -624,8 +685,6 @@ def _text(raw: str | bytes, name: str, number: int) -> str:
 
 #: What ``_json_line`` returns for a blank line (skipped).
 _BLANK: Any = object()
-#: A line orjson did not decode (or is not installed to): json.loads decodes or words it.
-_UNDECODED: Any = object()
 
 
 def iter_entries(lines: Iterable[str | bytes], name: str) -> Iterator[Entry]:
@@ -633,35 +692,33 @@ def iter_entries(lines: Iterable[str | bytes], name: str) -> Iterator[Entry]:
     lines skipped. Only the current line is held, and equal strings are shared between
     entries (up to ``_SHARED`` of them at a time).
 
-    A line is decoded by orjson when it is installed, and by json.loads when orjson is not,
-    refuses the line (NaN, a lone surrogate, not JSON...) or may disagree (``_wide``): what
-    is accepted, what it holds and every error message are json.loads's. A line of the shape
-    the fake writes is checked by its plan (``_fast_entry``), any other by ``_entry``, field
-    by field, with the same outcome.
+    A line of the fake's shape is decoded and checked by msgspec where it is installed
+    (``_line_decoder``); any other line by json.loads, then by a plan (``_fast_entry``) or
+    field by field (``_entry``). What is accepted, what it holds and every error message are
+    json.loads's and ``_entry``'s whichever way a line goes.
 
     Raises ``JournalError`` for the first line that is not an entry.
     """
-    loads = _orjson_loads
+    decode = _line_decoder()
     strings: dict[str, str] = {}
     for number, raw in enumerate(lines, start=1):
         if len(strings) > _SHARED:
             strings.clear()
-        try:
-            data = _UNDECODED if loads is None else loads(raw)
-        except ValueError:
-            data = _UNDECODED
-        if type(data) is dict:
+        if decode is not None:
             try:
-                entry = _fast_entry(data, strings)
-            except BadEntry as exc:
-                raise JournalError(name, number, str(exc)) from None
-            if entry is not None:
+                values = decode(raw)
+            except (ValueError, RecursionError):
+                pass  # not of the fake's shape, or not JSON: json.loads decodes or words it
+            else:
+                try:
+                    entry = _decoded_entry(values, strings)
+                except BadEntry as exc:
+                    raise JournalError(name, number, str(exc)) from None
                 yield entry
                 continue
-        if data is _UNDECODED or _wide(data):
-            data = _json_line(_text(raw, name, number), name, number)
-            if data is _BLANK:
-                continue
+        data = _json_line(_text(raw, name, number), name, number)
+        if data is _BLANK:
+            continue
         if type(data) is not dict:
             raise JournalError(
                 name, number, f"expected a JSON object (a journal entry), got {_show(data)}"
