@@ -11,6 +11,7 @@ a reply looks on the wire is the dialects'.
 
 from __future__ import annotations
 
+import bisect
 import fnmatch
 import functools
 import heapq
@@ -187,6 +188,11 @@ class Engine:
         self._ends: list[tuple[float, str]] = []  # heap of timed terminal instants (concurrency)
         self._due: list[tuple[float, int, str]] = []  # heap of each job's next timed step
         self._due_counter = 0
+        #: Every job this engine created, by number, and the status each is kept under in
+        #: ``_by_status`` (the numbers of the jobs in each status, in order of creation).
+        self._by_number: list[Job] = []
+        self._listed_as: list[str] = []
+        self._by_status: dict[str, _Ordered] = {}
         self.changes: list[StateChange] = []
         self._on_change = on_change
 
@@ -416,8 +422,10 @@ class Engine:
             callback_url=request.callback_url,
             since=now,
             started=None if full else now,
+            number=len(self._by_number),
         )
         self._jobs.add(job, key)
+        self._reindex(job, self._status(job))
         if full:
             self._waiting.setdefault(request.credential, deque()).append(job_id)
         created = self._changed(job, now)
@@ -447,23 +455,44 @@ class Engine:
         # Every job is brought up to ``now`` through the heap of timed steps (O(log n) per
         # step taken); only the jobs a filter must see, or the page shows, are then viewed.
         self.advance_all(now)
-        jobs: Iterable[Job] = self._newest_first() if request.newest_first else self._jobs
         select = request.select
-        if select is None:
-            total = len(self._jobs)
-            offset, count = request.page if request.page is not None else (0, total)
-            shown = [self._view(job, now) for job in itertools.islice(jobs, offset, offset + count)]
+        statuses = request.statuses
+        size = len(self._jobs)
+        offset, count = request.page if request.page is not None else (0, size)
+        if statuses is not None and len(self._by_number) == size:
+            # every job is in the index (the store holds no job this engine did not create):
+            # only the jobs in those statuses are walked, or only the page's when nothing else
+            # filters them
+            kept = [self._by_status[s] for s in sorted(statuses) if s in self._by_status]
+            numbers = _merged(kept, request.newest_first)
+            by_number = self._by_number
+            if select is None:
+                total = sum(len(ordered) for ordered in kept)
+                window = itertools.islice(numbers, offset, offset + count)
+                shown = [self._view(by_number[n], now) for n in window]
+                return self._listed(seq, request, respond_at, shown, total)
+            jobs: Iterable[Job] = (by_number[n] for n in numbers)
+            statuses = None  # every job walked is in one of them
         else:
-            # a filter sees every job, but only the page's views are kept
-            offset, count = request.page if request.page is not None else (0, len(self._jobs))
-            total = 0
-            shown = []
-            for job in jobs:
-                view = self._view(job, now)
-                if select(view):
-                    if offset <= total < offset + count:
-                        shown.append(view)
-                    total += 1
+            jobs = self._newest_first() if request.newest_first else self._jobs
+        if select is None and statuses is None:
+            page = itertools.islice(jobs, offset, offset + count)
+            return self._listed(seq, request, respond_at, [self._view(j, now) for j in page], size)
+        # a filter sees every job it may keep, but only the page's views are kept
+        total = 0
+        shown = []
+        for job in jobs:
+            view = self._view(job, now)
+            if (statuses is None or view.status in statuses) and (select is None or select(view)):
+                if offset <= total < offset + count:
+                    shown.append(view)
+                total += 1
+        return self._listed(seq, request, respond_at, shown, total)
+
+    @staticmethod
+    def _listed(
+        seq: int, request: Request, respond_at: float, shown: list[JobView], total: int
+    ) -> Reply:
         return Reply(
             seq=seq,
             request=request,
@@ -472,6 +501,24 @@ class Engine:
             jobs=tuple(shown),
             total=total,
         )
+
+    def _reindex(self, job: Job, status: str) -> None:
+        """Keep ``job`` (just created, or created by this engine) under ``status``, its status
+        from now on, in ``_by_status``."""
+        number = job.number
+        listed = self._listed_as
+        if number == len(listed):  # a job just created
+            self._by_number.append(job)
+            listed.append(status)
+        else:
+            if listed[number] == status:
+                return
+            self._by_status[listed[number]].remove(number)
+            listed[number] = status
+        ordered = self._by_status.get(status)
+        if ordered is None:
+            ordered = self._by_status[status] = _Ordered()
+        ordered.add(number)
 
     def _newest_first(self) -> Iterator[Job]:
         """Every job, newest first: straight from a store that iterates backwards (the
@@ -548,6 +595,8 @@ class Engine:
     def _changed(self, job: Job, at: float) -> JobView:
         """Announce ``job``'s new status (entered at ``at``); return the view announced."""
         view = self._view(job, at)
+        if job.number < len(self._by_number) and self._by_number[job.number] is job:
+            self._reindex(job, view.status)  # (not a job another engine made, in a shared store)
         change = StateChange(job.id, view.status, at, view)
         self.changes.append(change)
         if view.status in TERMINAL_STATUSES:
@@ -759,6 +808,77 @@ class Engine:
             if kind == "list" and status_code == 200 and responded and not scripted
             else None,
         )
+
+
+#: How many numbers an ``_Ordered`` block holds before it is split in two.
+_BLOCK = 512
+
+
+class _Ordered:
+    """Job numbers in ascending order, in blocks (a list of short sorted lists): adding or
+    removing one costs O(log n + block), the first ``k`` from either end O(k).
+
+    A job's numbers in one status are added mostly at the end (jobs are created in order), but
+    a job can enter a status out of order (a long job finishes after a short one), so a plain
+    list would move up to every number on each change.
+    """
+
+    __slots__ = ("_blocks", "_highest", "_size")
+
+    def __init__(self) -> None:
+        self._blocks: list[list[int]] = []
+        self._highest: list[int] = []  # each block's last (highest) number
+        self._size = 0
+
+    def __len__(self) -> int:
+        return self._size
+
+    def add(self, number: int) -> None:
+        blocks, highest = self._blocks, self._highest
+        self._size += 1
+        if not blocks:
+            blocks.append([number])
+            highest.append(number)
+            return
+        index = min(bisect.bisect_left(highest, number), len(blocks) - 1)
+        block = blocks[index]
+        bisect.insort(block, number)
+        highest[index] = block[-1]
+        if len(block) > 2 * _BLOCK:
+            blocks[index : index + 1] = [block[:_BLOCK], block[_BLOCK:]]
+            highest[index : index + 1] = [block[_BLOCK - 1], block[-1]]
+
+    def remove(self, number: int) -> None:
+        blocks, highest = self._blocks, self._highest
+        index = bisect.bisect_left(highest, number)
+        block = blocks[index]
+        at = bisect.bisect_left(block, number)
+        if at == len(block) or block[at] != number:  # pragma: no cover - kept in step
+            raise AssertionError(f"job number {number} is not kept here")
+        del block[at]
+        self._size -= 1
+        if block:
+            highest[index] = block[-1]
+        else:
+            del blocks[index]
+            del highest[index]
+
+    def ascending(self) -> Iterator[int]:
+        for block in self._blocks:
+            yield from block
+
+    def descending(self) -> Iterator[int]:
+        for block in reversed(self._blocks):
+            yield from reversed(block)
+
+
+def _merged(kept: list[_Ordered], newest_first: bool) -> Iterator[int]:
+    """The numbers in every one of ``kept``, in order (newest first, or oldest first)."""
+    if len(kept) == 1:
+        return kept[0].descending() if newest_first else kept[0].ascending()
+    if newest_first:
+        return heapq.merge(*(ordered.descending() for ordered in kept), reverse=True)
+    return heapq.merge(*(ordered.ascending() for ordered in kept))
 
 
 def _matches(pattern: Mapping[str, Any], body: Mapping[str, Any]) -> bool:

@@ -550,7 +550,7 @@ class Journal(Sequence[Entry]):
             # Completed in place: the entry stood for a request in flight until now.
             # (dataclasses.replace would cost more than the rest of a request.)
             for name, value in changes.items():
-                object.__setattr__(entry, name, value)
+                _fill(entry, name, value)
             if seq >= self._run_start:
                 self.store.add(entry)
             self._write(entry)
@@ -721,6 +721,8 @@ class Journal(Sequence[Entry]):
 
 
 _SEQ = operator.attrgetter("seq")
+#: Sets a field of a frozen entry (``Journal.complete`` fills in an entry in flight).
+_fill = object.__setattr__
 
 
 def _as_sink(sink: IO[str] | JournalSink) -> JournalSink:

@@ -68,6 +68,10 @@ class Request:
     #: reply, and so the journal, holds exactly the jobs shown; ``Reply.total`` counts every
     #: job the filter kept.
     select: Callable[[JobView], bool] | None = field(default=None, compare=False)
+    #: For a list: only jobs in one of these statuses (``JobView.status``), before ``select``
+    #: picks among them. The engine keeps its jobs by status, so a page filtered by status
+    #: alone costs the page, not every job; a dialect sets both when its filter is narrower.
+    statuses: frozenset[str] | None = None
     page: tuple[int, int] | None = None
     newest_first: bool = False
     #: For a cancel: the statuses a provider cancels from (any unfinished one when None).
