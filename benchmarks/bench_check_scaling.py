@@ -36,7 +36,8 @@ load average before and after (a busy machine inflates wall time, far less CPU t
 ``--read-only`` times turning one line into an ``Entry``, CPU time per line, each way the
 reader has (alternated, median of the rounds): json.loads then the field-by-field checks
 (the reader before msgspec), json.loads then the per-shape plan (where msgspec is missing),
-``iter_entries`` (msgspec for the fake's lines), and json.loads / msgspec's decoding alone.
+``iter_entries`` (msgspec for the fake's lines; strings shared as ``read_journal`` does, and
+not, as ``iter_journal`` does by default), and json.loads / msgspec's decoding alone.
 """
 
 from __future__ import annotations
@@ -289,6 +290,9 @@ def read_table(shapes: list[str], n: int, rounds: int, stop: float) -> None:
         "json+checks": careful,
         "json+plan": planned,
         "iter_entries": lambda lines: list(_entries.iter_entries(lines, "bench")),
+        "not shared": lambda lines: list(
+            _entries.iter_entries(lines, "bench", share_strings=False)
+        ),
         "json.loads": lambda lines: [json.loads(line.decode()) for line in lines],
     }
     if decode is not None:

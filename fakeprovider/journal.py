@@ -766,19 +766,24 @@ def paused_gc() -> Iterator[None]:
             gc.enable()
 
 
-def iter_journal(source: str | Path | IO[str] | IO[bytes]) -> Iterator[Entry]:
+def iter_journal(
+    source: str | Path | IO[str] | IO[bytes], *, share_strings: bool = False
+) -> Iterator[Entry]:
     """Entries from a JSONL file (or open text or binary stream) one at a time, in file order,
     run headers included: what ``read_journal`` sorts, without holding any of it. A path is
     opened when iteration starts and closed when it ends (or when the iterator is closed).
+    ``share_strings`` holds equal strings once between entries (``iter_entries``), for a
+    reader that keeps many of them.
 
     Raises ``ValueError`` (``JournalError``) as ``FILE:LINE: field: what was expected`` when it
     reaches the first line that is not an entry, after yielding every entry before it.
     """
     if isinstance(source, (str, Path)):
         with open(source, "rb") as handle:
-            yield from iter_entries(handle, str(source))
+            yield from iter_entries(handle, str(source), share_strings=share_strings)
         return
-    yield from iter_entries(source, str(getattr(source, "name", "<journal>")))
+    name = str(getattr(source, "name", "<journal>"))
+    yield from iter_entries(source, name, share_strings=share_strings)
 
 
 def read_journal(source: str | Path | IO[str] | IO[bytes]) -> list[Entry]:
@@ -789,4 +794,4 @@ def read_journal(source: str | Path | IO[str] | IO[bytes]) -> list[Entry]:
     is not an entry (not UTF-8, not JSON, a field missing or of the wrong type).
     """
     with paused_gc():
-        return order_entries(iter_journal(source))
+        return order_entries(iter_journal(source, share_strings=True))

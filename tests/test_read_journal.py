@@ -147,8 +147,8 @@ def outcome(read: Callable[[], list[Entry]]) -> tuple[str, Any]:
         return "refused", str(exc)
 
 
-def read(source: io.BytesIO | io.StringIO) -> tuple[str, Any]:
-    return outcome(partial(list, iter_journal(source)))
+def read(source: io.BytesIO | io.StringIO, share_strings: bool = False) -> tuple[str, Any]:
+    return outcome(partial(list, iter_journal(source, share_strings=share_strings)))
 
 
 SAMPLES = [
@@ -295,6 +295,7 @@ def test_msgspec_and_json_loads_read_mutated_lines_alike(monkeypatch: pytest.Mon
         data = good[1] + line + good[2]  # a line cut short runs into the next, as in a file
         expected = outcome(partial(reference_entries, list(io.BytesIO(data)), "<journal>"))
         assert read(io.BytesIO(data)) == expected, (number, line)
+        assert read(io.BytesIO(data), share_strings=True) == expected, (number, line)
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
@@ -306,6 +307,7 @@ def test_msgspec_and_json_loads_read_mutated_lines_alike(monkeypatch: pytest.Mon
         with monkeypatch.context() as patch:
             patch.setattr(entries, "_line_decoder", lambda: None)
             assert read(io.BytesIO(data)) == expected, (number, line)
+            assert read(io.BytesIO(data), share_strings=True) == expected, (number, line)
         tally[expected[0]] += 1
         try:
             if decode is not None:
@@ -374,7 +376,41 @@ def test_a_line_of_the_fakes_shape_and_any_other_make_the_same_entry() -> None:
     assert entries._fast_entry(dict(fewer), {}) is None  # left to the careful path
 
 
-def test_shared_strings_start_afresh_past_the_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("decoder", ["msgspec", "json"])
+def test_shared_strings_are_held_once_and_start_afresh_past_the_bound(
+    monkeypatch: pytest.MonkeyPatch, decoder: str
+) -> None:
+    if decoder == "json":
+        monkeypatch.setattr(entries, "_line_decoder", lambda: None)
+    journal = [entry(n, job_id=f"job_{n // 2}", client="c", fault="slow") for n in range(1, 20)]
+    text = jsonl(*journal)
+    shared = list(iter_journal(io.StringIO(text), share_strings=True))
+    assert shared == journal
+    assert len({id(e.job_id) for e in shared}) == len({e.job_id for e in shared}) == 10
+    assert len({id(e.fault) for e in shared}) == 1
+    apart = list(iter_journal(io.StringIO(text)))
+    assert apart == journal
     monkeypatch.setattr(entries, "_SHARED", 2)
-    journal = [entry(n, job_id=f"job_{n}", client=f"c{n}") for n in range(1, 20)]
-    assert list(iter_journal(io.StringIO(jsonl(*journal)))) == journal
+    assert list(iter_journal(io.StringIO(text), share_strings=True)) == journal
+
+
+def test_numbers_of_every_form_read_as_json_loads_reads_them() -> None:
+    """Random JSON numbers (up to 40 digits, exponents to +-400, halfway cases among them) in a
+    time field: msgspec's reading of each is json.loads's, or it leaves the line to json."""
+    rng = random.Random(150)
+    line = jsonl_line(entry(1)).encode()
+    numbers = []
+    for _ in range(3000):
+        digits = "".join(rng.choice("0123456789") for _ in range(rng.randint(1, 40)))
+        number = rng.choice(["", "-"]) + (digits.lstrip("0") or "0")
+        if rng.random() < 0.7:
+            number += "." + "".join(rng.choice("0123456789") for _ in range(rng.randint(1, 25)))
+        if rng.random() < 0.5:
+            number += rng.choice("eE") + rng.choice(["", "+", "-"]) + str(rng.randint(0, 400))
+        numbers.append(number.encode())
+    numbers += [repr(rng.uniform(-1e9, 1e9)).encode() for _ in range(500)]
+    numbers += [b"1.00000000000000011102230246251565404236316680908203125", b"9007199254740993"]
+    lines = [line.replace(b'"received_at":1.0', b'"received_at":' + n) for n in numbers]
+    for number, one in zip(numbers, lines, strict=True):
+        expected = outcome(partial(reference_entries, [one], "<journal>"))
+        assert read(io.BytesIO(one)) == expected, number
