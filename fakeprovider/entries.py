@@ -31,6 +31,7 @@ __all__ = [
     "Kind",
     "RetryAfterRecord",
     "entry_from_dict",
+    "entry_from_line",
     "field_values",
     "iter_entries",
     "jsonl_line",
@@ -729,6 +730,14 @@ def iter_entries(
             yield _fast_entry(data, strings) or _entry(data, strings)
         except BadEntry as exc:
             raise JournalError(name, number, str(exc)) from None
+
+
+def entry_from_line(line: str | bytes) -> Entry:
+    """The ``Entry`` one JSONL line stands for, as ``iter_entries`` reads it (msgspec for the
+    fake's lines). Raises ``ValueError`` for a line that is not one, a blank line included."""
+    for entry in iter_entries((line,), "<line>", share_strings=False):
+        return entry
+    raise JournalError("<line>", 1, "a blank line, not a journal entry")
 
 
 def parse_lines(lines: Iterable[str | bytes], name: str) -> list[Entry]:

@@ -13,7 +13,6 @@ import atexit
 import contextlib
 import gc
 import itertools
-import json
 import logging
 import math
 import operator
@@ -28,6 +27,7 @@ from .entries import (
     FIELD_NAMES,
     Entry,
     RetryAfterRecord,
+    entry_from_line,
     field_values,
     iter_entries,
     jsonl_line,
@@ -627,7 +627,7 @@ class Journal(Sequence[Entry]):
                 if not line.endswith("\n"):
                     break  # a line being written right now
                 try:
-                    entry = Entry.from_dict(json.loads(line))
+                    entry = entry_from_line(line)
                 except (ValueError, TypeError):
                     continue  # not ours (the file may hold anything before this server's lines)
                 if entry.seq >= start:

@@ -17,7 +17,7 @@ import pytest
 
 from fakeprovider import entries
 from fakeprovider.entries import BadEntry, JournalError, _show, entry_from_dict, jsonl_line
-from fakeprovider.journal import Entry, RetryAfterRecord, iter_journal, read_journal
+from fakeprovider.journal import Entry, Journal, RetryAfterRecord, iter_journal, read_journal
 
 
 def entry(seq: int, **kwargs: object) -> Entry:
@@ -414,3 +414,30 @@ def test_numbers_of_every_form_read_as_json_loads_reads_them() -> None:
     for number, one in zip(numbers, lines, strict=True):
         expected = outcome(partial(reference_entries, [one], "<journal>"))
         assert read(io.BytesIO(one)) == expected, number
+
+
+def test_entry_from_line_reads_a_line_as_iter_journal_does() -> None:
+    for sample in SAMPLES:
+        assert entries.entry_from_line(jsonl_line(sample)) == sample
+        assert entries.entry_from_line(jsonl_line(sample).encode()) == sample
+    for line, message in [
+        ("\n", "<line>:1: a blank line, not a journal entry"),
+        ("not json\n", "<line>:1: not JSON (Expecting value at column 1)"),
+        ('{"seq": -1}\n', "<line>:1: seq: expected a whole number at least 0, got -1"),
+    ]:
+        with pytest.raises(ValueError, match="^" + re.escape(message)):
+            entries.entry_from_line(line)
+
+
+def test_a_bounded_journal_skips_lines_not_its_own_when_reading_its_file(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "journal.jsonl"
+    path.write_text('not json\n{"seq": 1}\n\n[1]\n')  # the file held these before the server
+    with path.open("a", encoding="utf-8") as stream:
+        journal = Journal(sink=stream, memory=1)
+        for _ in range(3):
+            journal.append(entry(journal.next_seq(), completed_at=1.0))
+        assert [e.seq for e in journal] == [3]
+        assert journal.run_entries() == [entry(n, completed_at=1.0) for n in (1, 2, 3)]
+        journal.close()
