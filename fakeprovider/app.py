@@ -18,7 +18,7 @@ import socket
 import struct
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl
 
 from starlette.applications import Starlette
@@ -29,7 +29,7 @@ from starlette.routing import Route
 
 from ._suggest import did_you_mean
 from .errors import ScenarioError
-from .http import HttpRequest, HttpResponse, client_of, format_http_date
+from .http import HttpRequest, HttpResponse, client_of, fast_constructor, format_http_date
 from .journal import Entry
 from .messages import ApiError, Reply
 from .provider import INTERNAL_ERROR_MESSAGE, FakeProvider, internal_error
@@ -168,7 +168,7 @@ class FakeProviderApp:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         raw_query = scope.get("query_string", b"")
         client = scope.get("client")
-        http = HttpRequest(
+        http = _http_request(
             method=scope["method"],
             path=scope["path"],
             query=dict(parse_qsl(raw_query.decode("latin-1"))) if raw_query else {},
@@ -279,17 +279,31 @@ def _failed_reply(reply: Reply) -> Reply:
 
 
 def _raw_headers(response: HttpResponse, date: bytes) -> list[tuple[bytes, bytes]]:
-    raw = (
-        []
-        if response.status in (204, 304)
-        else [(b"content-length", str(len(response.body)).encode())]
-    )
-    if response.media_type is not None:
-        raw.append((b"content-type", response.media_type.encode("latin-1")))
+    raw = [] if response.status in (204, 304) else [(b"content-length", b"%d" % len(response.body))]
+    media_type = response.media_type
+    if media_type is not None:
+        field = _CONTENT_TYPES.get(media_type)
+        if field is None:
+            field = (b"content-type", media_type.encode("latin-1"))
+            if len(_CONTENT_TYPES) < _FIELDS_CACHED:
+                _CONTENT_TYPES[media_type] = field
+        raw.append(field)
     for name, value in response.headers:
         raw.append((name.lower().encode("latin-1"), value.encode("latin-1")))
     raw.append((b"date", date))
     return raw
+
+
+if TYPE_CHECKING:
+    _http_request = HttpRequest
+else:
+    #: An ``HttpRequest`` from the scope's parts: the same request, made without a frozen
+    #: dataclass's per-field ``__init__``.
+    _http_request = fast_constructor(HttpRequest)
+#: Each media type's ``Content-Type`` field as sent (a handful: the dialects' and the
+#: scenario's); at most ``_FIELDS_CACHED`` kept, the others encoded per answer.
+_CONTENT_TYPES: dict[str, tuple[bytes, bytes]] = {}
+_FIELDS_CACHED = 64
 
 
 async def _read_capped(request: StarletteRequest, limit: int) -> bytes | None:

@@ -11,6 +11,7 @@ a reply looks on the wire is the dialects'.
 
 from __future__ import annotations
 
+import bisect
 import fnmatch
 import functools
 import heapq
@@ -32,12 +33,14 @@ from .messages import (
     StateChange,
     credential_fingerprint,
     default_job_id,
+    fast_reply,
+    fast_view,
     job_message,
     request_digest,
     scripted_error,
     video_bytes,
 )
-from .scenario import TERMINAL_STATUSES, Fault, JobSpec, RetryAfter, Scenario
+from .scenario import TERMINAL_STATUSES, Fault, JobError, JobSpec, Result, RetryAfter, Scenario
 
 __all__ = ["Engine"]
 
@@ -64,6 +67,41 @@ def _carried(spec: JobSpec) -> tuple[tuple[str, int | None, float | None], ...]:
             raise AssertionError("validated timelines start with a status")
         carried.append((status, progress, hint))
     return tuple(carried)
+
+
+def _shown(
+    spec: JobSpec, step: int, carried: tuple[str, int | None, float | None], cancelled: bool
+) -> tuple[
+    str,
+    int | None,
+    float | None,
+    float | None,
+    str,
+    Result | None,
+    JobError | None,
+    Mapping[str, Any] | None,
+]:
+    """What a view of a job of ``spec`` shows at ``step`` (``carried`` is what holds there):
+    status, progress, poll hint, estimated duration, message, result, error and summary.
+    Depends on the step alone, so it is worked out once per spec and step."""
+    status, progress, hint = carried
+    if cancelled:
+        status = "cancelled"
+    if status == "succeeded":
+        progress = 100
+    terminal = status in TERMINAL_STATUSES
+    poll_after = None if terminal else (hint if hint is not None else spec.poll_after)
+    estimate = spec.estimated_duration if spec.estimated_duration is not None else spec.end_time
+    return (
+        status,
+        progress,
+        poll_after,
+        estimate,
+        spec.timeline[step].message or _job_message(status, poll_after),
+        spec.result if status in _SUCCESS else None,
+        spec.error if status == "failed" else None,
+        spec.summary if status == "completed_with_errors" else None,
+    )
 
 
 #: How far below a whole token a bucket may be and still count as refilled (float sums).
@@ -128,12 +166,33 @@ class Engine:
         self._unmatched_submits = 0
         self._faults = [_FaultState() for _ in scenario.faults]
         self._carried = [_carried(spec) for spec in scenario.jobs]
+        #: Per spec and step, the job's status there (``Job.status`` without the walk back).
+        self._statuses = [tuple(c[0] for c in carried) for carried in self._carried]
+        #: Per spec and step, what a view shows there: (not cancelled, cancelled).
+        self._shown = [
+            [(_shown(spec, i, c, False), _shown(spec, i, c, True)) for i, c in enumerate(carried)]
+            for spec, carried in zip(scenario.jobs, self._carried, strict=True)
+        ]
+        #: Per request kind, the faults whose route takes it (index, fault): most requests
+        #: meet no fault at all, and skip the scan.
+        self._faults_for: dict[str, tuple[tuple[int, Fault], ...]] = {}
+        #: The specs a submit's body is matched against, in order, and the specs that take
+        #: unmatched submits in turn.
+        self._matchers = [(i, spec.match) for i, spec in enumerate(scenario.jobs) if spec.match]
+        self._unmatched = [i for i, spec in enumerate(scenario.jobs) if spec.match is None] or [
+            len(scenario.jobs) - 1
+        ]
         self._buckets: dict[str, _Bucket] = {}
         self._token_uses: dict[str, int] = {}
         self._active: dict[str | None, set[str]] = {}
         self._ends: list[tuple[float, str]] = []  # heap of timed terminal instants (concurrency)
         self._due: list[tuple[float, int, str]] = []  # heap of each job's next timed step
         self._due_counter = 0
+        #: Every job this engine created, by number, and the status each is kept under in
+        #: ``_by_status`` (the numbers of the jobs in each status, in order of creation).
+        self._by_number: list[Job] = []
+        self._listed_as: list[str] = []
+        self._by_status: dict[str, _Ordered] = {}
         self.changes: list[StateChange] = []
         self._on_change = on_change
 
@@ -150,12 +209,13 @@ class Engine:
 
     def handle(self, request: Request, now: float) -> Reply:
         """Decide the answer to ``request`` received at clock reading ``now``; journal it."""
-        seq = self.journal.next_seq()
+        journal = self.journal
+        seq = journal.next_seq()
         job = self._jobs.get(request.job_id) if request.job_id else None
         if job is not None:
             self._advance(job, now)
         reply = self._decide(seq, request, now, job)
-        self.journal.append(self._entry(reply, now))
+        journal.append(self._entry(reply, now, job))
         return reply
 
     def complete(
@@ -230,8 +290,8 @@ class Engine:
 
     def _gatekeep(self, seq: int, request: Request, now: float, respond_at: float) -> Reply | None:
         """Malformed requests, auth and rate limits, in that order."""
-        problem = Refusal.of(request)
-        if problem is not None:
+        if request.problem is not None:
+            problem = Refusal(request.problem_status, request.problem_code, request.problem)
             return self._refuse(seq, request, respond_at, problem)
         if request.kind == "unknown":
             refusal = Refusal.no_route(request.method, request.path)
@@ -280,13 +340,14 @@ class Engine:
             return self._refuse(seq, request, respond_at, Refusal.job_not_found(request.job_id))
         if kind == "status":
             view = self._view(job, now)
-            if not self._waits(job):
+            if job.started is not None or job.cancelled:  # not throttled: a poll counts
                 job.polls += 1
             self._advance(job, now)
-            return Reply(seq=seq, request=request, status_code=200, respond_at=respond_at, job=view)
+            return fast_reply(seq, request, 200, respond_at, view)
         if kind == "content":
             view = self._view(job, now)
-            if job.status in ("succeeded", "completed_with_errors"):
+            status = self._status(job)
+            if status in _SUCCESS:
                 size = job.spec.result.size_bytes
                 return Reply(
                     seq=seq,
@@ -297,17 +358,18 @@ class Engine:
                     content=video_bytes(job.id, size),
                 )
             unready = (
-                Refusal.no_content(job.id, job.status)
-                if job.terminal
-                else Refusal.job_not_ready(job.id, job.status)
+                Refusal.no_content(job.id, status)
+                if status in TERMINAL_STATUSES
+                else Refusal.job_not_ready(job.id, status)
             )
             return _replace(self._refuse(seq, request, respond_at, unready), job=view)
         if kind == "cancel":
             refusal: Refusal | None = None
-            if job.terminal:
-                refusal = Refusal.job_already_terminal(job.id, job.status)
-            elif request.cancel_from is not None and job.status not in request.cancel_from:
-                refusal = Refusal.job_not_cancellable(job.id, job.status, request.cancel_from)
+            status = self._status(job)
+            if status in TERMINAL_STATUSES:
+                refusal = Refusal.job_already_terminal(job.id, status)
+            elif request.cancel_from is not None and status not in request.cancel_from:
+                refusal = Refusal.job_not_cancellable(job.id, status, request.cancel_from)
             if refusal is not None:
                 reply = self._refuse(seq, request, respond_at, refusal)
                 return _replace(reply, job=self._view(job, now))
@@ -333,13 +395,7 @@ class Engine:
                     refusal = Refusal.idempotency_key_reused(key)
                     return self._refuse(seq, request, respond_at, refusal)
                 self._advance(job, now)
-                return Reply(
-                    seq=seq,
-                    request=request,
-                    status_code=202,
-                    respond_at=respond_at,
-                    job=self._view(job, now),
-                )
+                return fast_reply(seq, request, 202, respond_at, self._view(job, now))
         concurrency = self.scenario.concurrency
         full = (
             concurrency is not None
@@ -366,50 +422,77 @@ class Engine:
             callback_url=request.callback_url,
             since=now,
             started=None if full else now,
+            number=len(self._by_number),
         )
         self._jobs.add(job, key)
+        self._reindex(job, self._status(job))
         if full:
             self._waiting.setdefault(request.credential, deque()).append(job_id)
-        self._changed(job, now)
+        created = self._changed(job, now)
         self._advance(job, now)
-        if concurrency is not None and not job.terminal and not full:
+        if concurrency is not None and not full and self._status(job) not in TERMINAL_STATUSES:
             self._activate(job)
         held = self._held(job, now, request.hold)
         if held > 0:
             # nobody knows the job's id until this answer: running it to the end of the hold
             # now shows no one a state before its time
             self._advance(job, now + held)
-        return Reply(
-            seq=seq,
-            request=request,
-            status_code=202,
-            respond_at=respond_at + held,
-            delay=held,
-            job=self._view(job, now + held),
-            created=True,
-        )
+        shown = now + held
+        if (
+            held
+            or not now  # now + 0.0 is not -0.0: a view at -0.0 is not a view at 0.0
+            or job.step
+            or job.cancelled
+            or job.since != now
+            or (job.started is None) != full
+        ):
+            view = self._view(job, shown)
+        else:  # the job is as its creation's state change showed it, at the same instant
+            view = created
+        return fast_reply(seq, request, 202, respond_at + held, view, delay=held, created=True)
 
     def _list(self, seq: int, request: Request, now: float, respond_at: float) -> Reply:
         # Every job is brought up to ``now`` through the heap of timed steps (O(log n) per
         # step taken); only the jobs a filter must see, or the page shows, are then viewed.
         self.advance_all(now)
-        jobs: Iterable[Job] = self._newest_first() if request.newest_first else self._jobs
         select = request.select
-        if select is None:
-            total = len(self._jobs)
-            offset, count = request.page if request.page is not None else (0, total)
-            shown = [self._view(job, now) for job in itertools.islice(jobs, offset, offset + count)]
+        statuses = request.statuses
+        size = len(self._jobs)
+        offset, count = request.page if request.page is not None else (0, size)
+        if statuses is not None and len(self._by_number) == size:
+            # every job is in the index (the store holds no job this engine did not create):
+            # only the jobs in those statuses are walked, or only the page's when nothing else
+            # filters them
+            kept = [self._by_status[s] for s in sorted(statuses) if s in self._by_status]
+            numbers = _merged(kept, request.newest_first)
+            by_number = self._by_number
+            if select is None:
+                total = sum(len(ordered) for ordered in kept)
+                window = itertools.islice(numbers, offset, offset + count)
+                shown = [self._view(by_number[n], now) for n in window]
+                return self._listed(seq, request, respond_at, shown, total)
+            jobs: Iterable[Job] = (by_number[n] for n in numbers)
+            statuses = None  # every job walked is in one of them
         else:
-            # a filter sees every job, but only the page's views are kept
-            offset, count = request.page if request.page is not None else (0, len(self._jobs))
-            total = 0
-            shown = []
-            for job in jobs:
-                view = self._view(job, now)
-                if select(view):
-                    if offset <= total < offset + count:
-                        shown.append(view)
-                    total += 1
+            jobs = self._newest_first() if request.newest_first else self._jobs
+        if select is None and statuses is None:
+            page = itertools.islice(jobs, offset, offset + count)
+            return self._listed(seq, request, respond_at, [self._view(j, now) for j in page], size)
+        # a filter sees every job it may keep, but only the page's views are kept
+        total = 0
+        shown = []
+        for job in jobs:
+            view = self._view(job, now)
+            if (statuses is None or view.status in statuses) and (select is None or select(view)):
+                if offset <= total < offset + count:
+                    shown.append(view)
+                total += 1
+        return self._listed(seq, request, respond_at, shown, total)
+
+    @staticmethod
+    def _listed(
+        seq: int, request: Request, respond_at: float, shown: list[JobView], total: int
+    ) -> Reply:
         return Reply(
             seq=seq,
             request=request,
@@ -418,6 +501,24 @@ class Engine:
             jobs=tuple(shown),
             total=total,
         )
+
+    def _reindex(self, job: Job, status: str) -> None:
+        """Keep ``job`` (just created, or created by this engine) under ``status``, its status
+        from now on, in ``_by_status``."""
+        number = job.number
+        listed = self._listed_as
+        if number == len(listed):  # a job just created
+            self._by_number.append(job)
+            listed.append(status)
+        else:
+            if listed[number] == status:
+                return
+            self._by_status[listed[number]].remove(number)
+            listed[number] = status
+        ordered = self._by_status.get(status)
+        if ordered is None:
+            ordered = self._by_status[status] = _Ordered()
+        ordered.add(number)
 
     def _newest_first(self) -> Iterator[Job]:
         """Every job, newest first: straight from a store that iterates backwards (the
@@ -442,11 +543,10 @@ class Engine:
     # -- jobs -----------------------------------------------------------------------------
 
     def _spec_for(self, body: Mapping[str, Any], *, consume: bool) -> int:
-        jobs = self.scenario.jobs
-        for index, spec in enumerate(jobs):
-            if spec.match is not None and _matches(spec.match, body):
+        for index, match in self._matchers:
+            if _matches(match, body):
                 return index
-        unmatched = [i for i, spec in enumerate(jobs) if spec.match is None] or [len(jobs) - 1]
+        unmatched = self._unmatched
         position = min(self._unmatched_submits, len(unmatched) - 1)
         if consume:
             self._unmatched_submits += 1
@@ -472,7 +572,7 @@ class Engine:
                 if at > now:
                     break
                 since = max(job.since, at)
-            before = job.status
+            before = self._status(job)
             job.step += 1
             job.since = since if step.status is not None and step.status != before else job.since
             if step.status is not None and step.status != before:
@@ -492,17 +592,22 @@ class Engine:
         heapq.heappush(self._due, (job.start + (step.at or 0.0), self._due_counter, job.id))
         job.scheduled = True
 
-    def _changed(self, job: Job, at: float) -> None:
-        change = StateChange(job.id, job.status, at, self._view(job, at))
+    def _changed(self, job: Job, at: float) -> JobView:
+        """Announce ``job``'s new status (entered at ``at``); return the view announced."""
+        view = self._view(job, at)
+        if job.number < len(self._by_number) and self._by_number[job.number] is job:
+            self._reindex(job, view.status)  # (not a job another engine made, in a shared store)
+        change = StateChange(job.id, view.status, at, view)
         self.changes.append(change)
-        if job.terminal:
+        if view.status in TERMINAL_STATUSES:
             active = self._active.get(job.credential)
             if active is not None:  # a job counts only against its own credential's limit
                 active.discard(job.id)
         if self._on_change is not None:
             self._on_change(change)
-        if job.terminal and self._waiting:
+        if self._waiting and self._status(job) in TERMINAL_STATUSES:
             self._promote(at)
+        return view
 
     def _waits(self, job: Job) -> bool:
         """Whether ``job`` is throttled: accepted, waiting for a slot, its timeline not begun."""
@@ -538,48 +643,51 @@ class Engine:
     def _active_count(self, credential: str | None, now: float) -> int:
         self._process_ends(now)
         active = self._active.get(credential, set())
-        for job_id in [j for j in active if self._jobs[j].terminal]:
+        for job_id in [j for j in active if self._status(self._jobs[j]) in TERMINAL_STATUSES]:
             active.discard(job_id)
         return len(active)
 
     def _view(self, job: Job, now: float) -> JobView:
-        spec = job.spec
-        step = spec.timeline[job.step]
-        # progress and a step's poll hint hold from their step on, until a later step changes them
-        status, progress, hint = self._carried[job.spec_index][job.step]
-        if job.cancelled:
-            status = "cancelled"
-        if status == "succeeded":
-            progress = 100
-        terminal = status in TERMINAL_STATUSES
-        poll_after = None if terminal else (hint if hint is not None else spec.poll_after)
-        estimate = spec.estimated_duration if spec.estimated_duration is not None else spec.end_time
-        return JobView(
-            id=job.id,
-            spec_index=job.spec_index,
-            status=status,
-            progress=progress,
-            created_at=job.created_at,
-            status_since=job.since,
-            now=now,
-            poll_after=poll_after,
-            estimated_duration=estimate,
-            message=step.message or _job_message(status, poll_after),
-            request=job.request,
-            result=spec.result if status in ("succeeded", "completed_with_errors") else None,
-            error=spec.error if status == "failed" else None,
-            summary=spec.summary if status == "completed_with_errors" else None,
-            callback_url=job.callback_url,
-            throttled=self._waits(job),
+        shown = self._shown[job.spec_index][job.step][1 if job.cancelled else 0]
+        status, progress, poll_after, estimate, message, result, error, summary = shown
+        return fast_view(
+            job.id,
+            job.spec_index,
+            status,
+            progress,
+            job.created_at,
+            job.since,
+            now,
+            poll_after,
+            estimate,
+            message,
+            job.request,
+            result,
+            error,
+            summary,
+            job.callback_url,
+            job.started is None and not job.cancelled,
         )
+
+    def _status(self, job: Job) -> str:
+        """``job.status``, from the table of each spec's status per step."""
+        return "cancelled" if job.cancelled else self._statuses[job.spec_index][job.step]
 
     # -- faults ---------------------------------------------------------------------------
 
     def _pick_fault(self, request: Request, now: float, job: Job | None) -> Fault | None:
+        kind = request.kind
+        faults = self._faults_for.get(kind)
+        if faults is None:
+            faults = self._faults_for[kind] = tuple(
+                (index, fault)
+                for index, fault in enumerate(self.scenario.faults)
+                if fault.route == "any" or fault.route == kind
+            )
+        if not faults:
+            return None
         chosen: Fault | None = None
-        for index, fault in enumerate(self.scenario.faults):
-            if fault.route != "any" and fault.route != request.kind:
-                continue
+        for index, fault in faults:
             if fault.job is not None:
                 spec_index = (
                     job.spec_index
@@ -632,78 +740,145 @@ class Engine:
     # -- helpers --------------------------------------------------------------------------
 
     def _refuse(self, seq: int, request: Request, respond_at: float, refusal: Refusal) -> Reply:
-        return Reply(
-            seq=seq,
-            request=request,
-            status_code=refusal.status,
-            respond_at=respond_at,
-            error=refusal.error,
-        )
+        return fast_reply(seq, request, refusal.status, respond_at, error=refusal.error)
 
     def _shows_hint(self, kind: str) -> bool:
         if isinstance(self.poll_hints, bool):
             return self.poll_hints
         return kind in self.poll_hints
 
-    def _entry(self, reply: Reply, now: float) -> Entry:
+    def _entry(self, reply: Reply, now: float, job: Job | None) -> Entry:
+        """The journal entry of ``reply``; ``job`` is the job the request named, if any."""
         request = reply.request
-        job = reply.job
-        true_job = self._jobs.get(job.id if job else (request.job_id or ""))
-        shown = (
-            job.status
-            if job is not None and not reply.scripted and reply.action == "respond"
-            else None
-        )
+        kind = request.kind
+        view = reply.job
+        responded = reply.action == "respond"
+        fault = reply.fault
+        scripted = fault is not None and fault.status is not None
+        key = view.id if view is not None else (request.job_id or "")
+        # the store gives the same record for an id every time: look up only another job
+        true_job = job if job is not None and job.id == key else self._jobs.get(key)
+        shown = view.status if view is not None and not scripted and responded else None
+        status_code = reply.status_code
+        error = reply.error
         return Entry(
             seq=reply.seq,
-            kind=request.kind,
-            job_id=job.id if job is not None else request.job_id,
+            kind=kind,
+            job_id=view.id if view is not None else request.job_id,
             method=request.method,
             path=request.path,
             client=request.client,
             received_at=now,
-            status_code=reply.status_code if reply.action == "respond" else None,
+            status_code=status_code if responded else None,
             job_status=shown,
             # a dropped answer's Retry-After never reached the client, so it binds nothing
             retry_after=self._retry_after_record(reply.headers, reply.respond_at)
-            if reply.headers and reply.action == "respond"
+            if reply.headers and responded
             else None,
-            fault=reply.fault.name if reply.fault is not None else None,
-            true_status=true_job.status if true_job is not None else None,
+            fault=fault.name if fault is not None else None,
+            true_status=self._status(true_job) if true_job is not None else None,
             status_since=true_job.since if true_job is not None else None,
             poll_after=(
-                job.poll_after
-                if shown is not None and job is not None and self._shows_hint(request.kind)
+                view.poll_after
+                if shown is not None and view is not None and self._shows_hint(kind)
                 else None
             ),
             inline_result=True
             if shown in _SUCCESS
-            and job is not None
-            and 200 <= reply.status_code < 300
+            and view is not None
+            and 200 <= status_code < 300
             and self.inline_result is not None
-            and self.inline_result(request, job)
+            and self.inline_result(request, view)
             else None,
-            error_code=reply.error.code if reply.error is not None else None,
+            error_code=error.code if error is not None else None,
             credential=_fingerprint(request.credential),
             idempotency_key=request.idempotency_key,
             # an accepted submit's job holds its body's digest already
             request_digest=(
                 (
                     true_job.digest
-                    if job is not None and true_job is not None
+                    if view is not None and true_job is not None
                     else request_digest(request.body)
                 )
-                if request.kind == "submit"
+                if kind == "submit"
                 else None
             ),
-            dropped=reply.action if reply.action != "respond" else None,
-            listed=tuple((view.id, view.status) for view in reply.jobs)
-            if request.kind == "list"
-            and reply.status_code == 200
-            and reply.action == "respond"
-            and not reply.scripted
+            dropped=reply.action if not responded else None,
+            listed=tuple((v.id, v.status) for v in reply.jobs)
+            if kind == "list" and status_code == 200 and responded and not scripted
             else None,
         )
+
+
+#: How many numbers an ``_Ordered`` block holds before it is split in two.
+_BLOCK = 512
+
+
+class _Ordered:
+    """Job numbers in ascending order, in blocks (a list of short sorted lists): adding or
+    removing one costs O(log n + block), the first ``k`` from either end O(k).
+
+    A job's numbers in one status are added mostly at the end (jobs are created in order), but
+    a job can enter a status out of order (a long job finishes after a short one), so a plain
+    list would move up to every number on each change.
+    """
+
+    __slots__ = ("_blocks", "_highest", "_size")
+
+    def __init__(self) -> None:
+        self._blocks: list[list[int]] = []
+        self._highest: list[int] = []  # each block's last (highest) number
+        self._size = 0
+
+    def __len__(self) -> int:
+        return self._size
+
+    def add(self, number: int) -> None:
+        blocks, highest = self._blocks, self._highest
+        self._size += 1
+        if not blocks:
+            blocks.append([number])
+            highest.append(number)
+            return
+        index = min(bisect.bisect_left(highest, number), len(blocks) - 1)
+        block = blocks[index]
+        bisect.insort(block, number)
+        highest[index] = block[-1]
+        if len(block) > 2 * _BLOCK:
+            blocks[index : index + 1] = [block[:_BLOCK], block[_BLOCK:]]
+            highest[index : index + 1] = [block[_BLOCK - 1], block[-1]]
+
+    def remove(self, number: int) -> None:
+        blocks, highest = self._blocks, self._highest
+        index = bisect.bisect_left(highest, number)
+        block = blocks[index]
+        at = bisect.bisect_left(block, number)
+        if at == len(block) or block[at] != number:  # pragma: no cover - kept in step
+            raise AssertionError(f"job number {number} is not kept here")
+        del block[at]
+        self._size -= 1
+        if block:
+            highest[index] = block[-1]
+        else:
+            del blocks[index]
+            del highest[index]
+
+    def ascending(self) -> Iterator[int]:
+        for block in self._blocks:
+            yield from block
+
+    def descending(self) -> Iterator[int]:
+        for block in reversed(self._blocks):
+            yield from reversed(block)
+
+
+def _merged(kept: list[_Ordered], newest_first: bool) -> Iterator[int]:
+    """The numbers in every one of ``kept``, in order (newest first, or oldest first)."""
+    if len(kept) == 1:
+        return kept[0].descending() if newest_first else kept[0].ascending()
+    if newest_first:
+        return heapq.merge(*(ordered.descending() for ordered in kept), reverse=True)
+    return heapq.merge(*(ordered.ascending() for ordered in kept))
 
 
 def _matches(pattern: Mapping[str, Any], body: Mapping[str, Any]) -> bool:

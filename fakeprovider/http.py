@@ -67,12 +67,13 @@ def fast_constructor(cls: type[_T]) -> Callable[..., _T]:
     """What ``cls(**values)`` makes, for a frozen dataclass, without the cost of its ``__init__``.
 
     A frozen dataclass sets each field through ``object.__setattr__`` (about 0.15 us a field);
-    this fills the instance's ``__dict__`` at once instead: the fields in declaration order, the
-    defaults (and default factories) for those not given, so the instance is equal, field for
-    field and in the same order, to the one ``cls`` makes. Keyword arguments only; an unknown
-    or missing one raises ``TypeError`` as ``cls`` would. A class this cannot build exactly as
-    its ``__init__`` does (slots, ``__post_init__``, a field outside ``__init__``, an
-    ``InitVar``) gets ``cls`` itself.
+    the function returned fills the instance's ``__dict__`` at once instead: the fields in
+    declaration order, the defaults (and default factories) for those not given, so the instance
+    is equal, field for field and in the same order, to the one ``cls`` makes. Keyword arguments
+    only, named as the fields; an unknown or missing one raises ``TypeError``. It is written out
+    for ``cls``'s fields as ``dataclasses`` writes ``__init__``. A class this cannot build
+    exactly as its ``__init__`` does (slots, ``__post_init__``, a field outside ``__init__``,
+    an ``InitVar``) gets ``cls`` itself.
     """
     if not dataclasses.is_dataclass(cls) or "__slots__" in vars(cls):
         return cls
@@ -80,39 +81,42 @@ def fast_constructor(cls: type[_T]) -> Callable[..., _T]:
     if (
         hasattr(cls, "__post_init__")
         or len(fields) != len(cls.__dataclass_fields__)
-        or not all(f.init for f in fields)
+        or not all(f.init and f.name.isidentifier() for f in fields)
     ):
         return cls
     missing = dataclasses.MISSING
-    template: dict[str, Any] = {f.name: f.default for f in fields}
-    required = tuple(
-        f.name for f in fields if f.default is missing and f.default_factory is missing
+    namespace: dict[str, Any] = {"cls": cls, "new": object.__new__, "put": object.__setattr__}
+    parameters = []
+    for f in fields:
+        if f.default is not missing:
+            namespace[f"default_{f.name}"] = f.default
+            parameters.append(f"{f.name}=default_{f.name}")
+        elif f.default_factory is not missing:
+            namespace[f"factory_{f.name}"] = f.default_factory
+            parameters.append(f"{f.name}=unset")
+        else:
+            parameters.append(f.name)
+    namespace["unset"] = _UNSET
+    state = ", ".join(
+        f"{f.name!r}: {f.name}"
+        if f.default_factory is missing
+        else f"{f.name!r}: factory_{f.name}() if {f.name} is unset else {f.name}"
+        for f in fields
     )
-    factories = tuple(
-        (f.name, f.default_factory) for f in fields if f.default_factory is not missing
+    source = (
+        f"def {cls.__name__}(*, {', '.join(parameters)}):\n"
+        f"    instance = new(cls)\n"
+        f"    put(instance, '__dict__', {{{state}}})\n"
+        f"    return instance\n"
     )
-    size = len(template)
-    new = object.__new__
-    set_state = object.__setattr__
-    name = cls.__name__
-
-    def make(**values: Any) -> _T:
-        state = template.copy()
-        state.update(values)
-        if len(state) != size:
-            unknown = ", ".join(repr(key) for key in values if key not in template)
-            raise TypeError(f"{name}() got unexpected keyword arguments: {unknown}")
-        for key in required:
-            if state[key] is missing:
-                raise TypeError(f"{name}() missing required keyword argument: {key!r}")
-        for key, factory in factories:
-            if key not in values:
-                state[key] = factory()
-        instance = new(cls)
-        set_state(instance, "__dict__", state)
-        return instance
-
+    exec(source, namespace)  # fixed text from field names (identifiers), as dataclasses does
+    make: Callable[..., _T] = namespace[cls.__name__]
+    make.__qualname__ = cls.__qualname__  # what a TypeError names
     return make
+
+
+#: Stands for a field with a default factory that was not given.
+_UNSET: Any = object()
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from .scenario import TERMINAL_STATUSES, JobSpec
 __all__ = ["Job", "JobStore", "MemoryJobStore"]
 
 
-@dataclass
+@dataclass(slots=True)
 class Job:
     """One job's state: what it was created from, and how far along its timeline it is."""
 
@@ -45,6 +45,8 @@ class Job:
     #: The clock reading its timeline counts from: its creation, or for a job accepted over
     #: the concurrency limit (throttled) the instant a slot freed; None while it waits.
     started: float | None = None
+    #: How many jobs the engine created before this one (its place in the order of creation).
+    number: int = 0
 
     @property
     def start(self) -> float:

@@ -13,7 +13,6 @@ import atexit
 import contextlib
 import gc
 import itertools
-import json
 import logging
 import math
 import operator
@@ -28,6 +27,7 @@ from .entries import (
     FIELD_NAMES,
     Entry,
     RetryAfterRecord,
+    entry_from_line,
     field_values,
     iter_entries,
     jsonl_line,
@@ -106,13 +106,22 @@ _SHARED_SLOTS = frozenset(
 )
 _NAN = math.nan  # a time that is None (a NaN time leaves its chunk unpacked)
 _FLOAT_OR_NONE = {float, type(None)}
+_FLOAT = {float}
 
 
-def _times(column: tuple[Any, ...]) -> array[float] | None:
+def _times(column: list[Any]) -> array[float] | None:
     """``column`` packed (None as NaN), or None when it would not come back exactly."""
-    if not set(map(type, column)) <= _FLOAT_OR_NONE or any(map(math.isnan, filter(None, column))):
+    types = set(map(type, column))
+    if types == _FLOAT:
+        total = sum(column)
+        if total - total == 0:  # no NaN (nor infinity, nor an overflow: those look closer)
+            return array("d", column)
+    if not types <= _FLOAT_OR_NONE or any(map(math.isnan, filter(None, column))):
         return None
     return array("d", [_NAN if t is None else t for t in column])
+
+
+_WIDTH = len(FIELD_NAMES)
 
 
 class _Packed:
@@ -130,10 +139,14 @@ class _Packed:
     def of(cls, entries: list[Entry], shared: dict[str, str]) -> _Packed | None:
         """``entries`` packed, or None when a value would not come back exactly (an int time,
         a NaN, an unhashable string field: entries made by hand)."""
-        nones = (None,) * len(entries)
+        # every value in one flat list, row after row; a column is every _WIDTH-th value
+        # (in C, where zip(*rows) over 512 rows costs three times as much)
+        flat = list(itertools.chain.from_iterable(map(field_values, entries)))
+        nones = [None] * len(entries)
         columns: list[Any] = []
-        for slot, column in enumerate(zip(*map(field_values, entries), strict=True)):
-            packed: Any = column
+        for slot in range(_WIDTH):
+            column = flat[slot::_WIDTH]
+            packed: Any
             if column == nones:
                 packed = None
             elif slot == 0:
@@ -149,9 +162,11 @@ class _Packed:
                     return None
             elif slot in _SHARED_SLOTS:
                 try:
-                    packed = list(map(shared.setdefault, column, column))
+                    packed = tuple(map(shared.setdefault, column, column))
                 except TypeError:
                     return None
+            else:
+                packed = tuple(column)
             columns.append(packed)
         return cls(columns, len(entries))
 
@@ -292,6 +307,11 @@ class StreamSink:
 BATCH_INTERVAL = 0.05
 #: Lines that make a ``BatchedSink`` write at once, whatever the interval.
 BATCH_LINES = 4096
+#: Lines a ``BatchedSink`` holds at most (waiting, and being written) before a new line waits
+#: for room: some 40 MB of 600-byte lines, two seconds of a fast server's requests.
+BATCH_MAX_LINES = 65536
+#: Seconds a new line waits at most, the sink full, for its writer to make room.
+BATCH_FULL_WAIT = 0.05
 #: Batched sinks not closed yet: flushed when the interpreter exits (nothing answered is lost).
 _OPEN_SINKS: set[BatchedSink] = set()
 _OPEN_LOCK = threading.Lock()
@@ -299,29 +319,58 @@ _OPEN_LOCK = threading.Lock()
 
 class BatchedSink:
     """Entries written to ``stream`` a batch at a time by a writer thread: the caller only
-    encodes the line and appends it to a list, and never waits for the disk.
+    encodes the line and appends it to a list, and never waits for the disk while there is
+    room.
 
     The thread writes (and flushes) what has gathered every ``interval`` seconds, or at once
     when ``BATCH_LINES`` lines wait. ``flush()`` writes what waits in the caller's thread
     (batches stay in order); ``close()`` flushes and stops the thread. A sink still open when
     the interpreter exits is flushed then. Use as a context manager to close it.
 
+    Bounded: at most ``max_lines`` lines are held (waiting, plus the batch being written).
+    When the disk is slower than the requests (or stalls), a new line past that waits up to
+    ``full_wait`` seconds for the writer to make room, so the server answers at the disk's
+    pace instead of growing without bound; then it is kept all the same, never dropped. So a
+    caller (the event loop) waits at most ``full_wait`` per line, and a disk that stops
+    altogether slows the server to about one answer per ``full_wait`` while memory grows by
+    one line per ``full_wait``; every line taken is written once the disk moves again, and
+    at exit (SIGTERM or SIGINT included) by ``close()`` or the interpreter's exit.
+
     A write that fails is raised by the next ``write_entry``, ``flush`` or ``close`` (once), and
     from then on lines are dropped.
     """
 
-    def __init__(self, stream: IO[str], *, interval: float = BATCH_INTERVAL) -> None:
+    def __init__(
+        self,
+        stream: IO[str],
+        *,
+        interval: float = BATCH_INTERVAL,
+        max_lines: int = BATCH_MAX_LINES,
+        full_wait: float = BATCH_FULL_WAIT,
+    ) -> None:
         if not 0 < interval <= 60:
             raise ValueError(f"interval must be between 0 and 60 seconds, got {interval!r}")
+        if max_lines < 1:
+            raise ValueError(f"max_lines must be at least 1, got {max_lines!r}")
+        if not 0 <= full_wait <= 60:
+            raise ValueError(f"full_wait must be between 0 and 60 seconds, got {full_wait!r}")
         self.stream = stream
         self.name = _stream_name(stream)
         self.interval = interval
+        self.max_lines = max_lines
+        self.full_wait = full_wait
         self._lines: list[str] = []
-        self._lock = threading.Lock()  # guards _lines, _failure, _thread, _closed
+        #: Lines of the batch being written (they still take memory).
+        self._in_flight = 0
+        # guards _lines, _in_flight, _failure, _thread, _closed, _steady
+        self._lock = threading.Lock()
+        self._room = threading.Condition(self._lock)  # notified when a batch is written
         self._writing = threading.Lock()  # one batch at a time, in the order taken
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
         self._closed = False
+        #: The writer runs and nothing failed: a line only has to be appended.
+        self._steady = False
         #: Why writing stopped, if it did.
         self.error: OSError | None = None
         self._failure: OSError | None = None  # not yet raised to the caller
@@ -329,10 +378,18 @@ class BatchedSink:
     def write_entry(self, entry: Entry) -> None:
         line = jsonl_line(entry)
         with self._lock:
+            if self._steady:
+                if len(self._lines) + self._in_flight >= self.max_lines and self.full_wait:
+                    self._wake.set()
+                    self._room.wait(self.full_wait)  # kept all the same if no room came
+                lines = self._lines
+                lines.append(line)
+                if len(lines) >= BATCH_LINES:
+                    self._wake.set()
+                return
             failure, self._failure = self._failure, None
             if self.error is None:
                 self._lines.append(line)
-            waiting = len(self._lines)
             closed = self._closed
             if self._thread is None and not closed:
                 self._start()
@@ -340,28 +397,36 @@ class BatchedSink:
             raise failure
         if closed:
             self.flush()  # after close(), lines go straight through
-        elif waiting >= BATCH_LINES:
-            self._wake.set()
 
     def flush(self) -> None:
         with self._writing:
             with self._lock:
                 lines, self._lines = self._lines, []
                 failure, self._failure = self._failure, None
-            if failure is not None:
-                raise failure
-            if not lines or self.error is not None:
-                return
+                self._in_flight = len(lines)
             try:
-                self.stream.write("".join(lines))
-                self.stream.flush()
-            except OSError as exc:
-                self.error = exc
-                raise
+                if failure is not None:
+                    raise failure
+                if not lines or self.error is not None:
+                    return
+                try:
+                    self.stream.write("".join(lines))
+                    self.stream.flush()
+                except OSError as exc:
+                    self.error = exc
+                    raise
+            finally:
+                with self._lock:
+                    self._in_flight = 0
+                    if self.error is not None:
+                        self._steady = False
+                    self._room.notify_all()
 
     def close(self) -> None:
         with self._lock:
             self._closed = True
+            self._steady = False
+            self._room.notify_all()
             thread = self._thread
         self._wake.set()
         if thread is not None:
@@ -371,12 +436,14 @@ class BatchedSink:
         self.flush()
 
     def _start(self) -> None:
+        """Called under the lock."""
         self._thread = threading.Thread(
             target=self._run, name="fakeprovider journal writer", daemon=True
         )
         with _OPEN_LOCK:
             _OPEN_SINKS.add(self)
         self._thread.start()
+        self._steady = True
 
     def _run(self) -> None:
         while not self._closed:
@@ -387,6 +454,7 @@ class BatchedSink:
             except OSError as exc:
                 with self._lock:
                     self._failure = exc  # raised to the journal by its next call
+                    self._steady = False
                 return
 
     def __enter__(self) -> BatchedSink:
@@ -482,7 +550,7 @@ class Journal(Sequence[Entry]):
             # Completed in place: the entry stood for a request in flight until now.
             # (dataclasses.replace would cost more than the rest of a request.)
             for name, value in changes.items():
-                object.__setattr__(entry, name, value)
+                _fill(entry, name, value)
             if seq >= self._run_start:
                 self.store.add(entry)
             self._write(entry)
@@ -559,7 +627,7 @@ class Journal(Sequence[Entry]):
                 if not line.endswith("\n"):
                     break  # a line being written right now
                 try:
-                    entry = Entry.from_dict(json.loads(line))
+                    entry = entry_from_line(line)
                 except (ValueError, TypeError):
                     continue  # not ours (the file may hold anything before this server's lines)
                 if entry.seq >= start:
@@ -653,6 +721,8 @@ class Journal(Sequence[Entry]):
 
 
 _SEQ = operator.attrgetter("seq")
+#: Sets a field of a frozen entry (``Journal.complete`` fills in an entry in flight).
+_fill = object.__setattr__
 
 
 def _as_sink(sink: IO[str] | JournalSink) -> JournalSink:
@@ -696,19 +766,24 @@ def paused_gc() -> Iterator[None]:
             gc.enable()
 
 
-def iter_journal(source: str | Path | IO[str] | IO[bytes]) -> Iterator[Entry]:
+def iter_journal(
+    source: str | Path | IO[str] | IO[bytes], *, share_strings: bool = False
+) -> Iterator[Entry]:
     """Entries from a JSONL file (or open text or binary stream) one at a time, in file order,
     run headers included: what ``read_journal`` sorts, without holding any of it. A path is
     opened when iteration starts and closed when it ends (or when the iterator is closed).
+    ``share_strings`` holds equal strings once between entries (``iter_entries``), for a
+    reader that keeps many of them.
 
     Raises ``ValueError`` (``JournalError``) as ``FILE:LINE: field: what was expected`` when it
     reaches the first line that is not an entry, after yielding every entry before it.
     """
     if isinstance(source, (str, Path)):
         with open(source, "rb") as handle:
-            yield from iter_entries(handle, str(source))
+            yield from iter_entries(handle, str(source), share_strings=share_strings)
         return
-    yield from iter_entries(source, str(getattr(source, "name", "<journal>")))
+    name = str(getattr(source, "name", "<journal>"))
+    yield from iter_entries(source, name, share_strings=share_strings)
 
 
 def read_journal(source: str | Path | IO[str] | IO[bytes]) -> list[Entry]:
@@ -719,4 +794,4 @@ def read_journal(source: str | Path | IO[str] | IO[bytes]) -> list[Entry]:
     is not an entry (not UTF-8, not JSON, a field missing or of the wrong type).
     """
     with paused_gc():
-        return order_entries(iter_journal(source))
+        return order_entries(iter_journal(source, share_strings=True))

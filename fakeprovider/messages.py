@@ -31,6 +31,8 @@ __all__ = [
     "StateChange",
     "credential_fingerprint",
     "default_job_id",
+    "fast_reply",
+    "fast_view",
     "job_message",
     "request_digest",
     "scripted_error",
@@ -66,6 +68,10 @@ class Request:
     #: reply, and so the journal, holds exactly the jobs shown; ``Reply.total`` counts every
     #: job the filter kept.
     select: Callable[[JobView], bool] | None = field(default=None, compare=False)
+    #: For a list: only jobs in one of these statuses (``JobView.status``), before ``select``
+    #: picks among them. The engine keeps its jobs by status, so a page filtered by status
+    #: alone costs the page, not every job; a dialect sets both when its filter is narrower.
+    statuses: frozenset[str] | None = None
     page: tuple[int, int] | None = None
     newest_first: bool = False
     #: For a cancel: the statuses a provider cancels from (any unfinished one when None).
@@ -139,6 +145,97 @@ class Reply:
     def scripted(self) -> bool:
         """True when a fault replaced the normal answer."""
         return self.fault is not None and self.fault.status is not None
+
+
+def fast_view(
+    id: str,
+    spec_index: int,
+    status: str,
+    progress: int | None,
+    created_at: float,
+    status_since: float,
+    now: float,
+    poll_after: float | None,
+    estimated_duration: float | None,
+    message: str,
+    request: Mapping[str, Any],
+    result: Result | None,
+    error: JobError | None,
+    summary: Mapping[str, Any] | None,
+    callback_url: str | None,
+    throttled: bool,
+) -> JobView:
+    """``JobView(...)`` with every field given positionally, built for the hot path.
+
+    The engine makes a view per request; a frozen dataclass's ``__init__`` sets each field
+    through ``object.__setattr__``, which costs more than the rest of the view. This fills
+    the instance's ``__dict__`` in one step, in field order: the result is equal to (and
+    indistinguishable from) the dataclass's own.
+    """
+    view = _new(JobView)
+    _setattr(
+        view,
+        "__dict__",
+        {
+            "id": id,
+            "spec_index": spec_index,
+            "status": status,
+            "progress": progress,
+            "created_at": created_at,
+            "status_since": status_since,
+            "now": now,
+            "poll_after": poll_after,
+            "estimated_duration": estimated_duration,
+            "message": message,
+            "request": request,
+            "result": result,
+            "error": error,
+            "summary": summary,
+            "callback_url": callback_url,
+            "throttled": throttled,
+        },
+    )
+    return view
+
+
+def fast_reply(
+    seq: int,
+    request: Request,
+    status_code: int,
+    respond_at: float,
+    job: JobView | None = None,
+    error: ApiError | None = None,
+    delay: float = 0.0,
+    created: bool = False,
+) -> Reply:
+    """``Reply(seq=..., ...)`` with the other fields at their defaults, built for the hot path
+    as ``fast_view`` builds a view (equal to the dataclass's own)."""
+    reply = _new(Reply)
+    _setattr(
+        reply,
+        "__dict__",
+        {
+            "seq": seq,
+            "request": request,
+            "status_code": status_code,
+            "respond_at": respond_at,
+            "delay": delay,
+            "action": "respond",
+            "job": job,
+            "jobs": (),
+            "error": error,
+            "content": None,
+            "headers": (),
+            "fault": None,
+            "created": created,
+            "total": 0,
+        },
+    )
+    return reply
+
+
+_new = object.__new__
+_setattr = object.__setattr__
 
 
 @dataclass(frozen=True)
@@ -277,13 +374,31 @@ def video_bytes(job_id: str, size: int) -> bytes:
 
 def request_digest(body: Mapping[str, Any] | None) -> str:
     """A short digest of a submit's body (``Entry.request_digest``): equal bodies, equal digests."""
-    text = _DIGEST_JSON(body or {})
+    text = _digest_json(body or {})
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-#: ``json.dumps(..., sort_keys=True, separators=(",", ":"), default=str)``, made once (the
-#: options make ``json.dumps`` build a new encoder per call: once per submit).
-_DIGEST_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str).encode
+def _digest_json(body: Mapping[str, Any]) -> str:
+    """``json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)``.
+
+    ``json.dumps`` with options builds a new encoder per call, and the encoder's ``encode``
+    a new C encoder per call: this makes the C encoder once (as ``encode`` makes it, without
+    the check for circular references: a body is decoded JSON, which has none).
+    """
+    if _DIGEST_C is None:  # pragma: no cover - CPython has the C encoder
+        return _DIGEST_ENCODER.encode(body)
+    return "".join(_DIGEST_C(body, 0))
+
+
+_DIGEST_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str)
+_MAKE_C_ENCODER = getattr(json.encoder, "c_make_encoder", None)
+_DIGEST_C: Callable[[Any, int], Any] | None = (
+    None
+    if _MAKE_C_ENCODER is None
+    else _MAKE_C_ENCODER(
+        None, str, json.encoder.encode_basestring_ascii, None, ":", ",", True, False, True
+    )
+)
 
 
 def credential_fingerprint(credential: str | None) -> str | None:

@@ -227,10 +227,13 @@ def test_fast_constructor_refuses_unknown_and_missing_arguments() -> None:
     make = fast_constructor(HttpRequest)
     with pytest.raises(TypeError) as unknown:
         make(method="GET", path="/", colour="red")
-    assert str(unknown.value) == "HttpRequest() got unexpected keyword arguments: 'colour'"
+    assert str(unknown.value) == "HttpRequest() got an unexpected keyword argument 'colour'"
     with pytest.raises(TypeError) as missing:
         make(method="GET")
-    assert str(missing.value) == "HttpRequest() missing required keyword argument: 'path'"
+    assert str(missing.value) == "HttpRequest() missing 1 required keyword-only argument: 'path'"
+    with pytest.raises(TypeError) as positional:
+        make("GET", "/")
+    assert str(positional.value) == "HttpRequest() takes 0 positional arguments but 2 were given"
 
 
 @dataclasses.dataclass(frozen=True)

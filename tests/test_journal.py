@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import io
 import json
+import math
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from fakeprovider.entries import jsonl_line
 from fakeprovider.journal import (
     _CHUNK,
     BatchedSink,
@@ -196,6 +199,26 @@ def test_entries_the_columns_cannot_hold_exactly_are_kept_whole() -> None:
     ]
 
 
+@pytest.mark.parametrize(
+    "times",
+    [
+        [0.5, 1e308, 1e308],  # finite, but their sum overflows
+        [0.5, math.inf, -math.inf],
+        [0.5, None, 2.5],
+        [0.5, math.nan, 2.5],
+        [0.5, 1, 2.5],
+    ],
+)
+def test_a_packed_chunk_gives_back_every_time_exactly(times: list[float | None]) -> None:
+    store = MemoryStore()
+    added = [entry(seq, completed_at=times[seq % 3]) for seq in range(1, _CHUNK + 1)]
+    for e in added:
+        store.add(e)
+    back = list(store.entries())
+    assert [jsonl_line(e) for e in back] == [jsonl_line(e) for e in added]
+    assert [type(e.completed_at) for e in back] == [type(e.completed_at) for e in added]
+
+
 def test_a_bounded_journal_forgets_the_oldest_across_chunks() -> None:
     journal = Journal(memory=_CHUNK + 100)
     for _ in range(3 * _CHUNK):
@@ -342,6 +365,75 @@ def test_attaching_a_sink_that_cannot_take_the_run_header_is_refused() -> None:
 def test_a_batched_sink_interval_out_of_range_is_refused() -> None:
     with pytest.raises(ValueError, match=r"^interval must be between 0 and 60 seconds, got 0$"):
         BatchedSink(io.StringIO(), interval=0)
+
+
+def test_a_batched_sink_refuses_a_bound_out_of_range() -> None:
+    with pytest.raises(ValueError, match=r"^max_lines must be at least 1, got 0$"):
+        BatchedSink(io.StringIO(), max_lines=0)
+    with pytest.raises(ValueError, match=r"^full_wait must be between 0 and 60 seconds, got -1$"):
+        BatchedSink(io.StringIO(), full_wait=-1)
+
+
+class _StalledStream(io.StringIO):
+    """A disk that stalls: each write waits until ``moving`` is set (30 s at most)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.moving = threading.Event()
+        self.writing = threading.Event()
+
+    def write(self, text: str) -> int:
+        self.writing.set()
+        self.moving.wait(30)
+        return super().write(text)
+
+
+def _stalled_journal(full_wait: float) -> tuple[Journal, _StalledStream]:
+    """A journal whose writer holds 3 lines (its bound) in a write that does not return."""
+    stream = _StalledStream()
+    journal = Journal(sink=BatchedSink(stream, interval=0.01, max_lines=3, full_wait=full_wait))
+    for _ in range(3):
+        journal.append(entry(journal.next_seq(), completed_at=1.0))
+    assert stream.writing.wait(30)
+    return journal, stream
+
+
+def test_a_full_batched_sink_makes_a_line_wait_for_room_then_keeps_it() -> None:
+    journal, stream = _stalled_journal(full_wait=0.2)
+    start = time.monotonic()
+    journal.append(entry(journal.next_seq(), completed_at=1.0))  # no room: the disk stalls
+    waited = time.monotonic() - start
+    stream.moving.set()
+    journal.close()
+    assert waited >= 0.15
+    assert stream.getvalue() == journal.to_jsonl()
+    assert stream.getvalue().count("\n") == 4
+
+
+def test_a_line_waiting_for_room_goes_on_once_the_writer_has_written() -> None:
+    journal, stream = _stalled_journal(full_wait=30)
+    threading.Timer(0.2, stream.moving.set).start()
+    start = time.monotonic()
+    journal.append(entry(journal.next_seq(), completed_at=1.0))
+    waited = time.monotonic() - start
+    journal.close()
+    assert 0.1 <= waited < 20  # the disk moved after 0.2 s: far less than full_wait
+    assert stream.getvalue() == journal.to_jsonl()
+
+
+def test_a_batched_sink_with_room_takes_a_line_without_waiting() -> None:
+    stream = _StalledStream()
+    journal = Journal(sink=BatchedSink(stream, interval=0.01, max_lines=100, full_wait=2))
+    journal.append(entry(journal.next_seq(), completed_at=1.0))
+    assert stream.writing.wait(30)  # the writer holds a line in a stalled write
+    start = time.monotonic()
+    for _ in range(50):
+        journal.append(entry(journal.next_seq(), completed_at=1.0))
+    waited = time.monotonic() - start
+    stream.moving.set()
+    journal.close()
+    assert waited < 1.9  # not one line waited
+    assert stream.getvalue() == journal.to_jsonl()
 
 
 def test_a_bounded_journal_reads_the_current_run_back_from_its_batched_file(

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from fakeprovider.messages import (
     ApiError,
@@ -86,5 +89,17 @@ def test_equal_bodies_have_equal_digests_whatever_the_key_order() -> None:
 
 def test_a_request_digest_is_the_sha256_of_the_sorted_compact_json_of_the_body() -> None:
     body = {"prompt": "caf\u00e9", "n": [1, 2.5], "meta": {"b": 1, "a": None}, "when": object}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)
+    assert request_digest(body) == hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+@given(
+    st.recursive(
+        st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3),
+        max_leaves=12,
+    ).map(lambda value: {"body": value})
+)
+def test_the_digest_encoder_made_once_writes_what_json_dumps_writes(body: dict[str, Any]) -> None:
     text = json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)
     assert request_digest(body) == hashlib.sha256(text.encode()).hexdigest()[:16]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import email.parser
 import email.policy
+import functools
 import hashlib
 import math
 from datetime import UTC, datetime
@@ -22,10 +23,13 @@ MAX_MULTIPART_PARTS = 64
 FILE_ROUTE = Route("GET", "/files/{job_id}.mp4", "content")
 
 
+@functools.lru_cache(maxsize=4096)
 def iso_time(epoch: float, reading: float) -> str:
-    """RFC 3339 UTC with milliseconds and ``Z``, as Runway, Replicate and Luma write it."""
+    """RFC 3339 UTC with milliseconds (cut, not rounded) and ``Z``, as Runway, Replicate and
+    Luma write it. Kept for the readings seen last: a job's creation and end are shown on every
+    answer about it."""
     moment = datetime.fromtimestamp(epoch + reading, UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    return moment.isoformat(timespec="milliseconds")[:-6] + "Z"  # less its "+00:00"
 
 
 def unix_time(epoch: float, reading: float) -> int:

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from typing import Any
 
 from ..http import HttpRequest, HttpResponse, json_response
@@ -159,9 +158,12 @@ class DashScopeDialect(Dialect):
                 model is None or job.request.get("model") == model
             )
 
+        # the engine keeps jobs by status: a status filter alone costs a page, not every job
+        statuses = None if status is None else frozenset(s for s in _STATUS if _STATUS[s] == status)
         return new_request(
             kind="list",
-            select=None if status is None and model is None else wanted,
+            select=None if model is None else wanted,
+            statuses=statuses,
             page=page,
             newest_first=True,
             **common,
@@ -257,8 +259,8 @@ class DashScopeDialect(Dialect):
 
     def _time(self, reading: float) -> str:
         """DashScope's ``2025-01-08 16:43:16.396`` (the fake writes UTC)."""
-        moment = datetime.fromtimestamp(self.epoch + reading, UTC)
-        return moment.strftime("%Y-%m-%d %H:%M:%S.") + f"{moment.microsecond // 1000:03d}"
+        iso = _common.iso_time(self.epoch, reading)  # 2025-01-08T16:43:16.396Z
+        return f"{iso[:10]} {iso[11:-1]}"
 
     def render_error(
         self, status: int, error: ApiError, headers: Sequence[tuple[str, str]] = ()

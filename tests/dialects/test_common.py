@@ -1,12 +1,18 @@
-"""The helpers provider dialects share: multipart bodies."""
+"""The helpers provider dialects share: multipart bodies and timestamps."""
 
 from __future__ import annotations
 
-import pytest
+from datetime import UTC, datetime
 
-from fakeprovider.dialects._common import MAX_MULTIPART_PARTS, read_multipart
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from fakeprovider.dialects._common import MAX_MULTIPART_PARTS, iso_time, read_multipart
 from fakeprovider.dialects.base import BadRequest
+from fakeprovider.dialects.dashscope import DashScopeDialect
 from fakeprovider.http import HttpRequest
+from fakeprovider.settings import RunSettings
 
 BOUNDARY = "xyzBOUNDARY"
 
@@ -45,3 +51,28 @@ def test_multipart_with_too_many_parts_is_refused_before_parsing(count: int) -> 
 def test_multipart_without_a_usable_boundary_is_not_multipart(ctype: str) -> None:
     request = HttpRequest(method="POST", path="/", headers={"content-type": ctype}, body=b"x")
     assert read_multipart(request) is None
+
+
+def _strftime_time(epoch: float, reading: float) -> str:
+    moment = datetime.fromtimestamp(epoch + reading, UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+@given(epoch=st.floats(0, 4e9), reading=st.floats(0, 1e7))
+def test_iso_time_writes_milliseconds_cut_and_z(epoch: float, reading: float) -> None:
+    assert iso_time(epoch, reading) == _strftime_time(epoch, reading)
+    assert iso_time(epoch, reading) == _strftime_time(epoch, reading)  # once more, remembered
+
+
+def test_iso_time_examples() -> None:
+    assert iso_time(1_700_000_000.0, 0.0) == "2023-11-14T22:13:20.000Z"
+    assert iso_time(1_700_000_000.0, 1.2399) == "2023-11-14T22:13:21.239Z"
+
+
+@given(epoch=st.floats(0, 4e9), reading=st.floats(0, 1e7))
+def test_dashscope_times_are_the_iso_time_with_a_space_and_no_zone(
+    epoch: float, reading: float
+) -> None:
+    moment = datetime.fromtimestamp(epoch + reading, UTC)
+    expected = moment.strftime("%Y-%m-%d %H:%M:%S.") + f"{moment.microsecond // 1000:03d}"
+    assert DashScopeDialect(RunSettings(epoch=epoch))._time(reading) == expected

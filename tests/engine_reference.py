@@ -1,0 +1,717 @@
+"""The engine as it was before its hot path was reworked (issue 15): the oracle the differential
+tests replay request sequences against. Keep it unchanged; a behaviour change to the engine
+belongs in both, or in neither.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import functools
+import heapq
+import itertools
+import random
+from collections import deque
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from fakeprovider.http import read_retry_after, retry_after_header
+from fakeprovider.jobstore import Job, JobStore, MemoryJobStore
+from fakeprovider.journal import Entry, Journal, RetryAfterRecord
+from fakeprovider.messages import (
+    JobView,
+    Refusal,
+    Reply,
+    Request,
+    StateChange,
+    credential_fingerprint,
+    default_job_id,
+    job_message,
+    request_digest,
+    scripted_error,
+    video_bytes,
+)
+from fakeprovider.scenario import TERMINAL_STATUSES, Fault, JobSpec, RetryAfter, Scenario
+
+__all__ = ["ReferenceEngine"]
+
+
+#: Every request of a client carries the same credential, and a status shows one of a few
+#: messages: each is worked out once, not per request.
+_fingerprint = functools.lru_cache(maxsize=4096)(credential_fingerprint)
+_job_message = functools.lru_cache(maxsize=256)(job_message)
+
+
+def _carried(spec: JobSpec) -> tuple[tuple[str, int | None, float | None], ...]:
+    """For each step of ``spec``'s timeline, the status, progress and poll hint in force there:
+    each holds from the step that sets it until a later step changes it. Computed once per
+    spec, so that showing a job costs the same at any step."""
+    carried = []
+    status: str | None = None
+    progress: int | None = None
+    hint: float | None = None
+    for step in spec.timeline:
+        status = step.status if step.status is not None else status
+        progress = step.progress if step.progress is not None else progress
+        hint = step.poll_after if step.poll_after is not None else hint
+        if status is None:  # pragma: no cover - validated timelines start with a status
+            raise AssertionError("validated timelines start with a status")
+        carried.append((status, progress, hint))
+    return tuple(carried)
+
+
+#: How far below a whole token a bucket may be and still count as refilled (float sums).
+_TOKEN_SLACK = 1e-9
+#: The statuses whose answer may carry the result itself.
+_SUCCESS = frozenset({"succeeded", "completed_with_errors"})
+
+
+@dataclass
+class _Bucket:
+    tokens: float
+    updated: float
+
+
+@dataclass
+class _FaultState:
+    matched: int = 0
+    fired: int = 0
+
+
+class ReferenceEngine:
+    """Plays ``scenario`` on the clock readings it is given.
+
+    ``start`` is the clock reading at which the scenario starts (fault windows count from it);
+    ``epoch`` the Unix time of clock reading 0 (for HTTP-dates); ``new_id`` makes job ids;
+    ``store`` keeps the jobs (a fresh ``MemoryJobStore`` by default); ``on_change`` is called
+    with every state change as it happens.
+    """
+
+    def __init__(
+        self,
+        scenario: Scenario,
+        *,
+        start: float = 0.0,
+        epoch: float = 0.0,
+        journal: Journal | None = None,
+        new_id: Callable[[int, int], str] = default_job_id,
+        poll_hints: bool | Collection[str] = True,
+        inline_result: Callable[[Request, JobView], bool] | None = None,
+        queue_at_capacity: bool = False,
+        store: JobStore | None = None,
+        on_change: Callable[[StateChange], None] | None = None,
+    ) -> None:
+        self.scenario = scenario
+        self.start = start
+        self.epoch = epoch
+        self.journal = journal if journal is not None else Journal()
+        self._new_id = new_id
+        #: Which answers show poll hints on the wire: True for every answer about a job, False
+        #: for none, else the request kinds whose answers carry one. The journal records a hint
+        #: only where it was shown (a client cannot honour a hint it was never shown).
+        self.poll_hints = poll_hints
+        #: Whether an answer showing a job succeeded carries the result itself (a video inline
+        #: in a status read): the journal marks such answers as retrievals.
+        self.inline_result = inline_result
+        #: What a submit over ``concurrency.max_active_jobs`` gets: a 429 (False), or accepted
+        #: and held ``queued`` (``JobView.throttled``) until a slot frees, as Runway does.
+        self.queue_at_capacity = queue_at_capacity
+        self._waiting: dict[str | None, deque[str]] = {}
+        self._jobs: JobStore = store if store is not None else MemoryJobStore()
+        self._submits = 0
+        self._unmatched_submits = 0
+        self._faults = [_FaultState() for _ in scenario.faults]
+        self._carried = [_carried(spec) for spec in scenario.jobs]
+        self._buckets: dict[str, _Bucket] = {}
+        self._token_uses: dict[str, int] = {}
+        self._active: dict[str | None, set[str]] = {}
+        self._ends: list[tuple[float, str]] = []  # heap of timed terminal instants (concurrency)
+        self._due: list[tuple[float, int, str]] = []  # heap of each job's next timed step
+        self._due_counter = 0
+        self.changes: list[StateChange] = []
+        self._on_change = on_change
+
+    # -- public ---------------------------------------------------------------------------
+
+    @property
+    def job_count(self) -> int:
+        """How many jobs were accepted since the run started (O(1), unlike ``len(jobs)``)."""
+        return len(self._jobs)
+
+    @property
+    def jobs(self) -> list[JobView]:
+        return [self._view(job, job.since) for job in self._jobs]
+
+    def handle(self, request: Request, now: float) -> Reply:
+        """Decide the answer to ``request`` received at clock reading ``now``; journal it."""
+        seq = self.journal.next_seq()
+        job = self._jobs.get(request.job_id) if request.job_id else None
+        if job is not None:
+            self._advance(job, now)
+        reply = self._decide(seq, request, now, job)
+        self.journal.append(self._entry(reply, now))
+        return reply
+
+    def complete(
+        self, reply: Reply, *, started: float, completed: float, status_code: int | None
+    ) -> Entry | None:
+        """Record that the answer to ``reply`` started at ``started`` and ended at ``completed``."""
+        return self.journal.complete(
+            reply.seq,
+            response_started_at=started,
+            completed_at=completed,
+            status_code=None if reply.action != "respond" else status_code,
+        )
+
+    def advance_all(self, now: float) -> list[StateChange]:
+        """Move every job whose next timed step is due by ``now``; return the changes made.
+
+        This is how state changes happen at their scripted time when no request arrives (the
+        webhook dispatcher calls it). Costs O(log n) per step taken, nothing per idle job.
+        """
+        first = len(self.changes)
+        while self._due and self._due[0][0] <= now:
+            _, _, job_id = heapq.heappop(self._due)
+            job = self._jobs[job_id]
+            job.scheduled = False
+            self._advance(job, now)
+        return self.changes[first:]
+
+    def next_due(self) -> float | None:
+        """The earliest clock reading at which some job's timeline reaches a timed step."""
+        return self._due[0][0] if self._due else None
+
+    # -- decisions ------------------------------------------------------------------------
+
+    def _decide(self, seq: int, request: Request, now: float, job: Job | None) -> Reply:
+        fault = self._pick_fault(request, now, job)
+        delay = fault.delay if fault else 0.0
+        respond_at = now + delay
+        if fault is not None and (fault.status is not None or fault.action == "reset"):
+            return self._scripted(seq, request, fault, respond_at, delay)
+
+        reply = self._gatekeep(seq, request, now, respond_at)
+        if reply is None:
+            reply = self._route(seq, request, now, respond_at, job)
+        if fault is not None:
+            headers = reply.headers + tuple(fault.headers.items())
+            retry = fault.retry
+            if retry is not None:
+                headers += self._retry_after_headers(retry, respond_at)
+            reply = _replace(
+                reply, delay=reply.delay + delay, fault=fault, action=fault.action, headers=headers
+            )
+        return reply
+
+    def _scripted(
+        self, seq: int, request: Request, fault: Fault, respond_at: float, delay: float
+    ) -> Reply:
+        headers = tuple(fault.headers.items())
+        if fault.retry is not None:
+            headers += self._retry_after_headers(fault.retry, respond_at)
+        status = fault.status or 0
+        return Reply(
+            seq=seq,
+            request=request,
+            status_code=status,
+            respond_at=respond_at,
+            delay=delay,
+            action=fault.action,
+            error=scripted_error(fault.name, status),
+            headers=headers,
+            fault=fault,
+        )
+
+    def _gatekeep(self, seq: int, request: Request, now: float, respond_at: float) -> Reply | None:
+        """Malformed requests, auth and rate limits, in that order."""
+        problem = Refusal.of(request)
+        if problem is not None:
+            return self._refuse(seq, request, respond_at, problem)
+        if request.kind == "unknown":
+            refusal = Refusal.no_route(request.method, request.path)
+            return self._refuse(seq, request, respond_at, refusal)
+        auth = self.scenario.auth
+        if auth is not None:
+            token = request.credential
+            if token is None:
+                return self._refuse(seq, request, respond_at, Refusal.missing_credentials())
+            if token not in auth.tokens:
+                return self._refuse(seq, request, respond_at, Refusal.invalid_token())
+            uses = self._token_uses.get(token, 0) + 1
+            self._token_uses[token] = uses
+            if auth.revoke_after is not None and uses > auth.revoke_after:
+                return self._refuse(seq, request, respond_at, Refusal.token_revoked())
+        limit = self.scenario.rate_limit
+        if limit is not None and ("any" in limit.routes or request.kind in limit.routes):
+            key = "global" if limit.scope == "global" else (request.credential or request.client)
+            bucket = self._buckets.get(key)
+            if bucket is None:
+                bucket = self._buckets[key] = _Bucket(float(limit.capacity), now)
+            bucket.tokens = min(
+                float(limit.capacity), bucket.tokens + (now - bucket.updated) / limit.refill_every
+            )
+            bucket.updated = now
+            # refills add up in floats: ten tenths can fall short of a token by 1e-16, and a
+            # 429 then promises the token for now (a Retry-After of 0) that never comes
+            if bucket.tokens >= 1.0 - _TOKEN_SLACK:
+                bucket.tokens = max(0.0, bucket.tokens - 1.0)
+            else:
+                wait = (1.0 - bucket.tokens) * limit.refill_every
+                reply = self._refuse(seq, request, respond_at, Refusal.rate_limited())
+                retry = RetryAfter(delay=wait, form=limit.retry_after_form)
+                return _replace(reply, headers=self._retry_after_headers(retry, respond_at))
+        return None
+
+    def _route(
+        self, seq: int, request: Request, now: float, respond_at: float, job: Job | None
+    ) -> Reply:
+        kind = request.kind
+        if kind == "submit":
+            return self._submit(seq, request, now, respond_at)
+        if kind == "list":
+            return self._list(seq, request, now, respond_at)
+        if job is None:
+            return self._refuse(seq, request, respond_at, Refusal.job_not_found(request.job_id))
+        if kind == "status":
+            view = self._view(job, now)
+            if not self._waits(job):
+                job.polls += 1
+            self._advance(job, now)
+            return Reply(seq=seq, request=request, status_code=200, respond_at=respond_at, job=view)
+        if kind == "content":
+            view = self._view(job, now)
+            if job.status in ("succeeded", "completed_with_errors"):
+                size = job.spec.result.size_bytes
+                return Reply(
+                    seq=seq,
+                    request=request,
+                    status_code=200,
+                    respond_at=respond_at,
+                    job=view,
+                    content=video_bytes(job.id, size),
+                )
+            unready = (
+                Refusal.no_content(job.id, job.status)
+                if job.terminal
+                else Refusal.job_not_ready(job.id, job.status)
+            )
+            return _replace(self._refuse(seq, request, respond_at, unready), job=view)
+        if kind == "cancel":
+            refusal: Refusal | None = None
+            if job.terminal:
+                refusal = Refusal.job_already_terminal(job.id, job.status)
+            elif request.cancel_from is not None and job.status not in request.cancel_from:
+                refusal = Refusal.job_not_cancellable(job.id, job.status, request.cancel_from)
+            if refusal is not None:
+                reply = self._refuse(seq, request, respond_at, refusal)
+                return _replace(reply, job=self._view(job, now))
+            job.cancelled = True
+            self._changed(job, now)
+            return Reply(
+                seq=seq,
+                request=request,
+                status_code=200,
+                respond_at=respond_at,
+                job=self._view(job, now),
+            )
+        raise AssertionError(f"unhandled request kind {kind!r}")  # pragma: no cover
+
+    def _submit(self, seq: int, request: Request, now: float, respond_at: float) -> Reply:
+        body = request.body or {}
+        digest = request_digest(body)
+        key = request.idempotency_key
+        if key is not None:
+            job = self._jobs.by_idempotency_key(request.credential, key)
+            if job is not None:
+                if job.digest != digest:
+                    refusal = Refusal.idempotency_key_reused(key)
+                    return self._refuse(seq, request, respond_at, refusal)
+                self._advance(job, now)
+                return Reply(
+                    seq=seq,
+                    request=request,
+                    status_code=202,
+                    respond_at=respond_at,
+                    job=self._view(job, now),
+                )
+        concurrency = self.scenario.concurrency
+        full = (
+            concurrency is not None
+            and self._active_count(request.credential, now) >= concurrency.max_active_jobs
+        )
+        if full and not self.queue_at_capacity:
+            assert concurrency is not None
+            refusal = Refusal.too_many_active_jobs(concurrency.max_active_jobs)
+            reply = self._refuse(seq, request, respond_at, refusal)
+            retry = concurrency.retry_after
+            retry = retry if isinstance(retry, RetryAfter) else RetryAfter(delay=retry)
+            return _replace(reply, headers=self._retry_after_headers(retry, respond_at))
+        index = self._spec_for(body, consume=True)
+        self._submits += 1
+        job_id = self._new_id(self.scenario.seed, self._submits)
+        job = Job(
+            id=job_id,
+            spec_index=index,
+            spec=self.scenario.jobs[index],
+            created_at=now,
+            request=dict(body),
+            digest=digest,
+            credential=request.credential,
+            callback_url=request.callback_url,
+            since=now,
+            started=None if full else now,
+        )
+        self._jobs.add(job, key)
+        if full:
+            self._waiting.setdefault(request.credential, deque()).append(job_id)
+        self._changed(job, now)
+        self._advance(job, now)
+        if concurrency is not None and not job.terminal and not full:
+            self._activate(job)
+        held = self._held(job, now, request.hold)
+        if held > 0:
+            # nobody knows the job's id until this answer: running it to the end of the hold
+            # now shows no one a state before its time
+            self._advance(job, now + held)
+        return Reply(
+            seq=seq,
+            request=request,
+            status_code=202,
+            respond_at=respond_at + held,
+            delay=held,
+            job=self._view(job, now + held),
+            created=True,
+        )
+
+    def _list(self, seq: int, request: Request, now: float, respond_at: float) -> Reply:
+        # Every job is brought up to ``now`` through the heap of timed steps (O(log n) per
+        # step taken); only the jobs a filter must see, or the page shows, are then viewed.
+        self.advance_all(now)
+        jobs: Iterable[Job] = self._newest_first() if request.newest_first else self._jobs
+        select = request.select
+        if select is None:
+            total = len(self._jobs)
+            offset, count = request.page if request.page is not None else (0, total)
+            shown = [self._view(job, now) for job in itertools.islice(jobs, offset, offset + count)]
+        else:
+            # a filter sees every job, but only the page's views are kept
+            offset, count = request.page if request.page is not None else (0, len(self._jobs))
+            total = 0
+            shown = []
+            for job in jobs:
+                view = self._view(job, now)
+                if select(view):
+                    if offset <= total < offset + count:
+                        shown.append(view)
+                    total += 1
+        return Reply(
+            seq=seq,
+            request=request,
+            status_code=200,
+            respond_at=respond_at,
+            jobs=tuple(shown),
+            total=total,
+        )
+
+    def _newest_first(self) -> Iterator[Job]:
+        """Every job, newest first: straight from a store that iterates backwards (the
+        ``MemoryJobStore`` does), else from a copy of its order."""
+        newest: Callable[[], Iterator[Job]] | None = getattr(self._jobs, "__reversed__", None)
+        return newest() if newest is not None else reversed(list(self._jobs))
+
+    @staticmethod
+    def _held(job: Job, now: float, hold: float) -> float:
+        """How long a held submit waits: until the job's timeline ends, at most ``hold``."""
+        if hold <= 0 or job.terminal:
+            return 0.0
+        if job.started is None:
+            return hold  # throttled: when it will start is not known yet
+        for step in job.spec.timeline[job.step + 1 :]:
+            if step.after_polls is not None:
+                break  # only polls move it on, and nobody can poll a job it has not seen
+            if step.status in TERMINAL_STATUSES:
+                return min(hold, max(0.0, job.start + (step.at or 0.0) - now))
+        return hold
+
+    # -- jobs -----------------------------------------------------------------------------
+
+    def _spec_for(self, body: Mapping[str, Any], *, consume: bool) -> int:
+        jobs = self.scenario.jobs
+        for index, spec in enumerate(jobs):
+            if spec.match is not None and _matches(spec.match, body):
+                return index
+        unmatched = [i for i, spec in enumerate(jobs) if spec.match is None] or [len(jobs) - 1]
+        position = min(self._unmatched_submits, len(unmatched) - 1)
+        if consume:
+            self._unmatched_submits += 1
+        return unmatched[position]
+
+    def _advance(self, job: Job, now: float) -> None:
+        """Move ``job`` along its timeline up to ``now`` (amortised O(1))."""
+        if job.cancelled:
+            return
+        if self._waits(job):
+            self._process_ends(now)  # jobs that ended by now free their slots first
+            if self._waits(job):
+                return
+        timeline = job.spec.timeline
+        while job.step + 1 < len(timeline):
+            step = timeline[job.step + 1]
+            if step.after_polls is not None:
+                if job.polls < step.after_polls:
+                    break
+                since = max(job.since, now)
+            else:
+                at = job.start + (step.at or 0.0)
+                if at > now:
+                    break
+                since = max(job.since, at)
+            before = job.status
+            job.step += 1
+            job.since = since if step.status is not None and step.status != before else job.since
+            if step.status is not None and step.status != before:
+                self._changed(job, job.since)
+        self._schedule(job)
+
+    def _schedule(self, job: Job) -> None:
+        """Put ``job``'s next timed step on the heap (at most one entry per job)."""
+        if job.scheduled or job.cancelled or job.step + 1 >= len(job.spec.timeline):
+            return
+        if job.started is None:
+            return  # throttled: scheduled once a slot frees
+        step = job.spec.timeline[job.step + 1]
+        if step.after_polls is not None:
+            return  # a request moves it; ``_advance`` reschedules then
+        self._due_counter += 1
+        heapq.heappush(self._due, (job.start + (step.at or 0.0), self._due_counter, job.id))
+        job.scheduled = True
+
+    def _changed(self, job: Job, at: float) -> None:
+        change = StateChange(job.id, job.status, at, self._view(job, at))
+        self.changes.append(change)
+        if job.terminal:
+            active = self._active.get(job.credential)
+            if active is not None:  # a job counts only against its own credential's limit
+                active.discard(job.id)
+        if self._on_change is not None:
+            self._on_change(change)
+        if job.terminal and self._waiting:
+            self._promote(at)
+
+    def _waits(self, job: Job) -> bool:
+        """Whether ``job`` is throttled: accepted, waiting for a slot, its timeline not begun."""
+        return job.started is None and not job.cancelled
+
+    def _activate(self, job: Job) -> None:
+        """Count ``job`` against its credential's concurrency limit until it ends."""
+        self._active.setdefault(job.credential, set()).add(job.id)
+        end = job.spec.end_time
+        if end is not None:
+            heapq.heappush(self._ends, (job.start + end, job.id))
+
+    def _promote(self, at: float) -> None:
+        """Start the oldest throttled jobs of every credential with a free slot, at ``at``."""
+        concurrency = self.scenario.concurrency
+        assert concurrency is not None
+        for credential, waiting in self._waiting.items():
+            active = self._active.setdefault(credential, set())
+            while waiting and len(active) < concurrency.max_active_jobs:
+                job = self._jobs[waiting.popleft()]
+                if job.cancelled:
+                    continue
+                job.started = at
+                self._activate(job)
+                self._schedule(job)
+
+    def _process_ends(self, now: float) -> None:
+        """Advance every active job whose timeline ends by ``now`` (freeing its slot)."""
+        while self._ends and self._ends[0][0] <= now:
+            _, job_id = heapq.heappop(self._ends)
+            self._advance(self._jobs[job_id], now)
+
+    def _active_count(self, credential: str | None, now: float) -> int:
+        self._process_ends(now)
+        active = self._active.get(credential, set())
+        for job_id in [j for j in active if self._jobs[j].terminal]:
+            active.discard(job_id)
+        return len(active)
+
+    def _view(self, job: Job, now: float) -> JobView:
+        spec = job.spec
+        step = spec.timeline[job.step]
+        # progress and a step's poll hint hold from their step on, until a later step changes them
+        status, progress, hint = self._carried[job.spec_index][job.step]
+        if job.cancelled:
+            status = "cancelled"
+        if status == "succeeded":
+            progress = 100
+        terminal = status in TERMINAL_STATUSES
+        poll_after = None if terminal else (hint if hint is not None else spec.poll_after)
+        estimate = spec.estimated_duration if spec.estimated_duration is not None else spec.end_time
+        return JobView(
+            id=job.id,
+            spec_index=job.spec_index,
+            status=status,
+            progress=progress,
+            created_at=job.created_at,
+            status_since=job.since,
+            now=now,
+            poll_after=poll_after,
+            estimated_duration=estimate,
+            message=step.message or _job_message(status, poll_after),
+            request=job.request,
+            result=spec.result if status in ("succeeded", "completed_with_errors") else None,
+            error=spec.error if status == "failed" else None,
+            summary=spec.summary if status == "completed_with_errors" else None,
+            callback_url=job.callback_url,
+            throttled=self._waits(job),
+        )
+
+    # -- faults ---------------------------------------------------------------------------
+
+    def _pick_fault(self, request: Request, now: float, job: Job | None) -> Fault | None:
+        chosen: Fault | None = None
+        for index, fault in enumerate(self.scenario.faults):
+            if fault.route != "any" and fault.route != request.kind:
+                continue
+            if fault.job is not None:
+                spec_index = (
+                    job.spec_index
+                    if job is not None
+                    else (
+                        self._spec_for(request.body or {}, consume=False)
+                        if request.kind == "submit"
+                        else None
+                    )
+                )
+                if spec_index != fault.job:
+                    continue
+            elapsed = now - self.start
+            if fault.start is not None and elapsed < fault.start:
+                continue
+            if fault.end is not None and elapsed >= fault.end:
+                continue
+            state = self._faults[index]
+            state.matched += 1
+            if chosen is not None:
+                continue  # count the match, but the first firing fault wins
+            if fault.times is not None and state.fired >= fault.times:
+                continue
+            if fault.nth is not None and state.matched not in fault.nth_set:
+                continue
+            if fault.every is not None and state.matched % fault.every:
+                continue
+            if fault.probability is not None:
+                draw = random.Random(f"{self.scenario.seed}:{index}:{state.matched}").random()
+                if draw >= fault.probability:
+                    continue
+            state.fired += 1
+            chosen = fault
+        return chosen
+
+    def _retry_after_headers(
+        self, retry: RetryAfter, respond_at: float
+    ) -> tuple[tuple[str, str], ...]:
+        if retry.raw is not None:
+            return (("Retry-After", retry.raw),)
+        return (retry_after_header(retry.wait, retry.form, sent_at=self.epoch + respond_at),)
+
+    def _retry_after_record(
+        self, headers: tuple[tuple[str, str], ...], respond_at: float
+    ) -> RetryAfterRecord | None:
+        """What a ``Retry-After`` among ``headers`` means, as clock seconds."""
+        found = read_retry_after(headers, sent_at=respond_at, epoch=self.epoch)
+        return None if found is None else RetryAfterRecord(*found)
+
+    # -- helpers --------------------------------------------------------------------------
+
+    def _refuse(self, seq: int, request: Request, respond_at: float, refusal: Refusal) -> Reply:
+        return Reply(
+            seq=seq,
+            request=request,
+            status_code=refusal.status,
+            respond_at=respond_at,
+            error=refusal.error,
+        )
+
+    def _shows_hint(self, kind: str) -> bool:
+        if isinstance(self.poll_hints, bool):
+            return self.poll_hints
+        return kind in self.poll_hints
+
+    def _entry(self, reply: Reply, now: float) -> Entry:
+        request = reply.request
+        job = reply.job
+        true_job = self._jobs.get(job.id if job else (request.job_id or ""))
+        shown = (
+            job.status
+            if job is not None and not reply.scripted and reply.action == "respond"
+            else None
+        )
+        return Entry(
+            seq=reply.seq,
+            kind=request.kind,
+            job_id=job.id if job is not None else request.job_id,
+            method=request.method,
+            path=request.path,
+            client=request.client,
+            received_at=now,
+            status_code=reply.status_code if reply.action == "respond" else None,
+            job_status=shown,
+            # a dropped answer's Retry-After never reached the client, so it binds nothing
+            retry_after=self._retry_after_record(reply.headers, reply.respond_at)
+            if reply.headers and reply.action == "respond"
+            else None,
+            fault=reply.fault.name if reply.fault is not None else None,
+            true_status=true_job.status if true_job is not None else None,
+            status_since=true_job.since if true_job is not None else None,
+            poll_after=(
+                job.poll_after
+                if shown is not None and job is not None and self._shows_hint(request.kind)
+                else None
+            ),
+            inline_result=True
+            if shown in _SUCCESS
+            and job is not None
+            and 200 <= reply.status_code < 300
+            and self.inline_result is not None
+            and self.inline_result(request, job)
+            else None,
+            error_code=reply.error.code if reply.error is not None else None,
+            credential=_fingerprint(request.credential),
+            idempotency_key=request.idempotency_key,
+            # an accepted submit's job holds its body's digest already
+            request_digest=(
+                (
+                    true_job.digest
+                    if job is not None and true_job is not None
+                    else request_digest(request.body)
+                )
+                if request.kind == "submit"
+                else None
+            ),
+            dropped=reply.action if reply.action != "respond" else None,
+            listed=tuple((view.id, view.status) for view in reply.jobs)
+            if request.kind == "list"
+            and reply.status_code == 200
+            and reply.action == "respond"
+            and not reply.scripted
+            else None,
+        )
+
+
+def _matches(pattern: Mapping[str, Any], body: Mapping[str, Any]) -> bool:
+    for key, expected in pattern.items():
+        if key not in body:
+            return False
+        actual = body[key]
+        if isinstance(expected, str) and isinstance(actual, str):
+            if not fnmatch.fnmatchcase(actual, expected):
+                return False
+        elif actual != expected:
+            return False
+    return True
+
+
+def _replace(reply: Reply, **changes: Any) -> Reply:
+    return replace(reply, **changes)
