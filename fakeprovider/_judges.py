@@ -822,14 +822,15 @@ class BoundedStatusRate(Judge):
     were received. Raises ``Unjudgeable`` for a read whose window reaches back past the
     reads already let go (a clock reading more than a window older than the latest)."""
 
-    __slots__ = ("allowed", "count", "done", "dropped", "limits", "times", "window")
+    __slots__ = ("allowed", "at", "count", "done", "dropped", "limits", "times", "window")
 
     def __init__(self, limits: Limits) -> None:
         self.limits = limits
         self.window = limits.status_rate_window
         rate = limits.status_rate
         self.allowed = 0 if rate is None else max(1, math.floor(rate * self.window + EPSILON))
-        self.times: list[tuple[float, int, Entry]] = []  # (received at, arrival, read)
+        self.at: list[float] = []  # when each read kept was received, sorted
+        self.times: list[tuple[float, int, Entry]] = []  # (received at, arrival, read), alike
         self.count = 0
         self.dropped = -math.inf  # the latest reading among the reads let go
         self.done: Violation | None = None
@@ -839,43 +840,43 @@ class BoundedStatusRate(Judge):
             return
         index = self.count
         self.count = index + 1
-        start = e.received_at - self.window
+        received = e.received_at
+        start = received - self.window
         if start < self.dropped:
             raise Unjudgeable(f"status read #{e.seq} reaches back past the reads let go")
-        times = self.times
-        item = (e.received_at, index, e)
-        if not times or times[-1][0] <= e.received_at:
-            times.append(item)
+        at, times = self.at, self.times
+        if not at or at[-1] <= received:
+            at.append(received)
+            times.append((received, index, e))
         else:
-            bisect.insort(times, item, key=_FIRST)
-        above = bisect.bisect_right(times, start, key=_FIRST)
-        if len(times) - above > self.allowed:
+            where = bisect.bisect_right(at, received)
+            at.insert(where, received)
+            times.insert(where, (received, index, e))
+        above = bisect.bisect_right(at, start)
+        if len(at) - above > self.allowed:
             inside = sorted(times[above:], key=_SECOND)
             first = inside[0][2]
             self.done = Violation(
                 "status_rate",
                 None,
                 tuple(r.seq for _, _, r in inside),
-                f"status read #{e.seq} at {fmt_time(e.received_at)} was read {len(inside)}"
+                f"status read #{e.seq} at {fmt_time(received)} was read {len(inside)}"
                 f" within {fmt_time(self.window)} (since #{first.seq} at"
                 f" {fmt_time(first.received_at)}); the budget of"
                 f" {self.limits.status_rate:g} per second allows {self.allowed}",
                 e.client,
             )
-            self.times = []
+            self.at, self.times = [], []
             return
         # let go of the reads more than two windows older than this one
-        keep = bisect.bisect_right(times, start - self.window, key=_FIRST)
-        if keep > 64 and keep * 2 > len(times):
-            self.dropped = max(self.dropped, times[keep - 1][0])
+        keep = bisect.bisect_right(at, start - self.window)
+        if keep > 64 and keep * 2 > len(at):
+            self.dropped = max(self.dropped, at[keep - 1])
+            del at[:keep]
             del times[:keep]
 
     def close(self, hooks: Hooks) -> list[Violation]:
         return [] if self.done is None else [self.done]
-
-
-def _FIRST(item: tuple[float, int, Entry]) -> float:
-    return item[0]
 
 
 def _SECOND(item: tuple[float, int, Entry]) -> int:
@@ -904,16 +905,25 @@ class ClientJudge:
     """Every per-client rule over one client's entries of one run, fed in order; with
     ``bounded``, ``status_rate`` by ``BoundedStatusRate`` (which may raise ``Unjudgeable``)."""
 
-    __slots__ = ("judges",)
+    __slots__ = ("adders", "judges")
 
     def __init__(self, limits: Limits, *, bounded: bool = False) -> None:
         self.judges = [make(limits) for _, make in JUDGES]
         if bounded:
             self.judges[-1] = BoundedStatusRate(limits)
+        # the rules switched off (no deadline, no status_rate budget) are not fed
+        off = {"deadline"} if limits.deadline is None else set()
+        if limits.status_rate is None:
+            off.add("status_rate")
+        self.adders = [
+            judge.add
+            for (name, _), judge in zip(JUDGES, self.judges, strict=True)
+            if name not in off
+        ]
 
     def add(self, e: Entry) -> None:
-        for judge in self.judges:
-            judge.add(e)
+        for add in self.adders:
+            add(e)
 
     def extend(self, entries: Iterable[Entry]) -> None:
         for e in entries:

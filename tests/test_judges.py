@@ -194,4 +194,4 @@ def test_the_bounded_status_rate_finds_what_the_rule_finds_or_says_it_cannot(
     except _judges.Unjudgeable:
         return
     assert judge.close({}) == list(_rules.status_rate(reads, limits))
-    assert len(judge.times) <= 2 * (2 * judge.allowed + 64) + 1
+    assert len(judge.at) == len(judge.times) <= 2 * (2 * judge.allowed + 64) + 1
