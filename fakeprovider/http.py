@@ -22,7 +22,7 @@ import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeVar
 from urllib.parse import quote
 
 __all__ = [
@@ -155,6 +155,13 @@ class HttpResponse:
     headers: tuple[tuple[str, str], ...] = ()
 
 
+if TYPE_CHECKING:
+    _response = HttpResponse
+else:
+    #: ``HttpResponse(...)``, the same answer, made without the frozen per-field ``__init__``.
+    _response = fast_constructor(HttpResponse)
+
+
 # --- JSON answers --------------------------------------------------------------------------
 
 
@@ -207,7 +214,9 @@ def json_response(
     # A lone surrogate (refused in request bodies, but a scenario or a path may still carry
     # one) comes out as its JSON escape: rendering an answer must never fail.
     body = json_text(payload).encode("utf-8", "backslashreplace")
-    return HttpResponse(status, body, "application/json", tuple(headers))
+    return _response(
+        status=status, body=body, media_type="application/json", headers=tuple(headers)
+    )
 
 
 def error_response(
