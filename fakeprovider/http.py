@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import email.utils
+import functools
 import json
 import json.encoder
 import math
@@ -39,6 +40,7 @@ __all__ = [
     "error_response",
     "fast_constructor",
     "format_http_date",
+    "is_safe_header_value",
     "json_response",
     "json_text",
     "parse_http_date",
@@ -271,14 +273,29 @@ def wire_problem(response: HttpResponse) -> str | None:
             " 200 to 599)"
         )
     for name, _ in response.headers:
-        if not _TOKEN.match(name):
-            return (
-                f"header name {name!r} is not an HTTP token (letters, digits and"
-                " !#$%&'*+-.^_`|~ only)"
-            )
-        if name.lower() in _FRAMING:
-            return f"header {name!r} is written by the server from the body and cannot be scripted"
+        problem = _name_problem(name)
+        if problem is not None:
+            return problem
     return None
+
+
+@functools.lru_cache(maxsize=256)
+def _name_problem(name: str) -> str | None:
+    """Why ``name`` cannot be sent as a header, or None. Remembered: the names an answer
+    carries are a handful, the dialects' and the scenario's."""
+    if not _TOKEN.match(name):
+        return (
+            f"header name {name!r} is not an HTTP token (letters, digits and !#$%&'*+-.^_`|~ only)"
+        )
+    if name.lower() in _FRAMING:
+        return f"header {name!r} is written by the server from the body and cannot be scripted"
+    return None
+
+
+def is_safe_header_value(value: str) -> bool:
+    """Whether ``safe_header_value(value) == value``, without making the safe value: visible
+    ASCII and spaces, none leading or trailing."""
+    return value.isascii() and value.isprintable() and value.strip(" ") == value
 
 
 def safe_header_value(value: str) -> str:
