@@ -31,6 +31,7 @@ __all__ = [
     "StateChange",
     "credential_fingerprint",
     "default_job_id",
+    "fast_change",
     "fast_reply",
     "fast_view",
     "job_message",
@@ -232,6 +233,13 @@ def fast_reply(
         },
     )
     return reply
+
+
+def fast_change(job_id: str, status: str, at: float, job: JobView | None) -> StateChange:
+    """``StateChange(job_id, status, at, job)``, built as ``fast_view`` builds a view."""
+    change = _new(StateChange)
+    _setattr(change, "__dict__", {"job_id": job_id, "status": status, "at": at, "job": job})
+    return change
 
 
 _new = object.__new__

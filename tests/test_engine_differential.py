@@ -25,7 +25,15 @@ from fakeprovider.clock import DEFAULT_EPOCH
 from fakeprovider.dialects import DIALECTS, get_dialect
 from fakeprovider.engine import Engine
 from fakeprovider.entries import jsonl_line
-from fakeprovider.messages import JobView, Reply, Request, StateChange, fast_reply, fast_view
+from fakeprovider.messages import (
+    JobView,
+    Reply,
+    Request,
+    StateChange,
+    fast_change,
+    fast_reply,
+    fast_view,
+)
 from fakeprovider.scenario import Scenario, bundled_scenarios, load_scenario, parse_scenario
 from tests.engine_reference import ReferenceEngine
 
@@ -267,3 +275,10 @@ def test_a_fast_reply_is_the_dataclass_reply_field_for_field_in_order() -> None:
     assert fast == slow
     assert list(vars(fast).items()) == list(vars(slow).items())
     assert hash(fast) == hash(slow)
+
+
+def test_a_fast_change_is_the_dataclass_change_field_for_field_in_order() -> None:
+    fast = fast_change("job_1", "queued", 2.0, None)
+    slow = StateChange("job_1", "queued", 2.0)
+    assert (fast, repr(fast), hash(fast)) == (slow, repr(slow), hash(slow))
+    assert list(vars(fast).items()) == list(vars(slow).items())
