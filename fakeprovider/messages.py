@@ -31,7 +31,6 @@ __all__ = [
     "StateChange",
     "credential_fingerprint",
     "default_job_id",
-    "fast_change",
     "fast_reply",
     "fast_view",
     "job_message",
@@ -171,7 +170,8 @@ def fast_view(
     The engine makes a view per request; a frozen dataclass's ``__init__`` sets each field
     through ``object.__setattr__``, which costs more than the rest of the view. This fills
     the instance's ``__dict__`` in one step, in field order: the result is equal to (and
-    indistinguishable from) the dataclass's own.
+    indistinguishable from) the dataclass's own. It is larger in memory, though (a dict of its
+    own, 530 B against 225 B): for a view answered and dropped, not one kept for long.
     """
     view = _new(JobView)
     _setattr(
@@ -233,13 +233,6 @@ def fast_reply(
         },
     )
     return reply
-
-
-def fast_change(job_id: str, status: str, at: float, job: JobView | None) -> StateChange:
-    """``StateChange(job_id, status, at, job)``, built as ``fast_view`` builds a view."""
-    change = _new(StateChange)
-    _setattr(change, "__dict__", {"job_id": job_id, "status": status, "at": at, "job": job})
-    return change
 
 
 _new = object.__new__

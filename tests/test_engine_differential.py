@@ -30,7 +30,6 @@ from fakeprovider.messages import (
     Reply,
     Request,
     StateChange,
-    fast_change,
     fast_reply,
     fast_view,
 )
@@ -275,10 +274,3 @@ def test_a_fast_reply_is_the_dataclass_reply_field_for_field_in_order() -> None:
     assert fast == slow
     assert list(vars(fast).items()) == list(vars(slow).items())
     assert hash(fast) == hash(slow)
-
-
-def test_a_fast_change_is_the_dataclass_change_field_for_field_in_order() -> None:
-    fast = fast_change("job_1", "queued", 2.0, None)
-    slow = StateChange("job_1", "queued", 2.0)
-    assert (fast, repr(fast), hash(fast)) == (slow, repr(slow), hash(slow))
-    assert list(vars(fast).items()) == list(vars(slow).items())
