@@ -13,7 +13,6 @@ import atexit
 import contextlib
 import gc
 import itertools
-import json
 import logging
 import math
 import operator
@@ -28,6 +27,7 @@ from .entries import (
     FIELD_NAMES,
     Entry,
     RetryAfterRecord,
+    entry_from_line,
     field_values,
     iter_entries,
     jsonl_line,
@@ -550,7 +550,7 @@ class Journal(Sequence[Entry]):
             # Completed in place: the entry stood for a request in flight until now.
             # (dataclasses.replace would cost more than the rest of a request.)
             for name, value in changes.items():
-                object.__setattr__(entry, name, value)
+                _fill(entry, name, value)
             if seq >= self._run_start:
                 self.store.add(entry)
             self._write(entry)
@@ -627,7 +627,7 @@ class Journal(Sequence[Entry]):
                 if not line.endswith("\n"):
                     break  # a line being written right now
                 try:
-                    entry = Entry.from_dict(json.loads(line))
+                    entry = entry_from_line(line)
                 except (ValueError, TypeError):
                     continue  # not ours (the file may hold anything before this server's lines)
                 if entry.seq >= start:
@@ -721,6 +721,8 @@ class Journal(Sequence[Entry]):
 
 
 _SEQ = operator.attrgetter("seq")
+#: Sets a field of a frozen entry (``Journal.complete`` fills in an entry in flight).
+_fill = object.__setattr__
 
 
 def _as_sink(sink: IO[str] | JournalSink) -> JournalSink:
@@ -764,19 +766,24 @@ def paused_gc() -> Iterator[None]:
             gc.enable()
 
 
-def iter_journal(source: str | Path | IO[str] | IO[bytes]) -> Iterator[Entry]:
+def iter_journal(
+    source: str | Path | IO[str] | IO[bytes], *, share_strings: bool = False
+) -> Iterator[Entry]:
     """Entries from a JSONL file (or open text or binary stream) one at a time, in file order,
     run headers included: what ``read_journal`` sorts, without holding any of it. A path is
     opened when iteration starts and closed when it ends (or when the iterator is closed).
+    ``share_strings`` holds equal strings once between entries (``iter_entries``), for a
+    reader that keeps many of them.
 
     Raises ``ValueError`` (``JournalError``) as ``FILE:LINE: field: what was expected`` when it
     reaches the first line that is not an entry, after yielding every entry before it.
     """
     if isinstance(source, (str, Path)):
         with open(source, "rb") as handle:
-            yield from iter_entries(handle, str(source))
+            yield from iter_entries(handle, str(source), share_strings=share_strings)
         return
-    yield from iter_entries(source, str(getattr(source, "name", "<journal>")))
+    name = str(getattr(source, "name", "<journal>"))
+    yield from iter_entries(source, name, share_strings=share_strings)
 
 
 def read_journal(source: str | Path | IO[str] | IO[bytes]) -> list[Entry]:
@@ -787,4 +794,4 @@ def read_journal(source: str | Path | IO[str] | IO[bytes]) -> list[Entry]:
     is not an entry (not UTF-8, not JSON, a field missing or of the wrong type).
     """
     with paused_gc():
-        return order_entries(iter_journal(source))
+        return order_entries(iter_journal(source, share_strings=True))
