@@ -24,6 +24,7 @@ Shapes:
 
     python benchmarks/bench_check_scaling.py [--entries 10000] [--rounds 3] [--max-seconds 120]
     python benchmarks/bench_check_scaling.py --cli-only --cli-entries 1000000   # the 1M mode
+    python benchmarks/bench_check_scaling.py --read-only [--entries 20000]    # reading alone
 
 The contract (issue 14): 100,000 entries of any shape checked in under 3 s. Issue 15: a
 1,000,000-entry journal checked in under 5 s with bounded memory. With ``--cli-entries M``
@@ -31,6 +32,12 @@ The contract (issue 14): 100,000 entries of any shape checked in under 3 s. Issu
 the fake writes it (compact JSON lines, every field) and judged by ``fakeprovider check`` in
 a child process: its wall time, CPU time and peak RSS (``ru_maxrss``) are printed, with the
 load average before and after (a busy machine inflates wall time, far less CPU time).
+
+``--read-only`` times turning one line into an ``Entry``, CPU time per line, each way the
+reader has (alternated, median of the rounds): json.loads then the field-by-field checks
+(the reader before msgspec), json.loads then the per-shape plan (where msgspec is missing),
+``iter_entries`` (msgspec for the fake's lines; strings shared as ``read_journal`` does, and
+not, as ``iter_journal`` does by default), and json.loads / msgspec's decoding alone.
 """
 
 from __future__ import annotations
@@ -48,9 +55,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from fakeprovider import entries as _entries
 from fakeprovider.cli import main as cli_main
 from fakeprovider.invariants import Limits, check
-from fakeprovider.journal import Entry, RetryAfterRecord
+from fakeprovider.journal import Entry, RetryAfterRecord, paused_gc
 
 LIMITS = Limits(deadline=3600.0, status_rate=1000.0, max_retries=5)
 
@@ -263,6 +271,58 @@ def cli_table(shapes: list[str], entries: int, stop: float) -> None:
     print(f"load average after: {_load()}")
 
 
+def read_table(shapes: list[str], n: int, rounds: int, stop: float) -> None:
+    """CPU time per line of each way of reading a line, alternated, medians of ``rounds``."""
+    decode = _entries._line_decoder()
+
+    def careful(lines: list[bytes]) -> None:
+        strings: dict[str, str] = {}
+        for line in lines:  # what iter_entries did before msgspec and the plans
+            _entries._entry(json.loads(line.decode()), strings)
+
+    def planned(lines: list[bytes]) -> None:
+        strings: dict[str, str] = {}
+        for line in lines:
+            data = json.loads(line.decode())
+            _entries._fast_entry(data, strings) or _entries._entry(data, strings)
+
+    ways: dict[str, Callable[[list[bytes]], object]] = {
+        "json+checks": careful,
+        "json+plan": planned,
+        "iter_entries": lambda lines: list(_entries.iter_entries(lines, "bench")),
+        "not shared": lambda lines: list(
+            _entries.iter_entries(lines, "bench", share_strings=False)
+        ),
+        "json.loads": lambda lines: [json.loads(line.decode()) for line in lines],
+    }
+    if decode is not None:
+        ways["msgspec"] = lambda lines: list(map(decode, lines))
+    print(f"reading {n:,} lines per shape, CPU us per line (median of {rounds}, alternated)")
+    print(f"load average before: {_load()}")
+    print(f"{'shape':<14} {'B/line':>6} " + " ".join(f"{way:>12}" for way in ways) + "  ratio")
+    for name in shapes:
+        lines = [_entries.jsonl_line(e).encode() for e in SHAPES[name](n)]
+        times: dict[str, list[float]] = {way: [] for way in ways}
+        for _ in range(rounds):
+            for way, read in ways.items():
+                start = time.process_time_ns()
+                read(lines)
+                times[way].append((time.process_time_ns() - start) / len(lines) / 1000)
+        us = {way: statistics.median(values) for way, values in times.items()}
+        size = sum(map(len, lines)) / len(lines)
+        print(
+            f"{name:<14} {size:>6.0f} "
+            + " ".join(f"{us[way]:>12.2f}" for way in ways)
+            + f"  {us['iter_entries'] / us['json+checks']:.2f}",
+            flush=True,
+        )
+        if time.monotonic() > stop:
+            print("stopped: --max-seconds reached", file=sys.stderr)
+            break
+    print(f"load average after: {_load()}")
+    print("ratio: iter_entries / json+checks (the reader before), same run")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--entries", type=int, default=10_000, help="N (default 10,000)")
@@ -280,9 +340,18 @@ def main() -> None:
     parser.add_argument(
         "--cli-only", action="store_true", help="only the child-process table (M: 1,000,000)"
     )
+    parser.add_argument(
+        "--read-only",
+        action="store_true",
+        help="only the CPU time per line of reading a journal, each way the reader has",
+    )
     args = parser.parse_args()
     stop = time.monotonic() + args.max_seconds
     shapes = args.shape or list(SHAPES)
+    if args.read_only:
+        with paused_gc():  # as read_journal reads
+            read_table(shapes, args.entries, args.rounds, stop)
+        return
     if not args.cli_only:
         scaling(shapes, args.entries, args.rounds, stop)
     if args.cli_only or args.cli_entries is not None:

@@ -2,7 +2,8 @@
 
 Fills one fake with N active jobs (``long-render``: every job stays unfinished for minutes), then
 times requests against it at each N: a status read of a random job, a submit, a list page (Ark's
-``page_size=10``, newest first, and the same page filtered by status), and ``/__admin/health``.
+``page_size=10``, newest first, and the same page filtered by a status every job is in and by
+one no job is in), and ``/__admin/health``.
 In process the requests go through ``FakeProvider.receive`` and ``sent`` (what every adapter
 calls), on a virtual clock; over a socket they go through the real server (uvicorn) with one
 keep-alive httpx client. RSS is read from ``/proc/self/statm`` after each fill (the journal keeps
@@ -90,6 +91,8 @@ def _inprocess_row(
 ) -> dict[str, Any]:
     page = {"page_num": "1", "page_size": "10"}
     filtered = {**page, "filter.status": "queued"}
+    # a status no job is in (every job is queued): a filter that scans finds nothing to stop at
+    filtered_none = {**page, "filter.status": "running"}
 
     def status() -> None:
         _call(provider, _http("GET", f"{PREFIX}/{rng.choice(ids)}"))
@@ -100,6 +103,9 @@ def _inprocess_row(
     def list_filtered() -> None:
         _call(provider, _http("GET", PREFIX, query=filtered))
 
+    def list_filtered_none() -> None:
+        _call(provider, _http("GET", PREFIX, query=filtered_none))
+
     def submit() -> None:
         _call(provider, _http("POST", PREFIX, SUBMIT_BODY))
 
@@ -107,6 +113,9 @@ def _inprocess_row(
         "status_us": round(_per_request(status, requests, budget), 1),
         "list_page_us": round(_per_request(list_page, requests, budget), 1),
         "list_filtered_us": round(_per_request(list_filtered, max(5, requests // 50), budget), 1),
+        "list_filtered_none_us": round(
+            _per_request(list_filtered_none, max(5, requests // 50), budget), 1
+        ),
         # last: submits add jobs (a few hundred on top of the row's count)
         "submit_us": round(_per_request(submit, requests, budget), 1),
     }

@@ -9,17 +9,27 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from ._formats import FORMATS, format_report
+from ._judges import Unjudgeable
 from ._report import MAX_VIOLATIONS
+from ._stream import StreamReport, check_stream, in_seq_order, render_streamed
 from .errors import ScenarioError
 from .invariants import Limits, Report, check, runs_with_headers
-from .journal import read_journal
+from .journal import iter_journal, paused_gc, read_journal
 from .limits import limits_for
 
-__all__ = ["BadInput", "add_check_parser", "add_report_parser", "cmd_check", "judge"]
+__all__ = [
+    "BadInput",
+    "add_check_parser",
+    "add_report_parser",
+    "cmd_check",
+    "judge",
+    "judge_streamed",
+]
 
 #: CLI option -> Limits field; every value is parsed by ``Limits.from_strings``.
 _OPTIONS = {
@@ -249,20 +259,86 @@ def report_name(report: Report) -> str:
     """A name for the report's suite and annotations: ``fakeprovider`` and the scenario(s)."""
     from .invariants import runs_with_headers
 
+    return _name([header for header, _ in runs_with_headers(report.entries)])
+
+
+def _name(headers: Iterable[dict[str, Any] | None]) -> str:
     names = []
-    for header, _ in runs_with_headers(report.entries):
+    for header in headers:
         name = header.get("scenario") if header is not None else None
         if isinstance(name, str) and name not in names:
             names.append(name)
     return f"fakeprovider {', '.join(names)}" if names else "fakeprovider"
 
 
+def judge_streamed(journal: str, args: argparse.Namespace) -> StreamReport | None:
+    """``judge`` for a journal file, judged as it is read (``_stream``): what is kept does not
+    grow with its entries. None when the file is too far out of seq order for that (``judge``
+    then reads it whole). Raises ``BadInput`` as ``judge`` does, for the same journals."""
+    prog = "fakeprovider check"
+    scenarios: dict[float, Limits] = {}
+    errors: list[Exception] = []
+    given = _given(args)
+
+    def limits_of(header: dict[str, Any] | None) -> Limits:
+        try:
+            return _limits_of(args, header, given, scenarios)
+        except (ScenarioError, ValueError) as exc:
+            errors.append(exc)
+            return Limits()
+
+    try:
+        with paused_gc():
+            found = check_stream(in_seq_order(iter_journal(journal)), limits_of)
+    except Unjudgeable:
+        return None
+    except OSError as exc:
+        raise BadInput(f"{prog}: cannot read {journal}: {exc.strerror or exc}") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise BadInput(f"{prog}: {exc}") from None
+    _warn_headerless(args, list(found.headers))
+    if errors:
+        if isinstance(errors[0], ScenarioError):
+            raise BadInput(str(errors[0]))
+        raise BadInput(f"{prog}: {errors[0]}")
+    if not found.tested:
+        raise NothingTested(
+            f"{prog}: {journal} holds no client request, so nothing was tested;"
+            " did the client reach the fake?"
+        )
+    return found
+
+
 def cmd_check(args: argparse.Namespace) -> int:
     try:
-        report = judge(args.journal, args)
+        found = None if args.journal == "-" else judge_streamed(args.journal, args)
+        report = judge(args.journal, args) if found is None else None
     except BadInput as exc:
         print(exc, file=sys.stderr)
         return 2
+    if found is not None:
+        journal = args.journal
+        streamed = Report(
+            violations=found.violations,
+            metrics=found.metrics,
+            coverage=found.coverage,
+            warnings=found.warnings,
+            limits=limits_for(base=found.limits, overrides={}),
+        )
+        if args.format == "text":
+            with paused_gc():
+                text = render_streamed(
+                    found,
+                    lambda: in_seq_order(iter_journal(journal)),
+                    args.max_violations,
+                )
+        else:
+            text = format_report(
+                streamed, args.format, max_violations=args.max_violations, name=_name(found.headers)
+            )
+        print(text)
+        return 0 if streamed.ok else 1
+    assert report is not None  # judged in memory
     print(
         format_report(
             report, args.format, max_violations=args.max_violations, name=report_name(report)
@@ -275,11 +351,21 @@ def _run_limits(args: argparse.Namespace, headers: list[dict[str, Any] | None]) 
     """Each run's limits: ``--scenario``'s ``expect:`` (at ``--time-scale``, else the run
     header's time scale), else the limits in the run header, else the defaults; the limit
     options on top. Raises ``ScenarioError`` or ``ValueError`` (bad option or header)."""
-    given = {
+    given = _given(args)
+    _warn_headerless(args, headers)
+    scenarios: dict[float, Limits] = {}
+    return [_limits_of(args, header, given, scenarios) for header in headers or [None]]
+
+
+def _given(args: argparse.Namespace) -> dict[str, Any]:
+    return {
         dest: getattr(args, f"limit_{dest}")
         for dest, _, _ in _OPTIONS.values()
         if getattr(args, f"limit_{dest}") is not None
     }
+
+
+def _warn_headerless(args: argparse.Namespace, headers: list[dict[str, Any] | None]) -> None:
     if args.scenario is not None and args.time_scale is None and None in headers:
         print(
             f"fakeprovider check: warning: {args.journal} has no run header (it was written by"
@@ -287,29 +373,33 @@ def _run_limits(args: argparse.Namespace, headers: list[dict[str, Any] | None]) 
             " --time-scale F if it was served at another",
             file=sys.stderr,
         )
-    scenarios: dict[float, Limits] = {}
-    known = {f.name for f in dataclasses.fields(Limits)}
-    out: list[Limits] = []
-    for header in headers or [None]:
-        if args.scenario is not None:
-            scale = args.time_scale
-            if scale is None:
-                scale = float(header.get("time_scale", 1.0)) if header is not None else 1.0
-            if scale not in scenarios:
-                from .scenario import load_scenario
 
-                scenario = load_scenario(args.scenario, time_scale=scale)
-                scenarios[scale] = limits_for(scenario.expect, time_scale=scale)
-            base = scenarios[scale]
-        elif header is not None and isinstance(header.get("limits"), dict):
-            values = {k: v for k, v in header["limits"].items() if k in known}
-            try:
-                base = Limits(**values)
-            except (TypeError, ValueError) as exc:
-                raise ValueError(
-                    f"the run header of {args.journal} holds bad limits: {exc}"
-                ) from None
-        else:
-            base = Limits()
-        out.append(limits_for(base=base, overrides=given))
-    return out
+
+def _limits_of(
+    args: argparse.Namespace,
+    header: dict[str, Any] | None,
+    given: dict[str, Any],
+    scenarios: dict[float, Limits],
+) -> Limits:
+    """One run's limits (see ``_run_limits``); ``scenarios`` caches the scenario's limits per
+    time scale."""
+    if args.scenario is not None:
+        scale = args.time_scale
+        if scale is None:
+            scale = float(header.get("time_scale", 1.0)) if header is not None else 1.0
+        if scale not in scenarios:
+            from .scenario import load_scenario
+
+            scenario = load_scenario(args.scenario, time_scale=scale)
+            scenarios[scale] = limits_for(scenario.expect, time_scale=scale)
+        base = scenarios[scale]
+    elif header is not None and isinstance(header.get("limits"), dict):
+        known = {f.name for f in dataclasses.fields(Limits)}
+        values = {k: v for k, v in header["limits"].items() if k in known}
+        try:
+            base = Limits(**values)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"the run header of {args.journal} holds bad limits: {exc}") from None
+    else:
+        base = Limits()
+    return limits_for(base=base, overrides=given)

@@ -47,7 +47,7 @@ from .scenario import TERMINAL_STATUSES
 if TYPE_CHECKING:
     from .limits import Limits
 
-__all__ = ["ClientJudge", "Judge"]
+__all__ = ["JUDGES", "BoundedStatusRate", "ClientJudge", "Judge", "Unjudgeable"]
 
 #: The run's webhook deliveries by job id (what ``_judge`` hands every client at ``close``).
 Hooks = Mapping[str, Sequence[Entry]]
@@ -790,12 +790,12 @@ class Deadline(Judge):
         return [state.found for state in self.jobs.values() if state.found is not None]
 
 
-# -- status_rate (not streamed yet) -----------------------------------------------------------
+# -- status_rate ------------------------------------------------------------------------------
 
 
 class StatusRate(Judge):
-    """The client's status reads, all of them (the rule's sliding window is not streamed
-    yet); nothing when no ``status_rate`` budget is set."""
+    """The client's status reads, all of them (``check`` of a list of entries); nothing when
+    no ``status_rate`` budget is set. ``BoundedStatusRate`` keeps fewer."""
 
     __slots__ = ("limits", "reads")
 
@@ -809,6 +809,77 @@ class StatusRate(Judge):
 
     def close(self, hooks: Hooks) -> list[Violation]:
         return list(_RULES["status_rate"](self.reads, self.limits))
+
+
+class Unjudgeable(Exception):
+    """A judge that keeps little cannot judge these entries exactly (their clock readings go
+    back too far): judge the journal as a whole instead."""
+
+
+class BoundedStatusRate(Judge):
+    """The status reads received within two windows of the latest (the rule is reported once,
+    at the first breach, so until then at most about twice the budget), sorted by when they
+    were received. Raises ``Unjudgeable`` for a read whose window reaches back past the
+    reads already let go (a clock reading more than a window older than the latest)."""
+
+    __slots__ = ("allowed", "count", "done", "dropped", "limits", "times", "window")
+
+    def __init__(self, limits: Limits) -> None:
+        self.limits = limits
+        self.window = limits.status_rate_window
+        rate = limits.status_rate
+        self.allowed = 0 if rate is None else max(1, math.floor(rate * self.window + EPSILON))
+        self.times: list[tuple[float, int, Entry]] = []  # (received at, arrival, read)
+        self.count = 0
+        self.dropped = -math.inf  # the latest reading among the reads let go
+        self.done: Violation | None = None
+
+    def add(self, e: Entry) -> None:
+        if e.kind != "status" or self.limits.status_rate is None or self.done is not None:
+            return
+        index = self.count
+        self.count = index + 1
+        start = e.received_at - self.window
+        if start < self.dropped:
+            raise Unjudgeable(f"status read #{e.seq} reaches back past the reads let go")
+        times = self.times
+        item = (e.received_at, index, e)
+        if not times or times[-1][0] <= e.received_at:
+            times.append(item)
+        else:
+            bisect.insort(times, item, key=_FIRST)
+        above = bisect.bisect_right(times, start, key=_FIRST)
+        if len(times) - above > self.allowed:
+            inside = sorted(times[above:], key=_SECOND)
+            first = inside[0][2]
+            self.done = Violation(
+                "status_rate",
+                None,
+                tuple(r.seq for _, _, r in inside),
+                f"status read #{e.seq} at {fmt_time(e.received_at)} was read {len(inside)}"
+                f" within {fmt_time(self.window)} (since #{first.seq} at"
+                f" {fmt_time(first.received_at)}); the budget of"
+                f" {self.limits.status_rate:g} per second allows {self.allowed}",
+                e.client,
+            )
+            self.times = []
+            return
+        # let go of the reads more than two windows older than this one
+        keep = bisect.bisect_right(times, start - self.window, key=_FIRST)
+        if keep > 64 and keep * 2 > len(times):
+            self.dropped = max(self.dropped, times[keep - 1][0])
+            del times[:keep]
+
+    def close(self, hooks: Hooks) -> list[Violation]:
+        return [] if self.done is None else [self.done]
+
+
+def _FIRST(item: tuple[float, int, Entry]) -> float:
+    return item[0]
+
+
+def _SECOND(item: tuple[float, int, Entry]) -> int:
+    return item[1]
 
 
 _RULES = dict(CLIENT_RULES)
@@ -830,12 +901,15 @@ JUDGES: tuple[tuple[str, Callable[[Limits], Judge]], ...] = (
 
 
 class ClientJudge:
-    """Every per-client rule over one client's entries of one run, fed in order."""
+    """Every per-client rule over one client's entries of one run, fed in order; with
+    ``bounded``, ``status_rate`` by ``BoundedStatusRate`` (which may raise ``Unjudgeable``)."""
 
     __slots__ = ("judges",)
 
-    def __init__(self, limits: Limits) -> None:
+    def __init__(self, limits: Limits, *, bounded: bool = False) -> None:
         self.judges = [make(limits) for _, make in JUDGES]
+        if bounded:
+            self.judges[-1] = BoundedStatusRate(limits)
 
     def add(self, e: Entry) -> None:
         for judge in self.judges:

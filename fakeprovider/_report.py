@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import bisect
 from collections import Counter
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ._rules import Violation, _answer, _with_listed, describe, fmt_time, told, was_sent
 from ._runs import split_runs
@@ -287,7 +287,7 @@ class _RunIndex:
     """A run's entries by (client, job) (job None: the client's status reads) and by seq, so
     that each violation's timeline costs what it shows, not the whole run."""
 
-    def __init__(self, run: Sequence[Entry], shown: Sequence[Violation] | None = None) -> None:
+    def __init__(self, run: Iterable[Entry], shown: Sequence[Violation] | None = None) -> None:
         """Index ``run``; with ``shown``, only what the timelines of those violations read
         (their clients' jobs and their seqs), so rendering a few violations of a large
         journal does not index all of it."""
@@ -361,7 +361,11 @@ def _holds(group: list[Entry], seqs: list[int], e: Entry) -> bool:
     return False
 
 
-def _timeline(v: Violation, index: _RunIndex) -> list[str]:
+class _Windowed(Protocol):
+    def window(self, v: Violation) -> tuple[list[Entry], bool, bool]: ...
+
+
+def _timeline(v: Violation, index: _Windowed) -> list[str]:
     shown, before, after = index.window(v)
     if not shown:
         return []
@@ -401,6 +405,28 @@ def render(
     """The report as text: the count per rule, then each violation with its timeline (the
     first ``max_violations`` of them; None or 0: all), the metrics and the warnings."""
     runs = split_runs(entries)
+    shown = violations if not max_violations else violations[:max_violations]
+    indexes: dict[int, _RunIndex] = {}
+
+    def index_of(number: int) -> _RunIndex:
+        if number not in indexes:
+            of_run = [w for w in shown if w.run == number]
+            indexes[number] = _RunIndex(runs[number] if number < len(runs) else (), of_run)
+        return indexes[number]
+
+    return render_indexed(violations, len(runs), index_of, found_metrics, warnings, max_violations)
+
+
+def render_indexed(
+    violations: Sequence[Violation],
+    runs: int,
+    index_of: Callable[[int], _Windowed],
+    found_metrics: dict[str, Any],
+    warnings: Sequence[str],
+    max_violations: int | None = None,
+) -> str:
+    """``render`` for a journal of ``runs`` runs, the timelines of the violations shown of
+    run N drawn from ``index_of(N)`` (a ``_RunIndex`` of at least what they show)."""
     requests = found_metrics["requests"]
     clients = len(found_metrics["clients"])
     if violations:
@@ -415,15 +441,11 @@ def render(
         counts = Counter(v.invariant for v in violations)
         lines.append("  by rule: " + ", ".join(f"{name} {n}" for name, n in counts.most_common()))
     shown = violations if not max_violations else violations[:max_violations]
-    indexes: dict[int, _RunIndex] = {}
     for v in shown:
-        where = f" (run {v.run})" if len(runs) > 1 else ""
+        where = f" (run {v.run})" if runs > 1 else ""
         lines.append("")
         lines.append(f"  {v.invariant}{where}: {v.message}")
-        if v.run not in indexes:
-            of_run = [w for w in shown if w.run == v.run]
-            indexes[v.run] = _RunIndex(runs[v.run] if v.run < len(runs) else (), of_run)
-        lines.extend(_timeline(v, indexes[v.run]))
+        lines.extend(_timeline(v, index_of(v.run)))
     if len(shown) < len(violations):
         lines.append("")
         lines.append(

@@ -11,10 +11,12 @@ a reply looks on the wire is the dialects'.
 
 from __future__ import annotations
 
+import bisect
 import fnmatch
 import functools
 import heapq
 import itertools
+import math
 import random
 from collections import deque
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
@@ -103,6 +105,8 @@ def _shown(
     )
 
 
+#: ``Job.due`` of a job with no step on the heap, or whose step there was taken already.
+_NEVER = -math.inf
 #: How far below a whole token a bucket may be and still count as refilled (float sums).
 _TOKEN_SLACK = 1e-9
 #: The statuses whose answer may carry the result itself.
@@ -187,6 +191,11 @@ class Engine:
         self._ends: list[tuple[float, str]] = []  # heap of timed terminal instants (concurrency)
         self._due: list[tuple[float, int, str]] = []  # heap of each job's next timed step
         self._due_counter = 0
+        #: Every job this engine created, by number, and the status each is kept under in
+        #: ``_by_status`` (the numbers of the jobs in each status, in order of creation).
+        self._by_number: list[Job] = []
+        self._listed_as: list[str] = []
+        self._by_status: dict[str, _Ordered] = {}
         self.changes: list[StateChange] = []
         self._on_change = on_change
 
@@ -234,6 +243,7 @@ class Engine:
             _, _, job_id = heapq.heappop(self._due)
             job = self._jobs[job_id]
             job.scheduled = False
+            job.due = _NEVER
             self._advance(job, now)
         return self.changes[first:]
 
@@ -416,8 +426,10 @@ class Engine:
             callback_url=request.callback_url,
             since=now,
             started=None if full else now,
+            number=len(self._by_number),
         )
         self._jobs.add(job, key)
+        self._reindex(job, self._status(job))
         if full:
             self._waiting.setdefault(request.credential, deque()).append(job_id)
         created = self._changed(job, now)
@@ -447,23 +459,44 @@ class Engine:
         # Every job is brought up to ``now`` through the heap of timed steps (O(log n) per
         # step taken); only the jobs a filter must see, or the page shows, are then viewed.
         self.advance_all(now)
-        jobs: Iterable[Job] = self._newest_first() if request.newest_first else self._jobs
         select = request.select
-        if select is None:
-            total = len(self._jobs)
-            offset, count = request.page if request.page is not None else (0, total)
-            shown = [self._view(job, now) for job in itertools.islice(jobs, offset, offset + count)]
+        statuses = request.statuses
+        size = len(self._jobs)
+        offset, count = request.page if request.page is not None else (0, size)
+        if statuses is not None and len(self._by_number) == size:
+            # every job is in the index (the store holds no job this engine did not create):
+            # only the jobs in those statuses are walked, or only the page's when nothing else
+            # filters them
+            kept = [self._by_status[s] for s in sorted(statuses) if s in self._by_status]
+            numbers = _merged(kept, request.newest_first)
+            by_number = self._by_number
+            if select is None:
+                total = sum(len(ordered) for ordered in kept)
+                window = itertools.islice(numbers, offset, offset + count)
+                shown = [self._view(by_number[n], now) for n in window]
+                return self._listed(seq, request, respond_at, shown, total)
+            jobs: Iterable[Job] = (by_number[n] for n in numbers)
+            statuses = None  # every job walked is in one of them
         else:
-            # a filter sees every job, but only the page's views are kept
-            offset, count = request.page if request.page is not None else (0, len(self._jobs))
-            total = 0
-            shown = []
-            for job in jobs:
-                view = self._view(job, now)
-                if select(view):
-                    if offset <= total < offset + count:
-                        shown.append(view)
-                    total += 1
+            jobs = self._newest_first() if request.newest_first else self._jobs
+        if select is None and statuses is None:
+            page = itertools.islice(jobs, offset, offset + count)
+            return self._listed(seq, request, respond_at, [self._view(j, now) for j in page], size)
+        # a filter sees every job it may keep, but only the page's views are kept
+        total = 0
+        shown = []
+        for job in jobs:
+            view = self._view(job, now)
+            if (statuses is None or view.status in statuses) and (select is None or select(view)):
+                if offset <= total < offset + count:
+                    shown.append(view)
+                total += 1
+        return self._listed(seq, request, respond_at, shown, total)
+
+    @staticmethod
+    def _listed(
+        seq: int, request: Request, respond_at: float, shown: list[JobView], total: int
+    ) -> Reply:
         return Reply(
             seq=seq,
             request=request,
@@ -472,6 +505,24 @@ class Engine:
             jobs=tuple(shown),
             total=total,
         )
+
+    def _reindex(self, job: Job, status: str) -> None:
+        """Keep ``job`` (just created, or created by this engine) under ``status``, its status
+        from now on, in ``_by_status``."""
+        number = job.number
+        listed = self._listed_as
+        if number == len(listed):  # a job just created
+            self._by_number.append(job)
+            listed.append(status)
+        else:
+            if listed[number] == status:
+                return
+            self._by_status[listed[number]].remove(number)
+            listed[number] = status
+        ordered = self._by_status.get(status)
+        if ordered is None:
+            ordered = self._by_status[status] = _Ordered()
+        ordered.add(number)
 
     def _newest_first(self) -> Iterator[Job]:
         """Every job, newest first: straight from a store that iterates backwards (the
@@ -507,6 +558,8 @@ class Engine:
 
     def _advance(self, job: Job, now: float) -> None:
         """Move ``job`` along its timeline up to ``now`` (amortised O(1))."""
+        if job.due > now:
+            return  # its next step is timed, on the heap, and later than now: nothing moves
         if job.cancelled:
             return
         if self._waits(job):
@@ -527,6 +580,7 @@ class Engine:
                 since = max(job.since, at)
             before = self._status(job)
             job.step += 1
+            job.due = _NEVER  # the heap's entry, if any, is for a step taken now
             job.since = since if step.status is not None and step.status != before else job.since
             if step.status is not None and step.status != before:
                 self._changed(job, job.since)
@@ -542,12 +596,16 @@ class Engine:
         if step.after_polls is not None:
             return  # a request moves it; ``_advance`` reschedules then
         self._due_counter += 1
-        heapq.heappush(self._due, (job.start + (step.at or 0.0), self._due_counter, job.id))
+        due = job.start + (step.at or 0.0)
+        heapq.heappush(self._due, (due, self._due_counter, job.id))
         job.scheduled = True
+        job.due = due
 
     def _changed(self, job: Job, at: float) -> JobView:
         """Announce ``job``'s new status (entered at ``at``); return the view announced."""
-        view = self._view(job, at)
+        view = self._view(job, at, kept=True)
+        if job.number < len(self._by_number) and self._by_number[job.number] is job:
+            self._reindex(job, view.status)  # (not a job another engine made, in a shared store)
         change = StateChange(job.id, view.status, at, view)
         self.changes.append(change)
         if view.status in TERMINAL_STATUSES:
@@ -598,10 +656,12 @@ class Engine:
             active.discard(job_id)
         return len(active)
 
-    def _view(self, job: Job, now: float) -> JobView:
+    def _view(self, job: Job, now: float, *, kept: bool = False) -> JobView:
+        """``job`` as an answer at ``now`` shows it; ``kept`` for a view held on to (by a
+        state change): built by the dataclass, half the memory of the fast one."""
         shown = self._shown[job.spec_index][job.step][1 if job.cancelled else 0]
         status, progress, poll_after, estimate, message, result, error, summary = shown
-        return fast_view(
+        return (JobView if kept else fast_view)(
             job.id,
             job.spec_index,
             status,
@@ -759,6 +819,77 @@ class Engine:
             if kind == "list" and status_code == 200 and responded and not scripted
             else None,
         )
+
+
+#: How many numbers an ``_Ordered`` block holds before it is split in two.
+_BLOCK = 512
+
+
+class _Ordered:
+    """Job numbers in ascending order, in blocks (a list of short sorted lists): adding or
+    removing one costs O(log n + block), the first ``k`` from either end O(k).
+
+    A job's numbers in one status are added mostly at the end (jobs are created in order), but
+    a job can enter a status out of order (a long job finishes after a short one), so a plain
+    list would move up to every number on each change.
+    """
+
+    __slots__ = ("_blocks", "_highest", "_size")
+
+    def __init__(self) -> None:
+        self._blocks: list[list[int]] = []
+        self._highest: list[int] = []  # each block's last (highest) number
+        self._size = 0
+
+    def __len__(self) -> int:
+        return self._size
+
+    def add(self, number: int) -> None:
+        blocks, highest = self._blocks, self._highest
+        self._size += 1
+        if not blocks:
+            blocks.append([number])
+            highest.append(number)
+            return
+        index = min(bisect.bisect_left(highest, number), len(blocks) - 1)
+        block = blocks[index]
+        bisect.insort(block, number)
+        highest[index] = block[-1]
+        if len(block) > 2 * _BLOCK:
+            blocks[index : index + 1] = [block[:_BLOCK], block[_BLOCK:]]
+            highest[index : index + 1] = [block[_BLOCK - 1], block[-1]]
+
+    def remove(self, number: int) -> None:
+        blocks, highest = self._blocks, self._highest
+        index = bisect.bisect_left(highest, number)
+        block = blocks[index]
+        at = bisect.bisect_left(block, number)
+        if at == len(block) or block[at] != number:  # pragma: no cover - kept in step
+            raise AssertionError(f"job number {number} is not kept here")
+        del block[at]
+        self._size -= 1
+        if block:
+            highest[index] = block[-1]
+        else:
+            del blocks[index]
+            del highest[index]
+
+    def ascending(self) -> Iterator[int]:
+        for block in self._blocks:
+            yield from block
+
+    def descending(self) -> Iterator[int]:
+        for block in reversed(self._blocks):
+            yield from reversed(block)
+
+
+def _merged(kept: list[_Ordered], newest_first: bool) -> Iterator[int]:
+    """The numbers in every one of ``kept``, in order (newest first, or oldest first)."""
+    if len(kept) == 1:
+        return kept[0].descending() if newest_first else kept[0].ascending()
+    if newest_first:
+        return heapq.merge(*(ordered.descending() for ordered in kept), reverse=True)
+    return heapq.merge(*(ordered.ascending() for ordered in kept))
 
 
 def _matches(pattern: Mapping[str, Any], body: Mapping[str, Any]) -> bool:

@@ -31,6 +31,7 @@ __all__ = [
     "Kind",
     "RetryAfterRecord",
     "entry_from_dict",
+    "entry_from_line",
     "field_values",
     "iter_entries",
     "jsonl_line",
@@ -223,88 +224,80 @@ def _json_value(value: object) -> str:
 
 
 def _general_line(entry: Entry) -> str:
-    """``jsonl_line`` field by field: what a line is, whatever the values (``_Plan`` is the
-    same, faster, for the values an entry usually holds)."""
+    """``jsonl_line`` field by field: what a line is, whatever the values (a ``_line_writer``
+    writes the same, faster, for the values an entry usually holds)."""
     return _LINE % tuple(map(_json_value, field_values(entry)))
 
 
-def _tuple_of(indexes: list[int]) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
-    """``itemgetter`` that always returns a tuple (one index included)."""
-    if len(indexes) == 1:
-        return operator.itemgetter(slice(indexes[0], indexes[0] + 1))
-    if not indexes:
-        return lambda values: ()
-    return operator.itemgetter(*indexes)
-
-
 _NULL = type(None)
-#: A value of these exact types goes into a line as ``%r`` writes it (``repr``), which is
-#: what the encoder writes for an int and for a finite float.
-_AS_REPR: frozenset[type] = frozenset({int, float})
-_SAME = operator.pos  # a number as it is (``%r`` writes it)
-_BOOL: Callable[[bool], str] = {True: "true", False: "false"}.__getitem__
 
 
-class _Plan:
-    """How to write the lines of entries whose fields have one pattern of exact types (most
-    entries of a kind share one): the keys and every null written into a template once,
-    strings encoded by the C encoder, numbers by ``%r``, anything else by ``_json_value``.
-    A non-finite float (NaN, Infinity: the encoder's words, not ``repr``'s) sends the entry
-    to ``_general_line``."""
+def _line_writer(types: tuple[type, ...]) -> Callable[[tuple[Any, ...]], str | None]:
+    """A function that writes the line of an entry whose field values (``field_values``) have
+    exactly ``types``: the keys and every null are in its template already, a string goes
+    through the C encoder, an int or a finite float is written by ``%r`` (its ``repr``, which
+    is what the encoder writes), anything else by ``_json_value``. It returns None for a
+    non-finite float (the encoder writes NaN and Infinity, not ``repr``'s nan and inf), for
+    ``_general_line`` to write. Made as source and compiled, as ``dataclasses`` makes
+    ``__init__``, so that a line costs one call and no loop."""
+    parts: list[str] = []
+    args: list[str] = []
+    floats: list[str] = []
+    for index, (name, kind) in enumerate(zip(FIELD_NAMES, types, strict=True)):
+        key = _ENCODE(name)
+        value = f"v{index}"
+        if kind is _NULL:
+            parts.append(f"{key}:null")
+            continue
+        parts.append(f"{key}:%r" if kind is int or kind is float else f"{key}:%s")
+        if kind is int:
+            args.append(value)
+        elif kind is float:
+            args.append(value)
+            floats.append(value)
+        elif kind is str:
+            args.append(f"text({value})")
+        elif kind is bool:
+            args.append(f"('true' if {value} else 'false')")
+        else:
+            args.append(f"other({value})")
+    names = ", ".join(f"v{index}" for index in range(len(types)))
+    source = f"def write(values):\n    {names}, = values\n"
+    if floats:
+        # a sum of finite floats is finite unless it overflows (then the general path too)
+        source += f"    total = {' + '.join(floats)}\n    if total - total:\n        return None\n"
+    source += f"    return template % ({''.join(arg + ', ' for arg in args)})\n"
+    scope: dict[str, Any] = {
+        "template": "{" + ",".join(parts) + "}\n",
+        "text": _json_str,
+        "other": _json_value,
+    }
+    exec(source, scope)  # as dataclasses makes theirs; only field indexes go into the source
+    write: Callable[[tuple[Any, ...]], str | None] = scope["write"]
+    return write
 
-    __slots__ = ("convert", "floats", "template", "values")
 
-    def __init__(self, types: tuple[type, ...]) -> None:
-        parts: list[str] = []
-        taken: list[int] = []
-        floats: list[int] = []
-        convert: list[Callable[[Any], Any]] = []
-        for index, (name, kind) in enumerate(zip(FIELD_NAMES, types, strict=True)):
-            key = _ENCODE(name)
-            if kind is _NULL:
-                parts.append(f"{key}:null")
-                continue
-            taken.append(index)
-            if kind in _AS_REPR:
-                parts.append(f"{key}:%r")
-                convert.append(_SAME)
-                if kind is float:
-                    floats.append(index)
-            else:
-                parts.append(f"{key}:%s")
-                convert.append(_json_str if kind is str else _BOOL if kind is bool else _json_value)
-        self.template = "{" + ",".join(parts) + "}\n"
-        self.values = _tuple_of(taken)
-        self.floats = _tuple_of(floats) if floats else None
-        self.convert = tuple(convert)
-
-
-#: Plans by the exact types of an entry's fields (a handful in a run; bounded all the same).
-_PLANS: dict[tuple[type, ...], _Plan] = {}
-_MOST_PLANS = 256
-_call = operator.call
+#: Line writers by the exact types of an entry's fields (a handful in a run; bounded all the
+#: same, an entry made by hand can hold anything).
+_WRITERS: dict[tuple[type, ...], Callable[[tuple[Any, ...]], str | None]] = {}
+_MOST_WRITERS = 256
 
 
 def jsonl_line(entry: Entry) -> str:
     """``entry`` as one JSONL line, newline included: what every sink writes.
 
     Byte for byte ``_ENCODE(entry.to_dict()) + "\\n"`` (``test_entries_write`` checks it over
-    arbitrary entries), built without the dict: the keys and nulls come from a template made
-    once per pattern of field types (``_Plan``); this runs once per request.
+    arbitrary entries), built without the dict by a writer made once per pattern of field
+    types (``_line_writer``); this runs once per request.
     """
     values = field_values(entry)
     types = tuple(map(type, values))
-    plan = _PLANS.get(types)
-    if plan is None:
-        if len(_PLANS) >= _MOST_PLANS:
-            _PLANS.clear()
-        plan = _PLANS[types] = _Plan(types)
-    if plan.floats is not None:
-        # the sum of finite floats is finite unless it overflows (then the general path)
-        total = sum(plan.floats(values))
-        if total - total != 0:
-            return _general_line(entry)
-    return plan.template % tuple(map(_call, plan.convert, plan.values(values)))
+    write = _WRITERS.get(types)
+    if write is None:
+        if len(_WRITERS) >= _MOST_WRITERS:
+            _WRITERS.clear()
+        write = _WRITERS[types] = _line_writer(types)
+    return write(values) or _general_line(entry)
 
 
 _NONE = type(None)
@@ -499,11 +492,10 @@ def _finish(values: dict[str, Any], strings: dict[str, str] | None) -> None:
 _VALUES = operator.itemgetter(*FIELD_NAMES)
 #: How many distinct strings ``iter_entries`` shares between entries before starting afresh.
 _SHARED = 1 << 16
-#: Fields whose strings repeat from entry to entry (job ids, paths, statuses...): shared.
+#: Fields that hold a string (job ids, paths, statuses, digests...): shared as ``_entry``
+#: shares them (``kind`` is one of msgspec's own ``KINDS`` strings already).
 _REPEATED = tuple(
-    FIELD_NAMES.index(name)
-    for name in FIELD_NAMES
-    if str in _FIELDS[name][0] and name not in ("idempotency_key", "request_digest", "webhook_id")
+    FIELD_NAMES.index(name) for name in FIELD_NAMES if str in _FIELDS[name][0] and name != "kind"
 )
 _RETRY_AFTER_AT = FIELD_NAMES.index("retry_after")
 _LISTED_AT = FIELD_NAMES.index("listed")
@@ -511,7 +503,7 @@ _RUN_AT = FIELD_NAMES.index("run")
 
 
 @functools.cache
-def _line_decoder() -> Callable[[str | bytes], tuple[Any, ...]] | None:
+def _line_decoder() -> Callable[[str | bytes], list[Any]] | None:
     """A line's values in ``FIELD_NAMES`` order, decoded and checked by msgspec, or None where
     msgspec is not installed. Raises ``ValueError`` (or ``RecursionError``) for any line that
     is not of the fake's shape with values ``_entry`` accepts; json.loads then decodes it.
@@ -563,27 +555,25 @@ def _line_decoder() -> Callable[[str | bytes], tuple[Any, ...]] | None:
     decode = msgspec.json.Decoder(line).decode
     astuple = msgspec.structs.astuple
 
-    def values(raw: str | bytes) -> tuple[Any, ...]:
-        decoded = astuple(decode(raw))
-        ra = decoded[_RETRY_AFTER_AT]
-        if ra is None:
-            return decoded
-        out = list(decoded)
-        out[_RETRY_AFTER_AT] = RetryAfterRecord(*astuple(ra))
-        return tuple(out)
+    def values(raw: str | bytes) -> list[Any]:
+        out = list(astuple(decode(raw)))
+        ra = out[_RETRY_AFTER_AT]
+        if ra is not None:
+            out[_RETRY_AFTER_AT] = RetryAfterRecord(*astuple(ra))
+        return out
 
     return values
 
 
-def _decoded_entry(values: tuple[Any, ...], strings: dict[str, str]) -> Entry:
-    """The ``Entry`` of a line ``_line_decoder`` accepted (``BadEntry`` for a run header's
-    ``time_scale`` or ``limits``, the one check msgspec does not make)."""
-    out = list(values)
-    share = strings.setdefault
-    for index in _REPEATED:
-        value = out[index]
-        if value is not None:
-            out[index] = share(value, value)
+def _decoded_entry(out: list[Any], strings: dict[str, str] | None) -> Entry:
+    """The ``Entry`` of the values of a line ``_line_decoder`` accepted (``BadEntry`` for a
+    run header's ``time_scale`` or ``limits``, the one check msgspec does not make)."""
+    if strings is not None:
+        share = strings.setdefault
+        for index in _REPEATED:
+            value = out[index]
+            if value is not None:
+                out[index] = share(value, value)
     if out[_LISTED_AT] is not None:
         out[_LISTED_AT] = tuple(out[_LISTED_AT].items())
     if out[_RUN_AT] is not None:
@@ -623,7 +613,7 @@ def _read_plan(types: tuple[type, ...]) -> _ReadPlan | None:
     return tuple(checks), tuple(strings), tuple(objects)
 
 
-def _fast_entry(data: dict[str, Any], strings: dict[str, str]) -> Entry | None:
+def _fast_entry(data: dict[str, Any], strings: dict[str, str] | None) -> Entry | None:
     """The ``Entry`` of a decoded line of the common shape (every field, values of the right
     types and ranges), or None to leave the line to ``_entry``.
 
@@ -649,10 +639,11 @@ def _fast_entry(data: dict[str, Any], strings: dict[str, str]) -> Entry | None:
         if not check(values[index]):
             return None
     out = list(values)
-    share = strings.setdefault
-    for index in text:
-        value = out[index]
-        out[index] = share(value, value)
+    if strings is not None:
+        share = strings.setdefault
+        for index in text:
+            value = out[index]
+            out[index] = share(value, value)
     if objects:
         _finish(data, strings)
         for index in objects:
@@ -695,10 +686,14 @@ def _text(raw: str | bytes, name: str, number: int) -> str:
 _BLANK: Any = object()
 
 
-def iter_entries(lines: Iterable[str | bytes], name: str) -> Iterator[Entry]:
+def iter_entries(
+    lines: Iterable[str | bytes], name: str, *, share_strings: bool = True
+) -> Iterator[Entry]:
     """Entries from JSONL ``lines`` (text or UTF-8 bytes), one at a time in file order; blank
-    lines skipped. Only the current line is held, and equal strings are shared between
-    entries (up to ``_SHARED`` of them at a time).
+    lines skipped. Only the current line is held. With ``share_strings``, equal strings (job
+    ids, paths, digests...) are held once between entries, up to ``_SHARED`` of them at a
+    time: worth it to a reader that keeps the entries, about a fifth of the time for naught
+    to one that drops them as it goes.
 
     A line of the fake's shape is decoded and checked by msgspec where it is installed
     (``_line_decoder``); any other line by json.loads, then by a plan (``_fast_entry``) or
@@ -708,9 +703,9 @@ def iter_entries(lines: Iterable[str | bytes], name: str) -> Iterator[Entry]:
     Raises ``JournalError`` for the first line that is not an entry.
     """
     decode = _line_decoder()
-    strings: dict[str, str] = {}
+    strings: dict[str, str] | None = {} if share_strings else None
     for number, raw in enumerate(lines, start=1):
-        if len(strings) > _SHARED:
+        if strings is not None and len(strings) > _SHARED:
             strings.clear()
         if decode is not None:
             try:
@@ -718,6 +713,9 @@ def iter_entries(lines: Iterable[str | bytes], name: str) -> Iterator[Entry]:
             except (ValueError, RecursionError):
                 pass  # not of the fake's shape, or not JSON: json.loads decodes or words it
             else:
+                if strings is None and values[_LISTED_AT] is None and values[_RUN_AT] is None:
+                    yield Entry(*values)  # what _decoded_entry makes of it, one call less
+                    continue
                 try:
                     entry = _decoded_entry(values, strings)
                 except BadEntry as exc:
@@ -735,6 +733,14 @@ def iter_entries(lines: Iterable[str | bytes], name: str) -> Iterator[Entry]:
             yield _fast_entry(data, strings) or _entry(data, strings)
         except BadEntry as exc:
             raise JournalError(name, number, str(exc)) from None
+
+
+def entry_from_line(line: str | bytes) -> Entry:
+    """The ``Entry`` one JSONL line stands for, as ``iter_entries`` reads it (msgspec for the
+    fake's lines). Raises ``ValueError`` for a line that is not one, a blank line included."""
+    for entry in iter_entries((line,), "<line>", share_strings=False):
+        return entry
+    raise JournalError("<line>", 1, "a blank line, not a journal entry")
 
 
 def parse_lines(lines: Iterable[str | bytes], name: str) -> list[Entry]:

@@ -57,6 +57,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "fakeprovider._report",
         "fakeprovider._rules",
         "fakeprovider._starter",
+        "fakeprovider._stream",
         "fakeprovider._table",
         "fakeprovider.engine",
         "fakeprovider.explain",

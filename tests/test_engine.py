@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import email.utils
+import random
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fakeprovider.clock import DEFAULT_EPOCH
-from fakeprovider.engine import Engine
+from fakeprovider.engine import Engine, _Ordered
 from fakeprovider.jobstore import MemoryJobStore
 from fakeprovider.messages import ApiError, Request
 from fakeprovider.scenario import load_scenario, parse_scenario
@@ -602,4 +604,78 @@ def test_over_capacity_a_refusing_provider_answers_429() -> None:
         429,
         "too_many_active_jobs",
         (("Retry-After", "7"),),
+    )
+
+
+def test_job_numbers_by_status_stay_sorted_through_adds_and_removes_in_any_order() -> None:
+    rng = random.Random(15)
+    ordered = _Ordered()
+    kept: set[int] = set()
+    blocks = 0
+    # grow past several blocks (adds outnumber removes), then shrink, then empty it
+    for remove_share in (0.25, 0.9):
+        for _ in range(6000):
+            if kept and rng.random() < remove_share:
+                number = rng.choice(tuple(kept))
+                ordered.remove(number)
+                kept.discard(number)
+            else:
+                number = rng.randrange(10_000)
+                if number not in kept:
+                    ordered.add(number)
+                    kept.add(number)
+            blocks = max(blocks, len(ordered._blocks))
+            assert len(ordered) == len(kept)
+        assert list(ordered.ascending()) == sorted(kept)
+        assert list(ordered.descending()) == sorted(kept, reverse=True)
+    for number in rng.sample(sorted(kept), len(kept)):
+        ordered.remove(number)
+    assert blocks >= 3
+    assert len(ordered) == 0
+    assert not ordered._blocks
+
+
+LISTED = """
+jobs:
+  - match: {prompt: quick}
+    timeline:
+      - status: queued
+      - {at: 1s, status: succeeded}
+  - timeline:
+      - status: queued
+      - {at: 5s, status: processing}
+"""
+
+
+def _page(engine: Engine, now: float, statuses: frozenset[str], page: tuple[int, int]) -> Any:
+    request = Request("list", "GET", "/v1/jobs", statuses=statuses, page=page, newest_first=True)
+    reply = engine.handle(request, now)
+    return reply.total, [(view.id, view.status) for view in reply.jobs]
+
+
+def test_a_list_filtered_by_status_shows_the_same_page_from_the_index_or_from_every_job() -> None:
+    shared = MemoryJobStore()
+    other = Engine(parse_scenario(LISTED), store=shared, new_id=lambda seed, n: f"other_{n}")
+    other.handle(Request("submit", "POST", "/v1/jobs", body={"prompt": "quick"}), 0.0)
+    mine = Engine(parse_scenario(LISTED), store=shared)  # a store with a job it did not make
+    alone = Engine(parse_scenario(LISTED))
+    for index in range(6):
+        body = {"prompt": "quick" if index % 3 == 0 else "slow"}
+        for engine in (mine, alone):
+            engine.handle(Request("submit", "POST", "/v1/jobs", body=body), float(index))
+    queued = frozenset({"queued"})
+    either = frozenset({"succeeded", "processing"})
+    assert _page(alone, 6.5, queued, (0, 10)) == (
+        3,
+        [(alone.jobs[i].id, "queued") for i in (5, 4, 2)],
+    )
+    assert _page(alone, 6.5, either, (1, 2)) == (
+        3,
+        [(alone.jobs[1].id, "processing"), (alone.jobs[0].id, "succeeded")],
+    )
+    # the other engine's job is not in this one's index (nor on its schedule: it is still
+    # queued here): every job is walked, and it is listed
+    assert _page(mine, 6.5, queued, (0, 10)) == (
+        4,
+        [(mine.jobs[i].id, "queued") for i in (6, 5, 3)] + [("other_1", "queued")],
     )

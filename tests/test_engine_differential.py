@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import random
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -24,7 +25,14 @@ from fakeprovider.clock import DEFAULT_EPOCH
 from fakeprovider.dialects import DIALECTS, get_dialect
 from fakeprovider.engine import Engine
 from fakeprovider.entries import jsonl_line
-from fakeprovider.messages import JobView, Reply, Request, StateChange, fast_reply, fast_view
+from fakeprovider.messages import (
+    JobView,
+    Reply,
+    Request,
+    StateChange,
+    fast_reply,
+    fast_view,
+)
 from fakeprovider.scenario import Scenario, bundled_scenarios, load_scenario, parse_scenario
 from tests.engine_reference import ReferenceEngine
 
@@ -91,12 +99,33 @@ def _scenarios() -> dict[str, Scenario]:
 SCENARIOS = _scenarios()
 
 
+STATUSES = (
+    None,
+    None,
+    frozenset({"queued"}),
+    frozenset({"processing", "succeeded", "completed_with_errors"}),
+    frozenset({"failed", "cancelled"}),
+    frozenset(),
+)
+
+
 def _queued(view: JobView) -> bool:
     return view.status == "queued"
 
 
 def _done(view: JobView) -> bool:
     return view.done
+
+
+class _Within:
+    """A list's ``statuses`` and ``select`` as one ``select``."""
+
+    def __init__(self, request: Request) -> None:
+        self.statuses = request.statuses or frozenset()
+        self.select = request.select
+
+    def __call__(self, view: JobView) -> bool:
+        return view.status in self.statuses and (self.select is None or self.select(view))
 
 
 def _request(rng: random.Random, ids: list[str], tokens: list[str]) -> Request:
@@ -125,6 +154,7 @@ def _request(rng: random.Random, ids: list[str], tokens: list[str]) -> Request:
             credential=credential,
             client=client,
             select=select,
+            statuses=rng.choice(STATUSES),
             page=rng.choice([None, (0, 2), (1, 3), (5, 10)]),
             newest_first=rng.random() < 0.5,
         )
@@ -173,12 +203,16 @@ def _play(make: Callable[..., Any], scenario: Scenario, dialect: str, seed: int)
     for _ in range(120):
         now += rng.choice([0.0, 0.001, 0.25, 1.0, 3.0, 20.0, 90.0])
         request = _request(rng, ids, tokens)
+        if make is ReferenceEngine and request.statuses is not None:
+            # the reference knows no ``statuses``: the same filter, as a ``select``
+            request = replace(request, statuses=None, select=_Within(request))
         reply = engine.handle(request, now)
         if reply.job is not None and reply.job.id not in ids:
             ids.append(reply.job.id)
         # a download's bytes (megabytes) are compared by digest, the rest field by field in order
         content = reply.content and hashlib.sha256(reply.content).hexdigest()
         fields = [(name, value) for name, value in vars(reply).items() if name != "content"]
+        fields[1] = ("request", replace(reply.request, statuses=None, select=None))
         seen.append((content, fields, reply.job, reply.jobs))
         if rng.random() < 0.3:
             seen.append(("due", engine.advance_all(now + rng.choice([1.0, 30.0]))))

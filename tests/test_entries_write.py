@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fakeprovider.entries import _DATACLASS_INIT, _MOST_PLANS, FIELD_NAMES, Entry, jsonl_line
+from fakeprovider.entries import _DATACLASS_INIT, _MOST_WRITERS, FIELD_NAMES, Entry, jsonl_line
 from fakeprovider.journal import RetryAfterRecord
 
 
@@ -111,14 +111,14 @@ def test_lines_stay_exact_past_the_number_of_patterns_kept() -> None:
     base = dict.fromkeys(FIELD_NAMES)
     kinds = [1, 1.5, "x", True]
     written = []
-    for n in range(_MOST_PLANS + 50):
+    for n in range(_MOST_WRITERS + 50):
         values = {**base}
         for slot, name in enumerate(FIELD_NAMES[:5]):
             values[name] = kinds[(n >> (2 * slot)) % 4]
         entry = Entry(**values)
         written.append(jsonl_line(entry) == reference_line(entry))
     assert all(written)
-    assert len(written) > _MOST_PLANS
+    assert len(written) > _MOST_WRITERS
 
 
 def test_a_request_line_reads_as_the_fake_writes_it() -> None:

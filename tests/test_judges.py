@@ -150,3 +150,48 @@ def test_a_job_read_a_million_times_keeps_one_read_in_each_judge() -> None:
     assert isinstance(deadline, _judges.Deadline)
     assert deadline.jobs["j_1"].maxima == []
     assert judge.close({}) == []
+
+
+@st.composite
+def jittered_reads(draw: st.DrawFn) -> list[Entry]:
+    """Up to 400 status reads of a busy client, received mostly in order, some a little back
+    in time (as concurrent requests are), some far back."""
+    out = []
+    at = 0.0
+    for seq in range(1, draw(st.integers(0, 400)) + 1):
+        at += draw(st.sampled_from((0.0, 0.01, 0.05, 0.2)))
+        back = draw(st.sampled_from((0.0,) * 20 + (0.03, 0.5, 30.0)))
+        out.append(
+            Entry(
+                seq=seq,
+                kind="status",
+                job_id="j_1",
+                method="GET",
+                path="/v1/jobs/j_1",
+                client="c",
+                received_at=max(0.0, at - back),
+            )
+        )
+    return out
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    jittered_reads(),
+    st.builds(
+        Limits,
+        status_rate=st.sampled_from((5.0, 20.0, 60.0)),
+        status_rate_window=st.sampled_from((0.5, 1.0, 2.0)),
+    ),
+)
+def test_the_bounded_status_rate_finds_what_the_rule_finds_or_says_it_cannot(
+    reads: list[Entry], limits: Limits
+) -> None:
+    judge = _judges.BoundedStatusRate(limits)
+    try:
+        for e in reads:
+            judge.add(e)
+    except _judges.Unjudgeable:
+        return
+    assert judge.close({}) == list(_rules.status_rate(reads, limits))
+    assert len(judge.times) <= 2 * (2 * judge.allowed + 64) + 1

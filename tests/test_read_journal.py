@@ -17,7 +17,8 @@ import pytest
 
 from fakeprovider import entries
 from fakeprovider.entries import BadEntry, JournalError, _show, entry_from_dict, jsonl_line
-from fakeprovider.journal import Entry, RetryAfterRecord, iter_journal, read_journal
+from fakeprovider.journal import Entry, Journal, RetryAfterRecord, iter_journal, read_journal
+from tests.bench_scripts import load_script
 
 
 def entry(seq: int, **kwargs: object) -> Entry:
@@ -147,8 +148,8 @@ def outcome(read: Callable[[], list[Entry]]) -> tuple[str, Any]:
         return "refused", str(exc)
 
 
-def read(source: io.BytesIO | io.StringIO) -> tuple[str, Any]:
-    return outcome(partial(list, iter_journal(source)))
+def read(source: io.BytesIO | io.StringIO, share_strings: bool = False) -> tuple[str, Any]:
+    return outcome(partial(list, iter_journal(source, share_strings=share_strings)))
 
 
 SAMPLES = [
@@ -295,6 +296,7 @@ def test_msgspec_and_json_loads_read_mutated_lines_alike(monkeypatch: pytest.Mon
         data = good[1] + line + good[2]  # a line cut short runs into the next, as in a file
         expected = outcome(partial(reference_entries, list(io.BytesIO(data)), "<journal>"))
         assert read(io.BytesIO(data)) == expected, (number, line)
+        assert read(io.BytesIO(data), share_strings=True) == expected, (number, line)
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
@@ -306,6 +308,7 @@ def test_msgspec_and_json_loads_read_mutated_lines_alike(monkeypatch: pytest.Mon
         with monkeypatch.context() as patch:
             patch.setattr(entries, "_line_decoder", lambda: None)
             assert read(io.BytesIO(data)) == expected, (number, line)
+            assert read(io.BytesIO(data), share_strings=True) == expected, (number, line)
         tally[expected[0]] += 1
         try:
             if decode is not None:
@@ -374,7 +377,80 @@ def test_a_line_of_the_fakes_shape_and_any_other_make_the_same_entry() -> None:
     assert entries._fast_entry(dict(fewer), {}) is None  # left to the careful path
 
 
-def test_shared_strings_start_afresh_past_the_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("decoder", ["msgspec", "json"])
+def test_shared_strings_are_held_once_and_start_afresh_past_the_bound(
+    monkeypatch: pytest.MonkeyPatch, decoder: str
+) -> None:
+    if decoder == "json":
+        monkeypatch.setattr(entries, "_line_decoder", lambda: None)
+    journal = [entry(n, job_id=f"job_{n // 2}", client="c", fault="slow") for n in range(1, 20)]
+    text = jsonl(*journal)
+    shared = list(iter_journal(io.StringIO(text), share_strings=True))
+    assert shared == journal
+    assert len({id(e.job_id) for e in shared}) == len({e.job_id for e in shared}) == 10
+    assert len({id(e.fault) for e in shared}) == 1
+    apart = list(iter_journal(io.StringIO(text)))
+    assert apart == journal
     monkeypatch.setattr(entries, "_SHARED", 2)
-    journal = [entry(n, job_id=f"job_{n}", client=f"c{n}") for n in range(1, 20)]
-    assert list(iter_journal(io.StringIO(jsonl(*journal)))) == journal
+    assert list(iter_journal(io.StringIO(text), share_strings=True)) == journal
+
+
+def test_numbers_of_every_form_read_as_json_loads_reads_them() -> None:
+    """Random JSON numbers (up to 40 digits, exponents to +-400, halfway cases among them) in a
+    time field: msgspec's reading of each is json.loads's, or it leaves the line to json."""
+    rng = random.Random(150)
+    line = jsonl_line(entry(1)).encode()
+    numbers = []
+    for _ in range(3000):
+        digits = "".join(rng.choice("0123456789") for _ in range(rng.randint(1, 40)))
+        number = rng.choice(["", "-"]) + (digits.lstrip("0") or "0")
+        if rng.random() < 0.7:
+            number += "." + "".join(rng.choice("0123456789") for _ in range(rng.randint(1, 25)))
+        if rng.random() < 0.5:
+            number += rng.choice("eE") + rng.choice(["", "+", "-"]) + str(rng.randint(0, 400))
+        numbers.append(number.encode())
+    numbers += [repr(rng.uniform(-1e9, 1e9)).encode() for _ in range(500)]
+    numbers += [b"1.00000000000000011102230246251565404236316680908203125", b"9007199254740993"]
+    lines = [line.replace(b'"received_at":1.0', b'"received_at":' + n) for n in numbers]
+    for number, one in zip(numbers, lines, strict=True):
+        expected = outcome(partial(reference_entries, [one], "<journal>"))
+        assert read(io.BytesIO(one)) == expected, number
+
+
+def test_entry_from_line_reads_a_line_as_iter_journal_does() -> None:
+    for sample in SAMPLES:
+        assert entries.entry_from_line(jsonl_line(sample)) == sample
+        assert entries.entry_from_line(jsonl_line(sample).encode()) == sample
+    for line, message in [
+        ("\n", "<line>:1: a blank line, not a journal entry"),
+        ("not json\n", "<line>:1: not JSON (Expecting value at column 1)"),
+        ('{"seq": -1}\n', "<line>:1: seq: expected a whole number at least 0, got -1"),
+    ]:
+        with pytest.raises(ValueError, match="^" + re.escape(message)):
+            entries.entry_from_line(line)
+
+
+def test_a_bounded_journal_skips_lines_not_its_own_when_reading_its_file(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "journal.jsonl"
+    path.write_text('not json\n{"seq": 1}\n\n[1]\n')  # the file held these before the server
+    with path.open("a", encoding="utf-8") as stream:
+        journal = Journal(sink=stream, memory=1)
+        for _ in range(3):
+            journal.append(entry(journal.next_seq(), completed_at=1.0))
+        assert [e.seq for e in journal] == [3]
+        assert journal.run_entries() == [entry(n, completed_at=1.0) for n in (1, 2, 3)]
+        journal.close()
+
+
+def test_the_read_benchmark_reads_each_shape_each_way(capsys: pytest.CaptureFixture[str]) -> None:
+    bench = load_script("bench_check_scaling")
+    bench.read_table(["many-jobs", "retry-storm"], 40, 1, time.monotonic() + 60)
+    out = capsys.readouterr().out.splitlines()
+    ways = ["json+checks", "json+plan", "iter_entries", "not shared", "json.loads", "msgspec"]
+    if entries._line_decoder() is None:
+        ways.remove("msgspec")
+    assert out[2].split() == ["shape", "B/line", *" ".join(ways).split(), "ratio"]
+    assert [line.split()[0] for line in out[3:5]] == ["many-jobs", "retry-storm"]
+    assert all(len(line.split()) == len(ways) + 3 for line in out[3:5])

@@ -42,6 +42,11 @@ _STATUS = {
     "failed": "failed",
     "cancelled": "cancelled",
 }
+#: The engine statuses each of Ark's shows (``failed`` and ``expired`` are both ``failed``).
+_ENGINE_STATUSES = {
+    shown: frozenset(status for status, mine in _STATUS.items() if mine == shown)
+    for shown in set(_STATUS.values())
+} | {"expired": frozenset({"failed"})}
 #: ``content`` item types Ark accepts.
 _CONTENT_TYPES = ("text", "image_url", "video_url", "audio_url", "draft_task")
 #: Ark's error code and type for each HTTP status the fake answers.
@@ -152,9 +157,13 @@ class ArkDialect(Dialect):
                 and (task_id is None or job.id == task_id)
             )
 
+        # the engine keeps jobs by status: a status filter alone costs a page, not every job
+        statuses = None if status is None else _ENGINE_STATUSES.get(status, frozenset())
+        exact = status not in ("failed", "expired")  # both are the engine's "failed"
         return new_request(
             kind="list",
-            select=None if status is None and model is None and task_id is None else wanted,
+            select=None if exact and model is None and task_id is None else wanted,
+            statuses=statuses,
             page=page,
             newest_first=True,
             **common,

@@ -158,9 +158,12 @@ class DashScopeDialect(Dialect):
                 model is None or job.request.get("model") == model
             )
 
+        # the engine keeps jobs by status: a status filter alone costs a page, not every job
+        statuses = None if status is None else frozenset(s for s in _STATUS if _STATUS[s] == status)
         return new_request(
             kind="list",
-            select=None if status is None and model is None else wanted,
+            select=None if model is None else wanted,
+            statuses=statuses,
             page=page,
             newest_first=True,
             **common,

@@ -1,0 +1,630 @@
+"""A journal checked as it streams by, in memory that does not grow with its entries (pure).
+
+``check_stream`` gives the ``Report`` that ``invariants.check`` gives for the same entries
+(violations, metrics, coverage and warnings equal, field for field and in the same order),
+but takes the entries one at a time, in file order, and keeps only per-run, per-client and
+per-job state: the rules' judges (``_judges``), the counts and per-job facts the metrics,
+coverage and warnings need, and the webhook deliveries (a few per job). The report holds no
+entries; ``render_streamed`` draws the text report's timelines from a second pass that keeps
+only the entries those timelines show.
+
+Entries are judged in ``order_entries``'s order: ``in_seq_order`` restores it with a bounded
+buffer (a file is written in the order answers complete, close to seq order). When the file's
+order cannot be restored within the buffer, it raises ``Unordered`` and the caller judges the
+journal in memory instead, so the verdict never depends on the buffer.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import heapq
+import operator
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from ._judges import ClientJudge, Unjudgeable
+from ._report import render_indexed
+from ._rules import Violation, _answer, describe, told, was_sent, webhook_ack
+from ._runs import _RUN_STARTS
+from .invariants import INVARIANTS
+from .journal import Entry
+from .limits import Limits
+from .scenario import TERMINAL_STATUSES
+
+__all__ = ["StreamReport", "Unordered", "check_stream", "in_seq_order", "render_streamed"]
+
+#: How many entries ``in_seq_order`` holds back waiting for a missing seq before it gives up
+#: waiting (and, should that seq come after all, raises ``Unordered``).
+WINDOW = 4096
+
+
+class Unordered(Unjudgeable):
+    """The entries are too far out of seq order to be judged as they stream by."""
+
+
+def in_seq_order(entries: Iterable[Entry], window: int = WINDOW) -> Iterator[Entry]:
+    """``entries`` in ``order_entries``'s order, holding back at most about ``window`` of them.
+
+    Within a process's part of the file (from its run header numbered 0), an entry is let
+    through once every seq below it has been, or once ``window`` entries wait. Raises
+    ``Unordered`` when an entry comes after one with a higher seq was let through, or when the
+    file's first run header numbered 0 comes after other entries (``order_entries`` then
+    sorts the file as one part or several, which only its end tells).
+    """
+    heap: list[tuple[int, int, Entry]] = []
+    last = -1  # the last seq let through in this part
+    headers = 0
+    for position, e in enumerate(entries):
+        seq = e.seq
+        if seq == 0 and e.run is not None:
+            if position:
+                if not headers:
+                    raise Unordered("a run header numbered 0 after other entries")
+                while heap:
+                    yield heapq.heappop(heap)[2]
+                last = -1
+            headers += 1
+        if seq < last:
+            raise Unordered(f"seq {seq} after seq {last}")
+        heapq.heappush(heap, (seq, position, e))
+        while heap and (heap[0][0] <= last + 1 or len(heap) > window):
+            last, _, out = heapq.heappop(heap)
+            yield out
+    while heap:
+        yield heapq.heappop(heap)[2]
+
+
+@dataclasses.dataclass(frozen=True)
+class StreamReport:
+    """What ``check_stream`` found, as ``Report`` has it, plus what the CLI needs from the
+    entries: each run's header and whether any client request was seen."""
+
+    violations: tuple[Violation, ...]
+    metrics: dict[str, Any]
+    coverage: dict[str, Any]
+    warnings: tuple[str, ...]
+    limits: Limits
+    headers: tuple[dict[str, Any] | None, ...]
+    tested: bool
+
+
+class _Client:
+    """One client's state in one run (beyond its judges): metrics, coverage, warnings."""
+
+    __slots__ = (
+        "ended",
+        "failed_last",
+        "jobs",
+        "judge",
+        "known",
+        "last",
+        "metrics",
+        "observed",
+        "retries",
+        "seen",
+    )
+
+    def __init__(self, limits: Limits, metrics: dict[str, Any], observed: set[str]) -> None:
+        self.judge = ClientJudge(limits, bounded=True)
+        self.metrics = metrics
+        self.observed = observed
+        self.failed_last: dict[tuple[str, str | None], bool] = {}
+        self.retries = 0
+        self.seen: dict[str, float] = {}  # job -> first completed answer showing it ended
+        self.jobs: set[str] = set()  # the jobs its entries name
+        self.known: set[str] = set()  # as ``_with_listed`` counts them
+        self.last: dict[str, Entry] = {}  # job -> its last entry, list answers expanded
+        self.ended: set[str] = set()
+
+
+class _Run:
+    """One run's state."""
+
+    __slots__ = (
+        "clients",
+        "deliveries",
+        "hooks_of",
+        "limits",
+        "notified",
+        "notified_status",
+        "number",
+        "status_changes",
+        "terminal_at",
+        "true_by_job",
+        "violations",
+    )
+
+    def __init__(self, number: int, limits: Limits) -> None:
+        self.number = number
+        self.limits = limits
+        self.clients: dict[str, _Client] = {}
+        self.hooks_of: dict[str, list[Entry]] = {}
+        self.violations: list[Violation] = []
+        self.terminal_at: dict[str, float] = {}
+        self.status_changes: dict[str, tuple[dict[float, str], list[float]]] = {}
+        self.true_by_job: dict[str, set[str]] = {}
+        self.deliveries = 0
+        self.notified: set[str] = set()  # jobs a genuine webhook told had ended (metrics)
+        self.notified_status: set[str | None] = set()  # by the entry's status (warnings)
+
+
+class _Totals:
+    """What the metrics and coverage count over every run."""
+
+    def __init__(self) -> None:
+        self.per_client: dict[str, dict[str, Any]] = {}
+        self.delays: list[tuple[str, str, int, float]] = []
+        self.time_in_status: list[tuple[str, int, dict[str, float]]] = []
+        self.acknowledged = 0
+        self.deliveries = 0
+        self.by_event: Counter[str] = Counter()
+        self.terminal_jobs = 0
+        self.notified = 0
+        self.observed: dict[str, set[str]] = {}
+        self.reached: dict[str, set[str]] = {}
+        self.codes: Counter[int] = Counter()
+        self.forms: Counter[str] = Counter()
+        self.faults: Counter[str] = Counter()
+        self.dropped = 0
+        self.requests = 0
+        self.sent = False
+        self.gave_up: list[str] = []
+
+
+def check_stream(
+    entries: Iterable[Entry], limits_of: Callable[[dict[str, Any] | None], Limits]
+) -> StreamReport:
+    """Judge ``entries`` (in ``order_entries``'s order: see ``in_seq_order``) as
+    ``invariants.check`` does, each run by ``limits_of(its header)``; the report's ``limits``
+    are the first run's (``limits_of(None)`` for a journal with no run)."""
+    totals = _Totals()
+    runs: list[_Run] = []
+    headers: list[dict[str, Any] | None] = []
+    header: dict[str, Any] | None = None
+    run: _Run | None = None
+    tested = False
+    for e in entries:
+        kind = e.kind
+        if kind == "admin":
+            if e.run is not None or e.path in _RUN_STARTS:
+                if run is not None:
+                    _close_run(run, totals)
+                    run = None
+                    header = e.run
+                elif e.run is not None:
+                    header = e.run
+            continue
+        if run is None:
+            run = _Run(len(runs), limits_of(header))
+            runs.append(run)
+            headers.append(header)
+        if kind == "webhook":
+            _webhook(run, e, totals)
+            continue
+        tested = True
+        if kind != "unknown":
+            _request(run, e, totals)
+            continue
+        if e.job_id and e.true_status:
+            run.true_by_job.setdefault(e.job_id, set()).add(e.true_status)
+        _status_facts(run, e)
+    if run is not None:
+        _close_run(run, totals)
+    applied = runs[0].limits if runs else limits_of(None)
+    count = len(runs)
+    violations = tuple(v for r in runs for v in r.violations)
+    return StreamReport(
+        violations=violations,
+        metrics=_metrics(totals, count),
+        coverage=(found := _coverage(totals, applied))[0],
+        warnings=tuple(found[1]),
+        limits=applied,
+        headers=tuple(headers),
+        tested=tested,
+    )
+
+
+def _status_facts(run: _Run, e: Entry) -> None:
+    """What ``_terminal_at`` and ``_time_in_status`` take from any entry of the run."""
+    job_id, true_status, since = e.job_id, e.true_status, e.status_since
+    if job_id is None or true_status is None or since is None:
+        return
+    if job_id and true_status in TERMINAL_STATUSES and job_id not in run.terminal_at:
+        run.terminal_at[job_id] = since
+    changes = run.status_changes.get(job_id)
+    if changes is None:
+        run.status_changes[job_id] = changes = ({}, [0.0])
+    changes[0][since] = true_status
+    last_seen = changes[1]
+    last_seen[0] = max(last_seen[0], e.received_at)
+
+
+def _webhook(run: _Run, e: Entry, totals: _Totals) -> None:
+    job_id = e.job_id
+    if job_id is not None:
+        run.hooks_of.setdefault(job_id, []).append(e)
+    if job_id and e.true_status:
+        run.true_by_job.setdefault(job_id, set()).add(e.true_status)
+    _status_facts(run, e)
+    run.violations.extend(webhook_ack((e,), run.limits))
+    if was_sent(e):
+        totals.sent = True
+        run.deliveries += 1
+        totals.deliveries += 1
+        if e.status_code is not None and 200 <= e.status_code < 300:
+            totals.acknowledged += 1
+        totals.by_event[e.event or "unknown"] += 1
+        if job_id and told(e) and (e.event or "").removeprefix("job.") in TERMINAL_STATUSES:
+            run.notified.add(job_id)
+    if e.job_status in TERMINAL_STATUSES and told(e):
+        run.notified_status.add(job_id)
+
+
+def _request(run: _Run, e: Entry, totals: _Totals) -> None:
+    client = run.clients.get(e.client)
+    if client is None:
+        metrics = totals.per_client.setdefault(
+            e.client,
+            {
+                "requests": 0,
+                "status_reads": 0,
+                "completions": 0,
+                "retries": 0,
+                "rate_limit_hits": 0,
+            },
+        )
+        observed = totals.observed.setdefault(e.client, set())
+        totals.reached.setdefault(e.client, set())
+        run.clients[e.client] = client = _Client(run.limits, metrics, observed)
+    client.judge.add(e)
+    job_id = e.job_id
+    if job_id and e.true_status:
+        run.true_by_job.setdefault(job_id, set()).add(e.true_status)
+    _status_facts(run, e)
+    # metrics
+    m = client.metrics
+    m["requests"] += 1
+    kind = e.kind
+    if kind == "status":
+        m["status_reads"] += 1
+    code = e.status_code
+    if code == 429:
+        m["rate_limit_hits"] += 1
+    key = (kind, e.request_digest if kind == "submit" else job_id)
+    if client.failed_last.get(key, False):
+        client.retries += 1
+    client.failed_last[key] = e.failed
+    status = e.job_status
+    if (
+        job_id
+        and status in TERMINAL_STATUSES
+        and e.completed_at is not None
+        and job_id not in client.seen
+    ):
+        client.seen[job_id] = e.completed_at
+    # coverage
+    totals.requests += 1
+    if code is not None:
+        totals.codes[code] += 1
+    if e.retry_after is not None:
+        totals.forms[e.retry_after.form] += 1
+    if e.fault:
+        totals.faults[e.fault] += 1
+    if e.dropped is not None or code is None:
+        totals.dropped += 1
+    if status:
+        client.observed.add(status)
+    if job_id:
+        client.jobs.add(job_id)
+    # _gave_up: each job's last entry, list answers expanded for the jobs the client knows
+    if job_id is not None:
+        client.known.add(job_id)
+    listed = e.listed
+    if listed and kind == "list":
+        for shown, shown_status in listed:
+            client.last[shown] = e
+            if shown_status in TERMINAL_STATUSES:
+                client.ended.add(shown)
+    elif job_id is not None:
+        client.last[job_id] = e
+        if status in TERMINAL_STATUSES:
+            client.ended.add(job_id)
+
+
+def _close_run(run: _Run, totals: _Totals) -> None:
+    found = [v for client in run.clients.values() for v in client.judge.close(run.hooks_of)]
+    found.extend(run.violations)  # webhook_ack's, after the clients' as ``_judge`` has them
+    order = {name: index for index, name in enumerate(INVARIANTS)}
+    found.sort(key=lambda v: (v.seqs[-1], order[v.invariant]))
+    number = run.number
+    run.violations = [dataclasses.replace(v, run=number) for v in found] if number else found
+    for job_id, (points, last_seen) in run.status_changes.items():
+        ordered = sorted(points.items())
+        spent: dict[str, float] = {}
+        for index, (since, status) in enumerate(ordered):
+            if status in TERMINAL_STATUSES:
+                break
+            until = ordered[index + 1][0] if index + 1 < len(ordered) else last_seen[0]
+            spent[status] = round(spent.get(status, 0.0) + max(0.0, until - since), 6)
+        totals.time_in_status.append((job_id, number, spent))
+    run.status_changes = {}
+    totals.terminal_jobs += len(run.terminal_at)
+    totals.notified += len(run.notified & run.terminal_at.keys())
+    for name, client in run.clients.items():
+        client.metrics["retries"] += client.retries
+        client.metrics["completions"] += len(client.seen)
+        for job_id, at in client.seen.items():
+            if job_id in run.terminal_at:
+                totals.delays.append(
+                    (name, job_id, number, round(max(0.0, at - run.terminal_at[job_id]), 6))
+                )
+        reached = totals.reached[name]
+        for job_id in client.jobs:
+            reached.update(run.true_by_job.get(job_id, ()))
+        for job_id, e in client.last.items():
+            if job_id not in client.known or job_id in client.ended:
+                continue
+            if job_id in run.notified_status or e.kind not in ("status", "content"):
+                continue
+            if not e.failed:
+                continue
+            status = f" while the job was {e.true_status!r}" if e.true_status else ""
+            totals.gave_up.append(
+                f"the client {name!r} never asked about job {job_id} again after"
+                f" {describe(e)} got {_answer(e)}{status}: a failed read is not a failed job;"
+                " unless the client ran out of retries or time, it should have retried"
+            )
+    run.clients = {}
+    run.hooks_of = {}
+
+
+def _job_key(job_id: str, run: int, runs: int) -> str:
+    return job_id if runs == 1 else f"run {run}: {job_id}"
+
+
+def _metrics(totals: _Totals, runs: int) -> dict[str, Any]:
+    per_client = totals.per_client
+    for m in per_client.values():
+        m["polls_per_completion"] = (
+            round(m["status_reads"] / m["completions"], 3) if m["completions"] else None
+        )
+    delays = {
+        f"{client} {_job_key(job_id, number, runs)}": delay
+        for client, job_id, number, delay in totals.delays
+    }
+    time_in_status = {
+        _job_key(job_id, number, runs): spent for job_id, number, spent in totals.time_in_status
+    }
+    reads = sum(m["status_reads"] for m in per_client.values())
+    completions = sum(m["completions"] for m in per_client.values())
+    return {
+        "runs": runs,
+        "requests": sum(m["requests"] for m in per_client.values()),
+        "status_reads": reads,
+        "completions": completions,
+        "polls_per_completion": round(reads / completions, 3) if completions else None,
+        "detection_delay": {
+            "mean": round(sum(delays.values()) / len(delays), 6) if delays else None,
+            "max": max(delays.values()) if delays else None,
+            "by_client_and_job": delays,
+        },
+        "retries": sum(m["retries"] for m in per_client.values()),
+        "rate_limit_hits": sum(m["rate_limit_hits"] for m in per_client.values()),
+        "time_in_status": time_in_status,
+        "webhooks": {
+            "deliveries": totals.deliveries,
+            "acknowledged": totals.acknowledged,
+            "by_event": dict(totals.by_event),
+            "terminal_jobs": totals.terminal_jobs,
+            "terminal_jobs_notified": totals.notified,
+        },
+        "clients": per_client,
+    }
+
+
+def _coverage(totals: _Totals, limits: Limits) -> tuple[dict[str, Any], list[str]]:
+    observed, reached, codes, forms = totals.observed, totals.reached, totals.codes, totals.forms
+    not_checked: dict[str, str] = {}
+    if limits.deadline is None:
+        not_checked["deadline"] = "no deadline was set"
+    if limits.status_rate is None:
+        not_checked["status_rate"] = "opt-in: no status_rate budget was set"
+    if not totals.sent:
+        not_checked["webhook_ack"] = "no webhook was delivered"
+    found = {
+        "statuses_observed": {c: sorted(s) for c, s in sorted(observed.items())},
+        "status_codes": {str(code): n for code, n in sorted(codes.items())},
+        "faults_served": dict(sorted(totals.faults.items())),
+        "retry_after_forms": dict(sorted(forms.items())),
+        "dropped_connections": totals.dropped,
+        "not_checked": not_checked,
+    }
+    warnings: list[str] = []
+    if not totals.requests:
+        warnings.append("the journal holds no requests, so nothing was checked")
+        return found, warnings
+    if not codes.get(429):
+        warnings.append("no 429 was served, so rate-limit handling was not exercised")
+    if not totals.dropped and not any(code >= 500 for code in codes):
+        warnings.append(
+            "no 5xx or dropped connection was served, so retry handling was not exercised"
+        )
+    if not forms:
+        warnings.append("no Retry-After was served, so honours_retry_after was not exercised")
+    if not any(s & TERMINAL_STATUSES for s in observed.values()):
+        warnings.append("no client saw a job end, so stops_at_terminal was not exercised")
+    for client in sorted(observed):
+        for status in sorted(reached.get(client, set()) - observed[client]):
+            warnings.append(f"the client {client!r} never observed {status!r}")
+    warnings.extend(totals.gave_up)
+    warnings.extend(f"{name} was not checked: {why}" for name, why in not_checked.items())
+    return found, warnings
+
+
+def render_streamed(
+    report: StreamReport,
+    entries: Callable[[], Iterable[Entry]],
+    max_violations: int | None = None,
+) -> str:
+    """``Report.render``'s text for a streamed report: the timelines come from one more pass
+    over ``entries()`` (in ``order_entries``'s order) that keeps, for each violation shown,
+    only the entries its timeline shows (``_Window``)."""
+    violations = report.violations
+    shown = violations if not max_violations else violations[:max_violations]
+    windows: dict[int, _Windows] = {}
+    for v in shown:
+        windows.setdefault(v.run, _Windows()).want(v)
+    if windows:
+        for number, e in _numbered(entries()):
+            found = windows.get(number)
+            if found is not None:
+                found.add(e)
+        for found in windows.values():
+            found.finish()
+    empty = _Windows()
+    return render_indexed(
+        violations,
+        len(report.headers),
+        lambda number: windows.get(number, empty),
+        report.metrics,
+        report.warnings,
+        max_violations,
+    )
+
+
+_CONTEXT = 3  # as _report's: entries shown before and after the offending ones
+_MAX_LINES = 14
+
+
+class _Window:
+    """``_RunIndex.window`` for one violation, worked out as the run streams by.
+
+    The related entries (the client's entries about the job, or its status reads for a
+    violation of no job, and the violation's own entries) come in seq order, those of one seq
+    the group's first; kept are the last ``_CONTEXT`` before the violation's first seq, those
+    up to its last (while they could be shown), ``_CONTEXT`` after, and its own entries.
+    """
+
+    def __init__(self, v: Violation) -> None:
+        self.seqs = frozenset(v.seqs)
+        self.low_seq = min(v.seqs)
+        self.high_seq = max(v.seqs)
+        self.named: set[int] = set()  # the seqs whose first entry has been seen
+        self.before: collections.deque[Entry] = collections.deque(maxlen=_CONTEXT)
+        self.skipped = 0  # related entries before the first seq, not kept
+        self.middle: list[Entry] = []
+        self.middle_count = 0
+        self.after: list[Entry] = []
+        self.more_after = False
+        self.mine: list[Entry] = []
+        self.seq: int | None = None  # the seq of the entries held in group and extras
+        self.group: list[Entry] = []
+        self.extras: list[Entry] = []
+        self.result: tuple[list[Entry], bool, bool] = ([], False, False)
+
+    def add(self, e: Entry, in_group: bool) -> None:
+        seq = e.seq
+        if seq != self.seq:
+            self._flush()
+            self.seq = seq
+        named = seq in self.seqs and seq not in self.named
+        if named:
+            self.named.add(seq)
+        if in_group:
+            self.group.append(e)
+        elif named:
+            self.extras.append(e)
+
+    def _flush(self) -> None:
+        seq = self.seq
+        if seq is None:
+            return
+        for e in (*self.group, *self.extras):
+            if seq < self.low_seq:
+                if len(self.before) == _CONTEXT:
+                    self.skipped += 1
+                self.before.append(e)
+            elif seq <= self.high_seq:
+                self.middle_count += 1
+                if len(self.middle) <= _MAX_LINES:
+                    self.middle.append(e)
+            elif len(self.after) < _CONTEXT:
+                self.after.append(e)
+            else:
+                self.more_after = True
+        if seq in self.seqs:
+            self.mine.extend(self.group)
+            self.mine.extend(self.extras)
+        self.group, self.extras = [], []
+
+    def finish(self) -> None:
+        self._flush()
+        self.seq = None
+        if not self.named:
+            return
+        before, after = self.skipped > 0, self.more_after
+        if len(self.before) + self.middle_count + len(self.after) > _MAX_LINES:
+            self.result = (self.mine, before, after)
+        else:
+            self.result = ([*self.before, *self.middle, *self.after], before, after)
+
+
+class _Windows:
+    """The windows of a run's violations shown, fed the run's entries in order."""
+
+    def __init__(self) -> None:
+        self.windows: dict[Violation, _Window] = {}
+        self.by_group: dict[tuple[str, str | None], list[_Window]] = {}
+        self.by_seq: dict[int, list[_Window]] = {}
+
+    def want(self, v: Violation) -> None:
+        if v in self.windows:
+            return
+        window = _Window(v)
+        self.windows[v] = window
+        self.by_group.setdefault((v.client, v.job_id), []).append(window)
+        for seq in window.seqs:
+            self.by_seq.setdefault(seq, []).append(window)
+
+    def add(self, e: Entry) -> None:
+        fed: list[_Window] = []
+        if e.kind != "webhook" and e.kind != "unknown":
+            if e.job_id is not None:
+                for window in self.by_group.get((e.client, e.job_id), ()):
+                    window.add(e, True)
+                    fed.append(window)
+            if e.kind == "status":
+                for window in self.by_group.get((e.client, None), ()):
+                    window.add(e, True)
+                    fed.append(window)
+        for window in self.by_seq.get(e.seq, ()):
+            if window not in fed:
+                window.add(e, False)
+
+    def finish(self) -> None:
+        for window in self.windows.values():
+            window.finish()
+
+    def window(self, v: Violation) -> tuple[list[Entry], bool, bool]:
+        found = self.windows.get(v)
+        return ([], False, False) if found is None else found.result
+
+
+_NUMBER = operator.itemgetter(0)
+
+
+def _numbered(entries: Iterable[Entry]) -> Iterator[tuple[int, Entry]]:
+    """The non-admin entries of ordered ``entries``, each with its run's number as
+    ``split_runs`` counts runs."""
+    number = 0
+    started = False  # whether the current run has an entry
+    for e in entries:
+        if e.kind == "admin":
+            if started and (e.run is not None or e.path in _RUN_STARTS):
+                number += 1
+                started = False
+            continue
+        started = True
+        yield number, e

@@ -1,0 +1,162 @@
+"""A journal judged as it streams by gets the verdict and output of one judged in memory.
+
+``fakeprovider._stream`` judges a journal one entry at a time, keeping per-run, per-client and
+per-job state (``fakeprovider check FILE`` judges that way); ``invariants.check`` judges the
+whole list. Here they are held equal on generated journals of several runs (run headers with
+limits, resets), clients, webhooks and entries out of seq order: the report's fields, and
+``check``'s output in every format with its exit code and stderr, against the in-memory path.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from fakeprovider import _check_cli
+from fakeprovider._formats import FORMATS
+from fakeprovider._stream import Unordered, check_stream, in_seq_order
+from fakeprovider.cli import main
+from fakeprovider.entries import jsonl_line
+from fakeprovider.invariants import check
+from fakeprovider.journal import Entry, order_entries
+from fakeprovider.limits import Limits
+from tests.test_judges import LIMITS, runs
+
+STATUSES = (None, "queued", "processing", "succeeded", "failed")
+
+
+def _admin(seq: int, path: str, run: dict[str, object] | None) -> Entry:
+    return Entry(
+        seq=seq,
+        kind="admin",
+        job_id=None,
+        method="RUN" if run is not None else "POST",
+        path=path,
+        client="fakeprovider",
+        received_at=0.0,
+        response_started_at=0.0,
+        completed_at=0.0,
+        status_code=None if run is not None else 200,
+        run=run,
+    )
+
+
+@st.composite
+def journals(draw: st.DrawFn) -> list[Entry]:
+    """One to three runs (each after a run header, a reset or nothing), in seq order, with
+    job facts, faults and unknown entries drawn in."""
+    out: list[Entry] = []
+    seq = 0
+    for number in range(draw(st.integers(1, 3))):
+        start = draw(st.sampled_from(("header", "reset", "none") if number else ("header", "none")))
+        if start == "header":
+            limits = draw(LIMITS).to_dict()
+            header = {"scenario": draw(st.sampled_from(("a", "b"))), "limits": limits}
+            out.append(_admin(seq, "/__admin/start" if not out else "/__admin/reset", header))
+        elif start == "reset":
+            out.append(_admin(seq, "/__admin/reset", None))
+        for e in draw(runs()):
+            seq += 1
+            out.append(
+                dataclasses.replace(
+                    e,
+                    seq=seq,
+                    kind=draw(st.sampled_from((e.kind,) * 9 + ("unknown",))),
+                    true_status=draw(st.sampled_from(STATUSES)),
+                    status_since=draw(st.sampled_from((None, 0.0, 1.5, 3.0))),
+                    fault=draw(st.sampled_from((None, None, "slow"))),
+                )
+            )
+        seq += 1
+    return out
+
+
+def _limits_of(header: dict[str, object] | None) -> Limits:
+    if header is None:
+        return Limits()
+    return Limits(**header["limits"])  # type: ignore[arg-type]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(journals())
+def test_a_journal_judged_as_it_streams_by_gets_the_in_memory_report(
+    entries: list[Entry],
+) -> None:
+    ordered = order_entries(entries)
+    headers = [e.run for e in ordered if e.run is not None]
+    found = check_stream(in_seq_order(ordered), _limits_of)
+    runs = check(ordered, Limits(), run_limits=[_limits_of(h) for h in found.headers])
+    first = _limits_of(found.headers[0]) if found.headers else Limits()
+    expected = check(ordered, first, run_limits=[_limits_of(h) for h in found.headers])
+    assert found.violations == expected.violations == runs.violations
+    assert found.metrics == expected.metrics
+    assert list(found.metrics) == list(expected.metrics)
+    assert found.coverage == expected.coverage
+    assert found.warnings == expected.warnings
+    assert found.limits == expected.limits
+    assert all(h in headers for h in found.headers if h is not None)
+
+
+@settings(max_examples=150, deadline=None)
+@given(journals(), st.randoms(use_true_random=False), st.integers(1, 8))
+def test_entries_put_back_in_seq_order_are_order_entries_or_refused(
+    entries: list[Entry], random: object, window: int
+) -> None:
+    shuffled = list(entries)
+    # nudge a few entries out of place, as concurrent answers complete out of seq order
+    for _ in range(len(shuffled) // 4):
+        i = random.randrange(len(shuffled))  # type: ignore[attr-defined]
+        j = min(len(shuffled) - 1, i + random.randrange(4))  # type: ignore[attr-defined]
+        shuffled[i], shuffled[j] = shuffled[j], shuffled[i]
+    try:
+        got = list(in_seq_order(shuffled, window))
+    except Unordered:
+        return
+    assert got == order_entries(shuffled)
+
+
+def test_a_missing_seq_that_turns_up_past_the_window_is_refused() -> None:
+    entries = [_admin(n, "/__admin/x", None) for n in (1, 3, 4, 5, 2)]
+    assert [e.seq for e in in_seq_order(entries, window=8)] == [1, 2, 3, 4, 5]
+    with pytest.raises(Unordered, match=r"^seq 2 after seq 5$"):
+        list(in_seq_order(entries, window=2))
+
+
+def _run_check(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    entries=journals(),
+    fmt=st.sampled_from(FORMATS),
+    options=st.sampled_from(
+        ([], ["--deadline", "2"], ["--max-violations", "0"], ["--scenario", "x"])
+    ),
+)
+def test_check_prints_what_it_printed_when_it_held_the_whole_journal(
+    entries: list[Entry],
+    fmt: str,
+    options: list[str],
+    tmp_path_factory: pytest.TempPathFactory,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    path = Path(tmp_path_factory.mktemp("journal")) / "run.jsonl"
+    path.write_text("".join(jsonl_line(e) + "\n" for e in entries))
+    argv = ["check", str(path), "--format", fmt, *options]
+    streamed = _run_check(argv, capsys)
+    with monkeypatch.context() as patched:
+        patched.setattr(_check_cli, "judge_streamed", lambda journal, args: None)
+        in_memory = _run_check(argv, capsys)
+    assert streamed == in_memory
