@@ -12,6 +12,7 @@ child processes, alternating ``DIR`` and this tree ``--rounds`` times, and print
 side by side with their ratio: both sides in the same run, on the same machine load.
 
     python benchmarks/bench_engine.py [--requests 4000] [--rounds 3] [--baseline DIR]
+        [--only long-render/generic,long-render/ark]
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ def _batch(engine: Any, clock: Any, request: Any, count: int) -> float:
     return spent / count / 1000
 
 
-def _measure(requests: int, batches: int) -> dict[str, dict[str, float]]:
+def _measure(requests: int, batches: int, only: str) -> dict[str, dict[str, float]]:
     from fakeprovider.clock import VirtualClock
     from fakeprovider.dialects import DIALECTS
     from fakeprovider.messages import Request
@@ -52,6 +53,8 @@ def _measure(requests: int, batches: int) -> dict[str, dict[str, float]]:
     out: dict[str, dict[str, float]] = {}
     for scenario in SCENARIOS:
         for name in DIALECTS:
+            if only and f"{scenario}/{name}" not in only.split(","):
+                continue
             clock = VirtualClock()
             provider = FakeProvider(scenario, dialect=name, clock=clock, journal_memory=1000)
             engine = provider.engine
@@ -86,10 +89,10 @@ def _measure(requests: int, batches: int) -> dict[str, dict[str, float]]:
     return out
 
 
-def _child(tree: Path, requests: int) -> dict[str, dict[str, float]]:
+def _child(tree: Path, requests: int, only: str) -> dict[str, dict[str, float]]:
     env = dict(os.environ, PYTHONPATH=str(tree))
     done = subprocess.run(
-        [sys.executable, __file__, "--worker", "--requests", str(requests)],
+        [sys.executable, __file__, "--worker", "--requests", str(requests), "--only", only],
         env=env,
         capture_output=True,
         text=True,
@@ -106,15 +109,18 @@ def main() -> int:
     parser.add_argument("--requests", type=int, default=4000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--baseline", type=Path, default=None)
+    parser.add_argument(
+        "--only", default="", help="scenario/dialect pairs, comma-separated (default: all)"
+    )
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker or args.baseline is None:
-        print(json.dumps(_measure(args.requests, 5), indent=1))
+        print(json.dumps(_measure(args.requests, 5, args.only), indent=1))
         return 0
     runs: dict[str, list[dict[str, dict[str, float]]]] = {"before": [], "after": []}
     for _ in range(args.rounds):
-        runs["before"].append(_child(args.baseline, args.requests))
-        runs["after"].append(_child(HERE, args.requests))
+        runs["before"].append(_child(args.baseline, args.requests, args.only))
+        runs["after"].append(_child(HERE, args.requests, args.only))
     print(
         f"{'scenario/dialect':34s} {'status before':>13s} {'after':>7s} {'ratio':>6s}"
         f" {'submit before':>14s} {'after':>7s} {'ratio':>6s}"

@@ -215,6 +215,8 @@ class _Exchange:
     500, or a dropped connection.
     """
 
+    __slots__ = ("_send", "provider", "reply", "send_raw", "started")
+
     def __init__(self, provider: FakeProvider, send: Send) -> None:
         self.provider = provider
         self._send = send

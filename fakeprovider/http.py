@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import email.utils
+import functools
 import json
 import json.encoder
 import math
@@ -22,7 +23,7 @@ import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeVar
 from urllib.parse import quote
 
 __all__ = [
@@ -39,6 +40,7 @@ __all__ = [
     "error_response",
     "fast_constructor",
     "format_http_date",
+    "is_safe_header_value",
     "json_response",
     "json_text",
     "parse_http_date",
@@ -155,6 +157,13 @@ class HttpResponse:
     headers: tuple[tuple[str, str], ...] = ()
 
 
+if TYPE_CHECKING:
+    _response = HttpResponse
+else:
+    #: ``HttpResponse(...)``, the same answer, made without the frozen per-field ``__init__``.
+    _response = fast_constructor(HttpResponse)
+
+
 # --- JSON answers --------------------------------------------------------------------------
 
 
@@ -207,7 +216,9 @@ def json_response(
     # A lone surrogate (refused in request bodies, but a scenario or a path may still carry
     # one) comes out as its JSON escape: rendering an answer must never fail.
     body = json_text(payload).encode("utf-8", "backslashreplace")
-    return HttpResponse(status, body, "application/json", tuple(headers))
+    return _response(
+        status=status, body=body, media_type="application/json", headers=tuple(headers)
+    )
 
 
 def error_response(
@@ -262,14 +273,29 @@ def wire_problem(response: HttpResponse) -> str | None:
             " 200 to 599)"
         )
     for name, _ in response.headers:
-        if not _TOKEN.match(name):
-            return (
-                f"header name {name!r} is not an HTTP token (letters, digits and"
-                " !#$%&'*+-.^_`|~ only)"
-            )
-        if name.lower() in _FRAMING:
-            return f"header {name!r} is written by the server from the body and cannot be scripted"
+        problem = _name_problem(name)
+        if problem is not None:
+            return problem
     return None
+
+
+@functools.lru_cache(maxsize=256)
+def _name_problem(name: str) -> str | None:
+    """Why ``name`` cannot be sent as a header, or None. Remembered: the names an answer
+    carries are a handful, the dialects' and the scenario's."""
+    if not _TOKEN.match(name):
+        return (
+            f"header name {name!r} is not an HTTP token (letters, digits and !#$%&'*+-.^_`|~ only)"
+        )
+    if name.lower() in _FRAMING:
+        return f"header {name!r} is written by the server from the body and cannot be scripted"
+    return None
+
+
+def is_safe_header_value(value: str) -> bool:
+    """Whether ``safe_header_value(value) == value``, without making the safe value: visible
+    ASCII and spaces, none leading or trailing."""
+    return value.isascii() and value.isprintable() and value.strip(" ") == value
 
 
 def safe_header_value(value: str) -> str:

@@ -15,6 +15,7 @@ steps, its concurrency slots, rate-limit buckets and fault counts are still its 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -47,6 +48,9 @@ class Job:
     started: float | None = None
     #: How many jobs the engine created before this one (its place in the order of creation).
     number: int = 0
+    #: While ``scheduled``: the clock reading of the timed step the engine's heap holds it for,
+    #: until a step is taken (then -inf): before it, nothing can move the job on by time.
+    due: float = -math.inf
 
     @property
     def start(self) -> float:

@@ -10,12 +10,15 @@ each as one JSON line to an optional ``JournalSink`` (``StreamSink``: flushed as
 from __future__ import annotations
 
 import atexit
+import codecs
 import contextlib
 import gc
 import itertools
 import logging
 import math
 import operator
+import os
+import stat
 import threading
 from array import array
 from collections import deque
@@ -285,16 +288,75 @@ def _stream_name(stream: IO[str]) -> str | None:
     return name if isinstance(name, str) else None
 
 
+#: Where a sink's file stood when the sink took it: (device, inode, size in bytes).
+_Origin = tuple[int, int, int]
+
+
+def _file_origin(stream: IO[str]) -> _Origin | None:
+    """The file under ``stream`` as a sink starts writing it, when the sink can count where
+    its lines land: a regular file named by ``stream.name``, written in UTF-8 at its end.
+    None otherwise (a pipe, a socket, a stream of no file, another encoding)."""
+    if _stream_name(stream) is None:
+        return None
+    try:
+        if codecs.lookup(getattr(stream, "encoding", None) or "ascii").name != "utf-8":
+            return None
+        stream.flush()
+        at = stream.tell()
+        found = os.fstat(stream.fileno())
+    except (OSError, ValueError, LookupError):  # io.UnsupportedOperation is both
+        return None
+    if not stat.S_ISREG(found.st_mode) or at != found.st_size:
+        return None
+    return (found.st_dev, found.st_ino, at)
+
+
+def _encoded_size(text: str) -> int:
+    """Bytes ``text`` takes in UTF-8 (no copy for ASCII, which jsonl_line's lines mostly are)."""
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
+
+def _checked_end(name: str | None, origin: _Origin | None, written: int) -> int | None:
+    """``origin``'s size plus ``written``, if the file at ``name`` is still the one the sink
+    took and holds exactly that many bytes (no other writer, not truncated, not replaced)."""
+    if name is None or origin is None:
+        return None
+    try:
+        found = os.stat(name)
+    except OSError:
+        return None
+    end = origin[2] + written
+    if (found.st_dev, found.st_ino) != origin[:2] or found.st_size != end:
+        return None
+    return end
+
+
 class StreamSink:
     """Each entry written to ``stream`` and flushed as it comes, by the caller."""
 
     def __init__(self, stream: IO[str]) -> None:
         self.stream = stream
         self.name = _stream_name(stream)
+        self._origin = _file_origin(stream)
+        #: Bytes written to the file since the sink took it.
+        self._written = 0
 
     def write_entry(self, entry: Entry) -> None:
-        self.stream.write(jsonl_line(entry))
+        line = jsonl_line(entry)
+        self.stream.write(line)
         self.stream.flush()
+        self._written += _encoded_size(line)
+
+    def position(self) -> int | None:
+        """The byte offset in the file at which the next line taken will start; None when
+        the sink cannot tell (see ``BatchedSink.position``)."""
+        origin = self._origin
+        return None if origin is None else origin[2] + self._written
+
+    def written_end(self) -> int | None:
+        """The byte offset just past the last line written, if the file is still this sink's
+        alone as far as can be told (``BatchedSink.written_end``); else None."""
+        return _checked_end(self.name, self._origin, self._written)
 
     def flush(self) -> None:
         self.stream.flush()
@@ -362,6 +424,11 @@ class BatchedSink:
         self._lines: list[str] = []
         #: Lines of the batch being written (they still take memory).
         self._in_flight = 0
+        #: The batch being written, and the bytes written to the file since the sink took it
+        #: (``position``: where lines land).
+        self._batch: list[str] = []
+        self._written = 0
+        self._origin = _file_origin(stream)
         # guards _lines, _in_flight, _failure, _thread, _closed, _steady
         self._lock = threading.Lock()
         self._room = threading.Condition(self._lock)  # notified when a batch is written
@@ -404,23 +471,53 @@ class BatchedSink:
                 lines, self._lines = self._lines, []
                 failure, self._failure = self._failure, None
                 self._in_flight = len(lines)
+                self._batch = lines
+            written = 0
             try:
                 if failure is not None:
                     raise failure
                 if not lines or self.error is not None:
                     return
+                text = "".join(lines)
                 try:
-                    self.stream.write("".join(lines))
+                    self.stream.write(text)
                     self.stream.flush()
                 except OSError as exc:
                     self.error = exc
                     raise
+                written = _encoded_size(text)
             finally:
                 with self._lock:
                     self._in_flight = 0
+                    self._batch = []
+                    self._written += written
                     if self.error is not None:
                         self._steady = False
                     self._room.notify_all()
+
+    def position(self) -> int | None:
+        """The byte offset in the file at which the next line taken will start: the file's
+        size when the sink took it, plus every line written, being written or waiting, in
+        bytes of UTF-8. None when that cannot be told: not a regular file written at its end in
+        UTF-8, or a write failed. Costs a pass over the lines waiting (a run starting, not a
+        request)."""
+        with self._lock:
+            if self._origin is None or self.error is not None or self._failure is not None:
+                return None
+            waiting = "".join(self._batch) + "".join(self._lines)
+            return self._origin[2] + self._written + _encoded_size(waiting)
+
+    def written_end(self) -> int | None:
+        """The byte offset just past the last line written, if the file at ``name`` is still
+        the one the sink took and holds exactly what was there then plus what the sink wrote
+        (no other writer, not truncated, not replaced); else None. Waits for a batch being
+        written."""
+        with self._writing:
+            with self._lock:
+                if self.error is not None:
+                    return None
+                written = self._written
+            return _checked_end(self.name, self._origin, written)
 
     def close(self) -> None:
         with self._lock:
@@ -516,6 +613,9 @@ class Journal(Sequence[Entry]):
         self.header: Entry | None = None
         #: Called with every entry as it is written (``serve --log-requests``); must not raise.
         self.listener = listener
+        #: The sink, and the byte offset in its file at which the current run's lines start,
+        #: when the sink can tell (``run_entries`` reads from there).
+        self._run_mark: tuple[JournalSink, int] | None = _mark(self.sink)
 
     @property
     def forgotten(self) -> int:
@@ -563,6 +663,7 @@ class Journal(Sequence[Entry]):
             self.store.clear()
             self._run_start = self._next_seq
             self.header = None
+            self._run_mark = None if self.sink_error is not None else _mark(self.sink)
 
     def attach(self, sink: IO[str] | JournalSink) -> None:
         """Write to ``sink`` from now on, starting with the current run's header (if any).
@@ -572,6 +673,7 @@ class Journal(Sequence[Entry]):
         """
         journal_sink = _as_sink(sink)
         with self._lock:
+            mark = _mark(journal_sink)
             if self.header is not None:
                 try:
                     journal_sink.write_entry(self.header)
@@ -582,6 +684,7 @@ class Journal(Sequence[Entry]):
                     raise
             self.sink = journal_sink
             self.sink_error = None
+            self._run_mark = mark
 
     def start_run(self, header: Entry) -> None:
         """Write ``header`` (a run header) to the sink; ``to_jsonl`` starts with it."""
@@ -611,18 +714,32 @@ class Journal(Sequence[Entry]):
     def run_entries(self) -> list[Entry]:
         """Every entry of the current run, sorted by ``seq``: from memory, or, when ``memory``
         made it forget some, from the sink's file (plus the entries still in flight). Reads a
-        file, so call it off the event loop."""
+        file, so call it off the event loop.
+
+        The file is read from where the current run's first line went in (the sink counts the
+        bytes it writes) when that can be trusted: the same file is still at the sink's name,
+        holding exactly what was there when the sink took it plus what the sink wrote, and a
+        line starts there. Otherwise (another writer, truncated, replaced, a sink that cannot
+        count) the whole file is read, as it always was.
+        """
         listed = self.snapshot()
         with self._lock:
             if not self.store.forgotten or self.sink is None or self.sink_error is not None:
                 return listed
             start = self._run_start
-            path = self.sink.name
+            sink = self.sink
+            path = sink.name
+            mark = self._run_mark
         if path is None or not Path(path).is_file():
             return listed
         self.flush()
+        offset = 0
+        if mark is not None and mark[0] is sink and _starts_line(path, mark[1], sink):
+            offset = mark[1]
         found: dict[int, Entry] = {}
         with open(path, encoding="utf-8") as handle:
+            if offset:
+                handle.seek(offset)  # a byte offset at a line's start: a fresh decoder
             for line in handle:
                 if not line.endswith("\n"):
                     break  # a line being written right now
@@ -723,6 +840,31 @@ class Journal(Sequence[Entry]):
 _SEQ = operator.attrgetter("seq")
 #: Sets a field of a frozen entry (``Journal.complete`` fills in an entry in flight).
 _fill = object.__setattr__
+
+
+def _mark(sink: JournalSink | None) -> tuple[JournalSink, int] | None:
+    """``sink`` and where in its file its next line will start, if it can tell (a sink of
+    another kind may not: then ``run_entries`` reads the whole file)."""
+    position = getattr(sink, "position", None)
+    at = position() if callable(position) else None
+    return None if sink is None or not isinstance(at, int) else (sink, at)
+
+
+def _starts_line(path: str, offset: int, sink: JournalSink) -> bool:
+    """Whether reading ``path`` from ``offset`` gives what ``sink`` wrote from there: the file
+    is still the sink's alone up to its last line, and a line starts at ``offset``."""
+    written_end = getattr(sink, "written_end", None)
+    end = written_end() if callable(written_end) else None
+    if not isinstance(end, int) or not 0 <= offset <= end:
+        return False
+    if offset == 0:
+        return True
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(offset - 1)
+            return handle.read(1) == b"\n"
+    except OSError:
+        return False
 
 
 def _as_sink(sink: IO[str] | JournalSink) -> JournalSink:

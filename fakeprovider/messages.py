@@ -170,7 +170,8 @@ def fast_view(
     The engine makes a view per request; a frozen dataclass's ``__init__`` sets each field
     through ``object.__setattr__``, which costs more than the rest of the view. This fills
     the instance's ``__dict__`` in one step, in field order: the result is equal to (and
-    indistinguishable from) the dataclass's own.
+    indistinguishable from) the dataclass's own. It is larger in memory, though (a dict of its
+    own, 530 B against 225 B): for a view answered and dropped, not one kept for long.
     """
     view = _new(JobView)
     _setattr(

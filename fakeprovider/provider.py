@@ -28,6 +28,7 @@ from .http import (
     HttpResponse,
     error_response,
     format_http_date,
+    is_safe_header_value,
     safe_header_value,
     wire_problem,
 )
@@ -308,7 +309,7 @@ class FakeProvider:
             response = dataclasses.replace(
                 response, headers=(*response.headers, ("allow", allowed))
             )
-        if response.headers and not all(safe_header_value(v) == v for _, v in response.headers):
+        if response.headers and not all(is_safe_header_value(v) for _, v in response.headers):
             headers = tuple((name, safe_header_value(v)) for name, v in response.headers)
             response = dataclasses.replace(response, headers=headers)
         if response.status in NO_BODY and response.body:

@@ -611,19 +611,28 @@ def test_job_numbers_by_status_stay_sorted_through_adds_and_removes_in_any_order
     rng = random.Random(15)
     ordered = _Ordered()
     kept: set[int] = set()
-    for _ in range(5000):
-        if kept and rng.random() < 0.4:
-            number = rng.choice(sorted(kept))
-            ordered.remove(number)
-            kept.discard(number)
-        else:
-            number = rng.randrange(3000)
-            if number not in kept:
-                ordered.add(number)
-                kept.add(number)
-        assert len(ordered) == len(kept)
-    assert list(ordered.ascending()) == sorted(kept)
-    assert list(ordered.descending()) == sorted(kept, reverse=True)
+    blocks = 0
+    # grow past several blocks (adds outnumber removes), then shrink, then empty it
+    for remove_share in (0.25, 0.9):
+        for _ in range(6000):
+            if kept and rng.random() < remove_share:
+                number = rng.choice(tuple(kept))
+                ordered.remove(number)
+                kept.discard(number)
+            else:
+                number = rng.randrange(10_000)
+                if number not in kept:
+                    ordered.add(number)
+                    kept.add(number)
+            blocks = max(blocks, len(ordered._blocks))
+            assert len(ordered) == len(kept)
+        assert list(ordered.ascending()) == sorted(kept)
+        assert list(ordered.descending()) == sorted(kept, reverse=True)
+    for number in rng.sample(sorted(kept), len(kept)):
+        ordered.remove(number)
+    assert blocks >= 3
+    assert len(ordered) == 0
+    assert not ordered._blocks
 
 
 LISTED = """

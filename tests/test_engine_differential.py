@@ -25,7 +25,14 @@ from fakeprovider.clock import DEFAULT_EPOCH
 from fakeprovider.dialects import DIALECTS, get_dialect
 from fakeprovider.engine import Engine
 from fakeprovider.entries import jsonl_line
-from fakeprovider.messages import JobView, Reply, Request, StateChange, fast_reply, fast_view
+from fakeprovider.messages import (
+    JobView,
+    Reply,
+    Request,
+    StateChange,
+    fast_reply,
+    fast_view,
+)
 from fakeprovider.scenario import Scenario, bundled_scenarios, load_scenario, parse_scenario
 from tests.engine_reference import ReferenceEngine
 

@@ -24,6 +24,7 @@ from fakeprovider.http import (
     error_response,
     fast_constructor,
     format_http_date,
+    is_safe_header_value,
     json_response,
     json_text,
     parse_http_date,
@@ -294,3 +295,17 @@ def test_json_text_refuses_what_json_dumps_refuses_with_its_words() -> None:
     with pytest.raises(TypeError, match=r"^Object of type bytes is not JSON serializable$"):
         json_text({"a": b"x"})
     assert json_text(math.inf) == "Infinity"
+
+
+@given(st.text() | st.sampled_from([" a", "a ", " ", "", "a b", "\x00", "caf\u00e9", "\ud800"]))
+def test_is_safe_header_value_says_whether_the_value_is_sent_as_it_is(value: str) -> None:
+    assert is_safe_header_value(value) == (safe_header_value(value) == value)
+
+
+def test_wire_problem_answers_the_same_for_a_name_seen_before() -> None:
+    bad = HttpResponse(200, b"", None, (("x-ok", "1"), ("Content-Length", "3")))
+    for _ in range(2):
+        assert wire_problem(bad) == (
+            "header 'Content-Length' is written by the server from the body and cannot be scripted"
+        )
+        assert wire_problem(HttpResponse(200, b"", None, (("x-ok", "1"),))) is None

@@ -10,6 +10,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 from fakeprovider.entries import jsonl_line
@@ -21,9 +22,13 @@ from fakeprovider.journal import (
     JournalStore,
     MemoryStore,
     RetryAfterRecord,
+    StreamSink,
     order_entries,
     read_journal,
 )
+from fakeprovider.provider import FakeProvider
+from fakeprovider.scenario import parse_scenario
+from fakeprovider.server import ServerThread
 
 
 def entry(seq: int, **kwargs: object) -> Entry:
@@ -486,3 +491,210 @@ def test_a_journal_keeps_its_completed_entries_in_the_store_it_is_given() -> Non
     journal.complete(3, completed_at=2.0)
     journal.clear()
     assert (store.kept, len(journal)) == ([], 0)
+
+
+# -- a bounded journal reads its run from where the run starts in the file -------------------
+
+
+def _scanned(path: Path, journal: Journal) -> list[Entry]:
+    """What ``run_entries`` read before it could seek: every line of the whole file with a seq
+    of the current run, plus the entries in flight (the reference it must still agree with)."""
+    found: dict[int, Entry] = {}
+    for line in path.read_text(encoding="utf-8").splitlines(keepends=True):
+        if not line.endswith("\n"):
+            break
+        try:
+            parsed = read_journal(io.StringIO(line))
+        except ValueError:
+            continue
+        if parsed and parsed[0].seq >= journal._run_start:
+            found[parsed[0].seq] = parsed[0]
+    for listed in journal.snapshot():
+        found.setdefault(listed.seq, listed)
+    return sorted(found.values(), key=lambda e: e.seq)
+
+
+def _header(seq: int) -> Entry:
+    return entry(seq, kind="admin", method="RUN", path="/__admin/start", completed_at=0.0)
+
+
+def test_a_batched_sink_counts_where_its_next_line_lands_in_bytes(tmp_path: Path) -> None:
+    path = tmp_path / "journal.jsonl"
+    path.write_bytes(b'{"not": "ours"}\n')  # the file held something already
+    with path.open("a", encoding="utf-8") as stream:
+        sink = BatchedSink(stream, interval=60)
+        assert sink.position() == 16
+        sink.write_entry(entry(1, client="clié\u2603nt", completed_at=1.0))  # not ASCII
+        sink.write_entry(entry(2, completed_at=1.0))  # both still waiting
+        waiting = jsonl_line(entry(1, client="clié\u2603nt", completed_at=1.0))
+        waiting += jsonl_line(entry(2, completed_at=1.0))
+        assert sink.position() == 16 + len(waiting.encode())
+        sink.flush()
+        assert sink.position() == sink.written_end() == path.stat().st_size
+        sink.close()
+        assert sink.position() == path.stat().st_size
+
+
+def test_a_sink_tells_no_position_when_its_file_is_not_one_it_can_count() -> None:
+    assert BatchedSink(io.StringIO()).position() is None  # no file
+    assert BatchedSink(io.StringIO()).written_end() is None
+
+
+def test_a_sink_says_its_file_is_not_its_own_when_another_writer_appended(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "journal.jsonl"
+    with path.open("a", encoding="utf-8") as stream, BatchedSink(stream) as sink:
+        sink.write_entry(entry(1, completed_at=1.0))
+        sink.flush()
+        assert sink.written_end() == path.stat().st_size
+        with path.open("a", encoding="utf-8") as other:
+            other.write("{}\n")
+        assert sink.written_end() is None
+
+
+def test_a_bounded_journal_reads_each_run_after_resets_as_a_whole_scan_would(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "journal.jsonl"
+    with path.open("a", encoding="utf-8") as stream:
+        journal = Journal(memory=1)
+        journal.start_run(_header(0))
+        journal.attach(BatchedSink(stream, interval=60))
+        for run in range(4):
+            for n in range(3 + run):
+                journal.append(entry(journal.next_seq(), client=f"ré{n}", completed_at=1.0))
+            held = journal.next_seq()
+            journal.append(entry(held))  # in flight across the reset below
+            if run % 2:
+                journal.flush()  # some runs start with nothing waiting, some with lines waiting
+            assert journal.run_entries() == _scanned(path, journal)
+            journal.clear()
+            journal.start_run(_header(journal.next_seq()))
+            journal.complete(held, completed_at=2.0)  # written in the new run, not one of it
+            journal.append(entry(journal.next_seq(), completed_at=1.0))
+            journal.append(entry(journal.next_seq(), completed_at=1.0))
+            got = journal.run_entries()
+            assert got == _scanned(path, journal)
+            assert [e.seq for e in got] == [held + 1, held + 2, held + 3]
+        journal.close()
+
+
+def test_a_bounded_journal_reports_only_its_own_run_of_a_file_an_earlier_process_wrote(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "journal.jsonl"
+    with path.open("a", encoding="utf-8") as stream:  # the earlier process
+        earlier = Journal(sink=stream)
+        earlier.start_run(_header(0))
+        for _ in range(9):
+            earlier.append(entry(earlier.next_seq(), client="earlier", completed_at=1.0))
+    with path.open("a", encoding="utf-8") as stream:
+        journal = Journal(memory=1)
+        journal.start_run(_header(0))
+        journal.attach(BatchedSink(stream, interval=60))
+        for _ in range(3):
+            journal.append(entry(journal.next_seq(), client="now", completed_at=1.0))
+        got = journal.run_entries()
+        journal.close()
+    # the whole file's seqs 4..9 are the earlier process's: read from this run's start only
+    assert [(e.seq, e.client) for e in got] == [(1, "now"), (2, "now"), (3, "now")]
+
+
+def test_a_bounded_journal_reads_the_whole_file_when_it_was_truncated(tmp_path: Path) -> None:
+    path = tmp_path / "journal.jsonl"
+    with path.open("a", encoding="utf-8") as stream:
+        journal = Journal(sink=BatchedSink(stream, interval=60), memory=1)
+        for _ in range(3):
+            journal.append(entry(journal.next_seq(), completed_at=1.0))
+        journal.clear()
+        for _ in range(3):
+            journal.append(entry(journal.next_seq(), completed_at=1.0))
+        journal.flush()
+        with path.open("r+", encoding="utf-8") as rotated:
+            rotated.truncate(0)  # copied away and truncated, as logrotate's copytruncate does
+        journal.append(entry(journal.next_seq(), completed_at=1.0))
+        journal.append(entry(journal.next_seq(), completed_at=1.0))
+        got = journal.run_entries()
+        journal.close()
+    # the run's start lies past the end of the file now: read all of it (7 and 8 are there)
+    assert [e.seq for e in got] == [7, 8]
+
+
+def test_a_bounded_journal_reads_the_whole_file_another_writer_appended_to(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "journal.jsonl"
+    with path.open("a", encoding="utf-8") as stream:
+        journal = Journal(sink=BatchedSink(stream, interval=60), memory=1)
+        journal.append(entry(journal.next_seq(), completed_at=1.0))
+        journal.clear()
+        journal.append(entry(journal.next_seq(), completed_at=1.0))
+        journal.flush()
+        with path.open("a", encoding="utf-8") as other:
+            other.write(jsonl_line(entry(9, client="other", completed_at=1.0)))
+        journal.append(entry(journal.next_seq(), completed_at=1.0))
+        got = journal.run_entries()
+        journal.close()
+    assert got == _scanned(path, journal)
+    assert [(e.seq, e.client) for e in got] == [(2, "c"), (3, "c"), (9, "other")]
+
+
+def test_a_bounded_journal_reads_the_file_now_at_its_name_when_it_was_replaced(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "journal.jsonl"
+    with path.open("a", encoding="utf-8") as stream:
+        journal = Journal(sink=StreamSink(stream), memory=1)
+        journal.append(entry(journal.next_seq(), completed_at=1.0))
+        journal.clear()
+        for _ in range(2):
+            journal.append(entry(journal.next_seq(), completed_at=1.0))
+        path.rename(tmp_path / "journal.jsonl.1")
+        path.write_text(jsonl_line(entry(5, client="new file", completed_at=1.0)))
+        got = journal.run_entries()
+    assert [(e.seq, e.client) for e in got] == [(3, "c"), (5, "new file")]
+
+
+def test_a_bounded_journal_with_a_plain_stream_sink_seeks_too(tmp_path: Path) -> None:
+    path = tmp_path / "journal.jsonl"
+    path.write_text(jsonl_line(entry(9, client="before", completed_at=1.0)))
+    with path.open("a", encoding="utf-8") as stream:
+        journal = Journal(sink=stream, memory=1)
+        for _ in range(2):
+            journal.append(entry(journal.next_seq(), completed_at=1.0))
+        journal.clear()
+        for _ in range(5):
+            journal.append(entry(journal.next_seq(), client="é", completed_at=1.0))
+        assert [e.seq for e in journal.run_entries()] == [3, 4, 5, 6, 7]
+
+
+def test_a_served_bounded_journal_reports_each_run_after_resets_and_scenario_loads(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "journal.jsonl"
+    path.write_text(jsonl_line(entry(1, client="an earlier process", completed_at=1.0)))
+    instant = "name: instant\njobs: [{timeline: [{status: succeeded}], result: {size_bytes: 16}}]\n"
+    with path.open("a", encoding="utf-8") as stream:
+        provider = FakeProvider(parse_scenario(instant), journal_memory=2)
+        provider.journal.attach(BatchedSink(stream))
+        with ServerThread(provider) as running, httpx.Client(base_url=running.url) as http:
+            runs = []
+            for n, change in enumerate(["reset", "scenario", "reset"]):
+                for _ in range(3 + n):
+                    http.get("/v1/jobs")
+                if change == "reset":
+                    http.post("/__admin/reset")
+                else:
+                    http.put("/__admin/scenario", content=instant.encode())
+                http.post("/v1/jobs", json={"prompt": "x"})
+                http.get("/v1/jobs")
+                dumped = http.get("/__admin/journal").json()
+                runs.append([(e["seq"], e["kind"]) for e in dumped])
+                assert dumped == [e.to_dict() for e in _scanned(path, provider.journal)]
+            provider.journal.close()
+    assert runs == [
+        [(4, "admin"), (5, "submit"), (6, "list")],
+        [(11, "admin"), (12, "submit"), (13, "list")],
+        [(19, "admin"), (20, "submit"), (21, "list")],
+    ]

@@ -18,6 +18,7 @@ import pytest
 from fakeprovider import entries
 from fakeprovider.entries import BadEntry, JournalError, _show, entry_from_dict, jsonl_line
 from fakeprovider.journal import Entry, Journal, RetryAfterRecord, iter_journal, read_journal
+from tests.bench_scripts import load_script
 
 
 def entry(seq: int, **kwargs: object) -> Entry:
@@ -441,3 +442,15 @@ def test_a_bounded_journal_skips_lines_not_its_own_when_reading_its_file(
         assert [e.seq for e in journal] == [3]
         assert journal.run_entries() == [entry(n, completed_at=1.0) for n in (1, 2, 3)]
         journal.close()
+
+
+def test_the_read_benchmark_reads_each_shape_each_way(capsys: pytest.CaptureFixture[str]) -> None:
+    bench = load_script("bench_check_scaling")
+    bench.read_table(["many-jobs", "retry-storm"], 40, 1, time.monotonic() + 60)
+    out = capsys.readouterr().out.splitlines()
+    ways = ["json+checks", "json+plan", "iter_entries", "not shared", "json.loads", "msgspec"]
+    if entries._line_decoder() is None:
+        ways.remove("msgspec")
+    assert out[2].split() == ["shape", "B/line", *" ".join(ways).split(), "ratio"]
+    assert [line.split()[0] for line in out[3:5]] == ["many-jobs", "retry-storm"]
+    assert all(len(line.split()) == len(ways) + 3 for line in out[3:5])
