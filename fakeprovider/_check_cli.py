@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
+import stat
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -16,7 +18,8 @@ from typing import Any
 from ._formats import FORMATS, format_report
 from ._judges import Unjudgeable
 from ._report import MAX_VIOLATIONS
-from ._stream import StreamReport, check_stream, in_seq_order, render_streamed
+from ._stream import StreamReport, Unordered, check_stream, in_seq_order, render_streamed
+from .entries import Entry
 from .errors import ScenarioError
 from .invariants import Limits, Report, check, runs_with_headers
 from .journal import iter_journal, paused_gc, read_journal
@@ -271,7 +274,45 @@ def _name(headers: Iterable[dict[str, Any] | None]) -> str:
     return f"fakeprovider {', '.join(names)}" if names else "fakeprovider"
 
 
-def judge_streamed(journal: str, args: argparse.Namespace) -> StreamReport | None:
+@dataclasses.dataclass(frozen=True)
+class _Snapshot:
+    """A regular file as it was when the check began: which file, and how many bytes it held.
+    Every pass reads those bytes only, so that a journal a server is still appending to is
+    judged and shown as one and the same prefix."""
+
+    path: str
+    device: int
+    inode: int
+    size: int
+
+    @classmethod
+    def of(cls, path: str) -> _Snapshot | None:
+        """None for what cannot be read twice (a pipe, ``/dev/stdin``, a FIFO) or not stat'ed:
+        ``judge`` reads that once, and says why it cannot be read."""
+        try:
+            found = os.stat(path)
+        except (OSError, ValueError):
+            return None
+        if not stat.S_ISREG(found.st_mode):
+            return None
+        return cls(path, found.st_dev, found.st_ino, found.st_size)
+
+    def entries(self) -> Iterable[Entry]:
+        """The entries in the snapshot's bytes, in file order."""
+        return iter_journal(self.path, limit=self.size)
+
+    def unchanged(self) -> bool:
+        """Whether the file at ``path`` is still this one, holding at least these bytes."""
+        try:
+            found = os.stat(self.path)
+        except OSError:
+            return False
+        return (found.st_dev, found.st_ino) == (self.device, self.inode) and (
+            found.st_size >= self.size
+        )
+
+
+def judge_streamed(journal: _Snapshot, args: argparse.Namespace) -> StreamReport | None:
     """``judge`` for a journal file, judged as it is read (``_stream``): what is kept does not
     grow with its entries. None when the file is too far out of seq order for that (``judge``
     then reads it whole). Raises ``BadInput`` as ``judge`` does, for the same journals."""
@@ -289,11 +330,11 @@ def judge_streamed(journal: str, args: argparse.Namespace) -> StreamReport | Non
 
     try:
         with paused_gc():
-            found = check_stream(in_seq_order(iter_journal(journal)), limits_of)
+            found = check_stream(in_seq_order(journal.entries()), limits_of)
     except Unjudgeable:
         return None
     except OSError as exc:
-        raise BadInput(f"{prog}: cannot read {journal}: {exc.strerror or exc}") from None
+        raise BadInput(f"{prog}: cannot read {journal.path}: {exc.strerror or exc}") from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise BadInput(f"{prog}: {exc}") from None
     _warn_headerless(args, list(found.headers))
@@ -303,7 +344,7 @@ def judge_streamed(journal: str, args: argparse.Namespace) -> StreamReport | Non
         raise BadInput(f"{prog}: {errors[0]}")
     if not found.tested:
         raise NothingTested(
-            f"{prog}: {journal} holds no client request, so nothing was tested;"
+            f"{prog}: {journal.path} holds no client request, so nothing was tested;"
             " did the client reach the fake?"
         )
     return found
@@ -311,13 +352,14 @@ def judge_streamed(journal: str, args: argparse.Namespace) -> StreamReport | Non
 
 def cmd_check(args: argparse.Namespace) -> int:
     try:
-        found = None if args.journal == "-" else judge_streamed(args.journal, args)
+        snapshot = None if args.journal == "-" else _Snapshot.of(args.journal)
+        found = None if snapshot is None else judge_streamed(snapshot, args)
         report = judge(args.journal, args) if found is None else None
     except BadInput as exc:
         print(exc, file=sys.stderr)
         return 2
     if found is not None:
-        journal = args.journal
+        assert snapshot is not None  # streamed from a regular file
         streamed = Report(
             violations=found.violations,
             metrics=found.metrics,
@@ -326,12 +368,11 @@ def cmd_check(args: argparse.Namespace) -> int:
             limits=limits_for(base=found.limits, overrides={}),
         )
         if args.format == "text":
-            with paused_gc():
-                text = render_streamed(
-                    found,
-                    lambda: in_seq_order(iter_journal(journal)),
-                    args.max_violations,
-                )
+            try:
+                text = _render_streamed(found, snapshot, args.max_violations)
+            except BadInput as exc:
+                print(exc, file=sys.stderr)
+                return 2
         else:
             text = format_report(
                 streamed, args.format, max_violations=args.max_violations, name=_name(found.headers)
@@ -345,6 +386,25 @@ def cmd_check(args: argparse.Namespace) -> int:
         )
     )
     return 0 if report.ok else 1
+
+
+def _render_streamed(found: StreamReport, journal: _Snapshot, max_violations: int | None) -> str:
+    """The text report; its timelines come from a second pass over the same bytes. Raises
+    ``BadInput`` when the file was replaced, truncated or rewritten in between."""
+    changed = BadInput(
+        f"fakeprovider check: {journal.path} changed while it was being checked (replaced,"
+        " truncated or rewritten); check a copy of it"
+    )
+    if not journal.unchanged():
+        raise changed
+    try:
+        with paused_gc():
+            text = render_streamed(found, lambda: in_seq_order(journal.entries()), max_violations)
+    except (Unordered, ValueError, OSError):
+        raise changed from None
+    if not journal.unchanged():
+        raise changed
+    return text
 
 
 def _run_limits(args: argparse.Namespace, headers: list[dict[str, Any] | None]) -> list[Limits]:

@@ -909,23 +909,39 @@ def paused_gc() -> Iterator[None]:
 
 
 def iter_journal(
-    source: str | Path | IO[str] | IO[bytes], *, share_strings: bool = False
+    source: str | Path | IO[str] | IO[bytes],
+    *,
+    share_strings: bool = False,
+    limit: int | None = None,
 ) -> Iterator[Entry]:
     """Entries from a JSONL file (or open text or binary stream) one at a time, in file order,
     run headers included: what ``read_journal`` sorts, without holding any of it. A path is
     opened when iteration starts and closed when it ends (or when the iterator is closed).
     ``share_strings`` holds equal strings once between entries (``iter_entries``), for a
-    reader that keeps many of them.
+    reader that keeps many of them. ``limit``: read only the first that many bytes of a path
+    (what it held at some moment, while a server may go on appending to it).
 
     Raises ``ValueError`` (``JournalError``) as ``FILE:LINE: field: what was expected`` when it
     reaches the first line that is not an entry, after yielding every entry before it.
     """
     if isinstance(source, (str, Path)):
         with open(source, "rb") as handle:
-            yield from iter_entries(handle, str(source), share_strings=share_strings)
+            lines = handle if limit is None else _lines_within(handle, limit)
+            yield from iter_entries(lines, str(source), share_strings=share_strings)
         return
     name = str(getattr(source, "name", "<journal>"))
     yield from iter_entries(source, name, share_strings=share_strings)
+
+
+def _lines_within(handle: IO[bytes], limit: int) -> Iterator[bytes]:
+    """The lines of ``handle`` in its first ``limit`` bytes (the last one cut there)."""
+    left = limit
+    while left > 0:
+        line = handle.readline(left)
+        if not line:
+            return
+        left -= len(line)
+        yield line
 
 
 def read_journal(source: str | Path | IO[str] | IO[bytes]) -> list[Entry]:

@@ -10,7 +10,10 @@ limits, resets), clients, webhooks and entries out of seq order: the report's fi
 from __future__ import annotations
 
 import dataclasses
+import os
+import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -160,3 +163,131 @@ def test_check_prints_what_it_printed_when_it_held_the_whole_journal(
         patched.setattr(_check_cli, "judge_streamed", lambda journal, args: None)
         in_memory = _run_check(argv, capsys)
     assert streamed == in_memory
+
+
+# -- the file read twice: pipes, and a journal that changes under the check ----------------------
+
+
+def _read(seq: int, received: float, completed: float) -> Entry:
+    return Entry(
+        seq=seq,
+        kind="status",
+        job_id="job_1",
+        method="GET",
+        path="/v1/jobs/job_1",
+        client="c",
+        received_at=received,
+        response_started_at=completed,
+        completed_at=completed,
+        status_code=200,
+        job_status="processing",
+    )
+
+
+#: A run whose two status reads overlap: one violation, shown with its job's timeline.
+OVERLAPPING = [
+    _admin(0, "/__admin/start", {"scenario": "a", "limits": Limits().to_dict()}),
+    Entry(
+        seq=1,
+        kind="submit",
+        job_id="job_1",
+        method="POST",
+        path="/v1/jobs",
+        client="c",
+        received_at=0.0,
+        response_started_at=0.01,
+        completed_at=0.01,
+        status_code=202,
+        job_status="queued",
+    ),
+    _read(2, 1.0, 2.0),
+    _read(3, 1.5, 2.5),
+]
+
+
+def _journal(entries: list[Entry]) -> bytes:
+    return "".join(jsonl_line(e) + "\n" for e in entries).encode()
+
+
+def _check_piped(content: bytes, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    read, write = os.pipe()
+
+    def feed() -> None:
+        with os.fdopen(write, "wb") as pipe:
+            pipe.write(content)
+
+    feeder = threading.Thread(target=feed)
+    feeder.start()
+    try:
+        found = _run_check(["check", f"/dev/fd/{read}"], capsys)
+    finally:
+        feeder.join()
+        os.close(read)
+    return found[0], found[1], found[2].replace(f"/dev/fd/{read}", "run.jsonl")
+
+
+def _check_file(
+    tmp_path: Path, content: bytes, capsys: pytest.CaptureFixture[str]
+) -> tuple[int, str, str]:
+    path = tmp_path / "run.jsonl"
+    path.write_bytes(content)
+    code, out, err = _run_check(["check", str(path)], capsys)
+    return code, out, err.replace(str(path), "run.jsonl")
+
+
+@pytest.mark.skipif(not Path("/dev/fd").is_dir(), reason="needs /dev/fd")
+@pytest.mark.parametrize(
+    "entries",
+    [OVERLAPPING, [OVERLAPPING[1], OVERLAPPING[0], *OVERLAPPING[2:]]],
+    ids=["in-order", "header-after-an-entry"],
+)
+def test_a_journal_piped_in_gets_the_report_of_the_same_file(
+    entries: list[Entry], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from_file = _check_file(tmp_path, _journal(entries), capsys)
+    assert from_file[0] == 1
+    assert "timeline of job job_1" in from_file[1]
+    assert _check_piped(_journal(entries), capsys) == from_file
+
+
+def test_lines_appended_while_the_check_runs_are_neither_judged_nor_shown(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    expected = _check_file(tmp_path / "..", _journal(OVERLAPPING), capsys)
+    path = tmp_path / "live.jsonl"
+    path.write_bytes(_journal(OVERLAPPING))
+    judge = _check_cli.judge_streamed
+
+    def judge_then_append(journal: Any, args: Any) -> Any:
+        found = judge(journal, args)
+        with path.open("ab") as server:  # a server goes on writing: a later read, half a line
+            server.write(_journal([_read(4, 3.0, 3.5)]) + b'{"seq":5,"kind":"sta')
+        return found
+
+    monkeypatch.setattr(_check_cli, "judge_streamed", judge_then_append)
+    code, out, err = _run_check(["check", str(path)], capsys)
+    assert (code, out, err) == expected
+    assert "#4" not in out
+
+
+def test_a_journal_replaced_while_the_check_runs_is_refused_not_misreported(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "run.jsonl"
+    path.write_bytes(_journal(OVERLAPPING))
+    judge = _check_cli.judge_streamed
+
+    def judge_then_replace(journal: Any, args: Any) -> Any:
+        found = judge(journal, args)
+        fresh = tmp_path / "fresh.jsonl"
+        fresh.write_bytes(_journal(OVERLAPPING[:2]))
+        os.replace(fresh, path)  # log rotation, say
+        return found
+
+    monkeypatch.setattr(_check_cli, "judge_streamed", judge_then_replace)
+    code, out, err = _run_check(["check", str(path)], capsys)
+    assert (code, out) == (2, "")
+    assert err == (
+        f"fakeprovider check: {path} changed while it was being checked (replaced, truncated"
+        " or rewritten); check a copy of it\n"
+    )
