@@ -15,7 +15,7 @@ from .scenario import TERMINAL_STATUSES
 if TYPE_CHECKING:
     from .limits import Limits
 
-__all__ = ["coverage", "metrics", "render"]
+__all__ = ["coverage", "job_key", "metrics", "render", "summarise_metrics"]
 
 #: How many violations the text report details unless told otherwise (the count per rule at
 #: its top covers every one).
@@ -24,7 +24,7 @@ _CONTEXT = 3  # entries shown before and after the offending ones
 _MAX_LINES = 14
 
 
-def _job_key(job_id: str, run: int, runs: int) -> str:
+def job_key(job_id: str, run: int, runs: int) -> str:
     return job_id if runs == 1 else f"run {run}: {job_id}"
 
 
@@ -92,13 +92,13 @@ def metrics(runs: Sequence[Sequence[Entry]]) -> dict[str, Any]:
     notified: set[str] = set()
     for number, run in enumerate(runs):
         terminal_at = _terminal_at(run)
-        terminal_jobs.update(_job_key(j, number, len(runs)) for j in terminal_at)
+        terminal_jobs.update(job_key(j, number, len(runs)) for j in terminal_at)
         for job_id, spent in _time_in_status(run).items():
-            time_in_status[_job_key(job_id, number, len(runs))] = spent
+            time_in_status[job_key(job_id, number, len(runs))] = spent
         hooks = [e for e in run if e.kind == "webhook" and was_sent(e)]
         deliveries.extend(hooks)
         notified.update(
-            _job_key(h.job_id, number, len(runs))
+            job_key(h.job_id, number, len(runs))
             for h in hooks
             if h.job_id and told(h) and (h.event or "").removeprefix("job.") in TERMINAL_STATUSES
         )
@@ -124,17 +124,37 @@ def metrics(runs: Sequence[Sequence[Entry]]) -> dict[str, Any]:
             m["completions"] += len(seen)
             for job_id, at in seen.items():
                 if job_id in terminal_at:
-                    key = f"{client} {_job_key(job_id, number, len(runs))}"
+                    key = f"{client} {job_key(job_id, number, len(runs))}"
                     delays[key] = round(max(0.0, at - terminal_at[job_id]), 6)
+    acked = [d for d in deliveries if d.status_code is not None and 200 <= d.status_code < 300]
+    webhooks = {
+        "deliveries": len(deliveries),
+        "acknowledged": len(acked),
+        "by_event": dict(Counter(d.event or "unknown" for d in deliveries)),
+        "terminal_jobs": len(terminal_jobs),
+        "terminal_jobs_notified": len(notified & terminal_jobs),
+    }
+    return summarise_metrics(len(runs), per_client, delays, time_in_status, webhooks)
+
+
+def summarise_metrics(
+    runs: int,
+    per_client: dict[str, dict[str, Any]],
+    delays: dict[str, float],
+    time_in_status: dict[str, Any],
+    webhooks: dict[str, Any],
+) -> dict[str, Any]:
+    """The report's metrics from each client's counts (given their ``polls_per_completion``
+    here), the detection delays by client and job, and the webhook counts: one shape for the
+    checker that holds the journal (``metrics``) and the one that streams it (``_stream``)."""
     for m in per_client.values():
         m["polls_per_completion"] = (
             round(m["status_reads"] / m["completions"], 3) if m["completions"] else None
         )
     reads = sum(m["status_reads"] for m in per_client.values())
     completions = sum(m["completions"] for m in per_client.values())
-    acked = [d for d in deliveries if d.status_code is not None and 200 <= d.status_code < 300]
     return {
-        "runs": len(runs),
+        "runs": runs,
         "requests": sum(m["requests"] for m in per_client.values()),
         "status_reads": reads,
         "completions": completions,
@@ -147,13 +167,7 @@ def metrics(runs: Sequence[Sequence[Entry]]) -> dict[str, Any]:
         "retries": sum(m["retries"] for m in per_client.values()),
         "rate_limit_hits": sum(m["rate_limit_hits"] for m in per_client.values()),
         "time_in_status": time_in_status,
-        "webhooks": {
-            "deliveries": len(deliveries),
-            "acknowledged": len(acked),
-            "by_event": dict(Counter(d.event or "unknown" for d in deliveries)),
-            "terminal_jobs": len(terminal_jobs),
-            "terminal_jobs_notified": len(notified & terminal_jobs),
-        },
+        "webhooks": webhooks,
         "clients": per_client,
     }
 

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from ._judges import ClientJudge, Unjudgeable
-from ._report import render_indexed
+from ._report import job_key, render_indexed, summarise_metrics
 from ._rules import Violation, _answer, describe, told, was_sent, webhook_ack
 from ._runs import _RUN_STARTS
 from .invariants import INVARIANTS
@@ -380,48 +380,22 @@ def _close_run(run: _Run, totals: _Totals) -> None:
     run.hooks_of = {}
 
 
-def _job_key(job_id: str, run: int, runs: int) -> str:
-    return job_id if runs == 1 else f"run {run}: {job_id}"
-
-
 def _metrics(totals: _Totals, runs: int) -> dict[str, Any]:
-    per_client = totals.per_client
-    for m in per_client.values():
-        m["polls_per_completion"] = (
-            round(m["status_reads"] / m["completions"], 3) if m["completions"] else None
-        )
     delays = {
-        f"{client} {_job_key(job_id, number, runs)}": delay
+        f"{client} {job_key(job_id, number, runs)}": delay
         for client, job_id, number, delay in totals.delays
     }
     time_in_status = {
-        _job_key(job_id, number, runs): spent for job_id, number, spent in totals.time_in_status
+        job_key(job_id, number, runs): spent for job_id, number, spent in totals.time_in_status
     }
-    reads = sum(m["status_reads"] for m in per_client.values())
-    completions = sum(m["completions"] for m in per_client.values())
-    return {
-        "runs": runs,
-        "requests": sum(m["requests"] for m in per_client.values()),
-        "status_reads": reads,
-        "completions": completions,
-        "polls_per_completion": round(reads / completions, 3) if completions else None,
-        "detection_delay": {
-            "mean": round(sum(delays.values()) / len(delays), 6) if delays else None,
-            "max": max(delays.values()) if delays else None,
-            "by_client_and_job": delays,
-        },
-        "retries": sum(m["retries"] for m in per_client.values()),
-        "rate_limit_hits": sum(m["rate_limit_hits"] for m in per_client.values()),
-        "time_in_status": time_in_status,
-        "webhooks": {
-            "deliveries": totals.deliveries,
-            "acknowledged": totals.acknowledged,
-            "by_event": dict(totals.by_event),
-            "terminal_jobs": totals.terminal_jobs,
-            "terminal_jobs_notified": totals.notified,
-        },
-        "clients": per_client,
+    webhooks = {
+        "deliveries": totals.deliveries,
+        "acknowledged": totals.acknowledged,
+        "by_event": dict(totals.by_event),
+        "terminal_jobs": totals.terminal_jobs,
+        "terminal_jobs_notified": totals.notified,
     }
+    return summarise_metrics(runs, totals.per_client, delays, time_in_status, webhooks)
 
 
 def _coverage(totals: _Totals, limits: Limits) -> tuple[dict[str, Any], list[str]]:
