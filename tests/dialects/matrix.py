@@ -118,6 +118,12 @@ WAIT_CAP = 60.0
 #: real cost of each request (a few ms, 50 times that in scenario time) spreads the reads on a
 #: loaded machine so that some runs stay within it; at 0.1 every run breaks it.
 SCALES: dict[tuple[str, str], float] = {
+    # volcengine-ark backs a retry off 0.75-1.0 s (then 1.5-2.0 s) and never reads Retry-After;
+    # at 0.02 a Retry-After of 3 s or 12 s goes out as "1" (whole seconds, rounded up), so a
+    # retry landing just after 1.0 s (a loaded machine) looked like one that waited; at these
+    # scales it says "2" and "3", which every retry of the first two comes before.
+    ("volcengine-ark", "transient-5xx"): 0.34,
+    ("volcengine-ark", "retry-after-seconds"): 0.2,
     ("replicate", "rate-limited"): 0.25,
     ("fal-client", "rate-limited"): 0.25,
     ("dashscope-1x", "rate-limit-budget"): 0.1,

@@ -194,8 +194,8 @@ EXPECTED: dict[str, dict[str, str]] = {
         "cancelled": "cancelled; -",
         "completed-with-errors": "succeeded ≠; -",
         "deadline-expiry": "timed_out; -",  # the poll loop gives up at the deadline
-        # its retries back off 0.5 s, 1 s and never read Retry-After: the retry of a 503 whose
-        # Retry-After says 1 s comes after 0.4-0.5 s
+        # its retries back off 0.75-1.0 s, then 1.5-2.0 s, and never read Retry-After: the retry
+        # of a 503 whose Retry-After says 2 s (this cell runs at 0.34, see SCALES) comes sooner
         "transient-5xx": "succeeded; honours_retry_after",
         "retry-after-seconds": "succeeded; honours_retry_after",
         # the HTTP-dates here (0.12-0.2 s scaled, 1 s resolution, 1 s of slack) are shorter
