@@ -347,7 +347,7 @@ class Engine:
             if job.started is not None or job.cancelled:  # not throttled: a poll counts
                 job.polls += 1
             self._advance(job, now)
-            return fast_reply(seq, request, 200, respond_at, view)
+            return fast_reply(seq, request, 200, respond_at, job=view)
         if kind == "content":
             view = self._view(job, now)
             status = self._status(job)
@@ -399,7 +399,7 @@ class Engine:
                     refusal = Refusal.idempotency_key_reused(key)
                     return self._refuse(seq, request, respond_at, refusal)
                 self._advance(job, now)
-                return fast_reply(seq, request, 202, respond_at, self._view(job, now))
+                return fast_reply(seq, request, 202, respond_at, job=self._view(job, now))
         concurrency = self.scenario.concurrency
         full = (
             concurrency is not None
@@ -453,7 +453,7 @@ class Engine:
             view = self._view(job, shown)
         else:  # the job is as its creation's state change showed it, at the same instant
             view = created
-        return fast_reply(seq, request, 202, respond_at + held, view, delay=held, created=True)
+        return fast_reply(seq, request, 202, respond_at + held, job=view, delay=held, created=True)
 
     def _list(self, seq: int, request: Request, now: float, respond_at: float) -> Reply:
         # Every job is brought up to ``now`` through the heap of timed steps (O(log n) per

@@ -65,14 +65,15 @@ def client_of(client_id: str | None, peer: str) -> str:
 _T = TypeVar("_T")
 
 
-def fast_constructor(cls: type[_T]) -> Callable[..., _T]:
+def fast_constructor(cls: type[_T], *, keyword_only: bool = True) -> Callable[..., _T]:
     """What ``cls(**values)`` makes, for a frozen dataclass, without the cost of its ``__init__``.
 
     A frozen dataclass sets each field through ``object.__setattr__`` (about 0.15 us a field);
     the function returned fills the instance's ``__dict__`` at once instead: the fields in
     declaration order, the defaults (and default factories) for those not given, so the instance
     is equal, field for field and in the same order, to the one ``cls`` makes. Keyword arguments
-    only, named as the fields; an unknown or missing one raises ``TypeError``. It is written out
+    only, named as the fields (``keyword_only=False``: positional ones too, in field order, as
+    ``cls`` takes them); an unknown or missing one raises ``TypeError``. It is written out
     for ``cls``'s fields as ``dataclasses`` writes ``__init__``. A class this cannot build
     exactly as its ``__init__`` does (slots, ``__post_init__``, a field outside ``__init__``,
     an ``InitVar``) gets ``cls`` itself.
@@ -106,7 +107,7 @@ def fast_constructor(cls: type[_T]) -> Callable[..., _T]:
         for f in fields
     )
     source = (
-        f"def {cls.__name__}(*, {', '.join(parameters)}):\n"
+        f"def {cls.__name__}({'*, ' if keyword_only else ''}{', '.join(parameters)}):\n"
         f"    instance = new(cls)\n"
         f"    put(instance, '__dict__', {{{state}}})\n"
         f"    return instance\n"

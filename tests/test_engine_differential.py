@@ -269,7 +269,7 @@ def test_a_fast_view_is_the_dataclass_view_field_for_field_in_order() -> None:
 
 def test_a_fast_reply_is_the_dataclass_reply_field_for_field_in_order() -> None:
     request = Request("status", "GET", "/v1/jobs/j", job_id="j")
-    fast = fast_reply(3, request, 202, 4.5, None, None, 1.5, True)
+    fast = fast_reply(3, request, 202, 4.5, job=None, error=None, delay=1.5, created=True)
     slow = Reply(3, request, 202, 4.5, delay=1.5, created=True)
     assert fast == slow
     assert list(vars(fast).items()) == list(vars(slow).items())
