@@ -9,7 +9,15 @@ from typing import Any
 from ..http import HttpRequest, HttpResponse, json_response
 from ..messages import JobView, Reply, Request
 from ..webhooks import Outgoing, WebhookMessage, iso_timestamp, signed_message
-from .base import BadRequest, Dialect, Route, new_request, read_json_object, video_response
+from .base import (
+    BadRequest,
+    Dialect,
+    Route,
+    new_request,
+    read_json_object,
+    route_request,
+    video_response,
+)
 
 
 def _seconds(value: float | None) -> float | None:
@@ -48,7 +56,7 @@ class GenericDialect(Dialect):
         self, route: Route, params: dict[str, str], http: HttpRequest, common: dict[str, Any]
     ) -> Request:
         if route.kind != "submit":
-            return new_request(kind=route.kind, job_id=params.get("job_id"), **common)
+            return route_request(route.kind, params.get("job_id"), common)
         body = read_json_object(http)
         if not isinstance(body.get("prompt"), str) or not body["prompt"].strip():
             message = "'prompt' is required and must be a non-empty string."
