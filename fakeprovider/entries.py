@@ -18,7 +18,7 @@ import functools
 import json
 import math
 import operator
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -30,6 +30,7 @@ __all__ = [
     "JournalError",
     "Kind",
     "RetryAfterRecord",
+    "entry_batches",
     "entry_from_dict",
     "entry_from_line",
     "field_values",
@@ -675,15 +676,9 @@ _RUN_AT = FIELD_NAMES.index("run")
 
 
 @functools.cache
-def _line_decoder() -> Callable[[str | bytes], list[Any]] | None:
-    """A line's values in ``FIELD_NAMES`` order, decoded and checked by msgspec, or None where
-    msgspec is not installed. Raises ``ValueError`` (or ``RecursionError``) for any line that
-    is not of the fake's shape with values ``_entry`` accepts; json.loads then decodes it.
-
-    msgspec decodes what it accepts exactly as json.loads does (integers of any size, floats
-    correctly rounded, the last of duplicate keys) and refuses NaN, Infinity, numbers out of
-    range, lone surrogates and invalid UTF-8, which json.loads words or accepts on its own.
-    """
+def _line_struct() -> Any:
+    """The msgspec struct type of a line of the fake's shape (every field; each type and range
+    ``_entry`` accepts), or None where msgspec is not installed."""
     try:
         import msgspec
     except ImportError:  # pragma: no cover - the tests run both ways (monkeypatch)
@@ -701,6 +696,7 @@ def _line_decoder() -> Callable[[str | bytes], list[Any]] | None:
             ("form", str, RetryAfterRecord.form),
         ],
         forbid_unknown_fields=True,
+        gc=False,
     )
     special: dict[str, Any] = {
         "seq": whole,
@@ -723,7 +719,25 @@ def _line_decoder() -> Callable[[str | bytes], list[Any]] | None:
         else:
             kind = Union[str, None] if _NONE in types else str  # noqa: UP007
         fields.append((name, kind))
-    line = msgspec.defstruct("Line", fields, forbid_unknown_fields=True)
+    # gc=False: a decoded line holds strings, numbers and plain dicts, never a cycle
+    return msgspec.defstruct("Line", fields, forbid_unknown_fields=True, gc=False)
+
+
+@functools.cache
+def _line_decoder() -> Callable[[str | bytes], list[Any]] | None:
+    """A line's values in ``FIELD_NAMES`` order, decoded and checked by msgspec, or None where
+    msgspec is not installed. Raises ``ValueError`` (or ``RecursionError``) for any line that
+    is not of the fake's shape with values ``_entry`` accepts; json.loads then decodes it.
+
+    msgspec decodes what it accepts exactly as json.loads does (integers of any size, floats
+    correctly rounded, the last of duplicate keys) and refuses NaN, Infinity, numbers out of
+    range, lone surrogates and invalid UTF-8, which json.loads words or accepts on its own.
+    """
+    line = _line_struct()
+    if line is None:  # pragma: no cover - the tests run both ways (monkeypatch)
+        return None
+    import msgspec
+
     decode = msgspec.json.Decoder(line).decode
     astuple = msgspec.structs.astuple
 
@@ -751,6 +765,158 @@ def _decoded_entry(out: list[Any], strings: dict[str, str] | None) -> Entry:
     if out[_RUN_AT] is not None:
         _check_run(out[_RUN_AT])
     return Entry(*out)
+
+
+# -- whole chunks: hundreds of lines of the fake's shape at a time --------------------------
+#
+# A file is read in blocks (``entry_batches``); the whole lines of a block are decoded by
+# msgspec one after another in C (``map`` over the lines, the same struct as ``_line_decoder``)
+# and the structs become entries in one generated loop (``_chunk_builder``). Each line is
+# decoded on its own, so a chunk makes exactly the entries the line-by-line reader makes; a
+# chunk where msgspec refuses a line (not of the fake's shape, a blank line, a BOM) or a run
+# header ``_check_run`` refuses is read line by line instead (``_line_entries``), which yields
+# the entries before the bad line and words it.
+
+
+def _plain_twin(cls: type) -> type | None:
+    """A class with the layout of ``cls`` (its slots, or a ``__dict__``) and plain attribute
+    setting, whose instances can become ``cls`` by ``__class__`` assignment; None when ``cls``
+    has no such twin.
+
+    ``Entry`` and ``RetryAfterRecord`` are frozen: their ``__init__`` sets each field through
+    ``object.__setattr__`` or the slot's descriptor, a call per field. Setting the fields of
+    a twin is an ordinary (specialised) attribute store, and assigning ``__class__`` after
+    makes it a ``cls`` holding those values: the object ``cls(*values)`` makes, as the
+    ``__init__`` of both sets the fields and does nothing else (``tests/test_read_journal.py``
+    compares the two)."""
+    if cls.__bases__ != (object,):  # pragma: no cover - both are plain classes today
+        return None
+    namespace: dict[str, Any] = {"__module__": __name__}
+    slots = cls.__dict__.get("__slots__")
+    if slots is not None:
+        if not isinstance(slots, tuple):  # pragma: no cover - dataclasses make a tuple
+            return None
+        namespace["__slots__"] = slots
+    twin = type(f"_Plain{cls.__name__}", (), namespace)
+    probe: Any = object.__new__(twin)
+    try:
+        probe.__class__ = cls
+    except TypeError:  # pragma: no cover - a layout __class__ assignment refuses
+        return None
+    return twin
+
+
+@functools.cache
+def _chunk_builder() -> Callable[[list[Any], dict[str, str] | None], list[Entry]]:
+    """A function that makes the entries of a list of ``_line_struct`` structs, sharing equal
+    strings through the dict it is given (None: not at all). Raises ``BadEntry`` for a run
+    header ``_check_run`` refuses (the one check msgspec does not make).
+
+    Made as source and compiled, as ``dataclasses`` makes ``__init__``: one loop, each field
+    read off the struct and set on a plain twin of ``Entry`` (``_plain_twin``), the nested
+    fields turned into what ``Entry`` holds (a ``RetryAfterRecord``, the ``listed`` pairs).
+    Without sharing (a reader that drops entries as it goes) a ``RetryAfterRecord`` is made
+    through its twin too, less than half the time, but it then holds its fields in a dict of
+    its own (about 64 bytes more); with sharing (a reader that keeps them) by its constructor.
+    """
+    import msgspec
+
+    repeated = {FIELD_NAMES[index] for index in _REPEATED}
+    entry_twin = _plain_twin(Entry)
+    record_twin = _plain_twin(RetryAfterRecord)
+    record_fields = [field.name for field in dataclasses.fields(RetryAfterRecord)]
+    scope: dict[str, Any] = {
+        "Entry": Entry,
+        "EntryTwin": entry_twin,
+        "Record": RetryAfterRecord,
+        "RecordTwin": record_twin,
+        "new": object.__new__,
+        "astuple": msgspec.structs.astuple,
+        "checked_run": _checked_run,
+    }
+
+    def loop(sharing: bool) -> list[str]:
+        """The body of the loop over the structs ``s``, one statement a line."""
+        setters: list[str] = []
+        values: list[str] = []  # for an Entry without a twin (a constructor call)
+        for name in FIELD_NAMES:
+            if name == "retry_after":
+                value = "None if (v := s.retry_after) is None else Record(*astuple(v))"
+                if not sharing and record_twin is not None:
+                    setters += [
+                        "if (v := s.retry_after) is None:",
+                        "    e.retry_after = None",
+                        "else:",
+                        "    r = new(RecordTwin)",
+                        *(f"    r.{field} = v.{field}" for field in record_fields),
+                        "    r.__class__ = Record",
+                        "    e.retry_after = r",
+                    ]
+                    values.append(value)
+                    continue
+            elif name == "listed":
+                value = "None if (v := s.listed) is None else tuple(v.items())"
+            elif name == "run":
+                value = "v if (v := s.run) is None else checked_run(v)"
+            elif sharing and name in repeated:
+                value = f"v if (v := s.{name}) is None else share(v, v)"
+            else:
+                value = f"s.{name}"
+            setters.append(f"e.{name} = {value}")
+            values.append(value)
+        if entry_twin is None:  # pragma: no cover - an Entry without slots: its constructor
+            return [f"append(Entry({', '.join(values)}))"]
+        return ["e = new(EntryTwin)", *setters, "e.__class__ = Entry", "append(e)"]
+
+    source = "\n".join(
+        [
+            "def build(structs, strings):",
+            "    out = []",
+            "    append = out.append",
+            "    if strings is None:",
+            "        for s in structs:",
+            *(" " * 12 + line for line in loop(sharing=False)),
+            "        return out",
+            "    share = strings.setdefault",
+            "    for s in structs:",
+            *(" " * 8 + line for line in loop(sharing=True)),
+            "    return out",
+        ]
+    )
+    exec(source, scope)  # only field names go into the source
+    build: Callable[[list[Any], dict[str, str] | None], list[Entry]] = scope["build"]
+    return build
+
+
+def _checked_run(run: dict[str, Any]) -> dict[str, Any]:
+    _check_run(run)
+    return run
+
+
+@functools.cache
+def _chunk_decoder() -> Callable[[list[bytes], dict[str, str] | None], list[Entry] | None] | None:
+    """A function that makes the entries of whole lines (without their line breaks) of the
+    fake's shape, or returns None to leave them to the line-by-line reader; None where msgspec
+    is not installed."""
+    line = _line_struct()
+    if line is None:  # pragma: no cover - the tests run both ways (monkeypatch)
+        return None
+    import msgspec
+
+    decode = msgspec.json.Decoder(line).decode
+    build = _chunk_builder()
+
+    def entries(lines: list[bytes], strings: dict[str, str] | None) -> list[Entry] | None:
+        try:
+            structs = list(map(decode, lines))
+        except (ValueError, RecursionError):
+            return None  # a line msgspec refuses: the line-by-line reader reads or words it
+        try:
+            return build(structs, strings)
+        except BadEntry:
+            return None
+
+    return entries
 
 
 _ReadPlan = tuple[tuple[tuple[int, _Check], ...], tuple[int, ...], tuple[int, ...]]
@@ -870,13 +1036,21 @@ def iter_entries(
     A line of the fake's shape is decoded and checked by msgspec where it is installed
     (``_line_decoder``); any other line by json.loads, then by a plan (``_fast_entry``) or
     field by field (``_entry``). What is accepted, what it holds and every error message are
-    json.loads's and ``_entry``'s whichever way a line goes.
+    json.loads's and ``_entry``'s whichever way a line goes. ``entry_batches`` reads the same
+    from blocks of bytes (a file), several times faster.
 
     Raises ``JournalError`` for the first line that is not an entry.
     """
+    return _line_entries(lines, name, {} if share_strings else None, 1)
+
+
+def _line_entries(
+    lines: Iterable[str | bytes], name: str, strings: dict[str, str] | None, first: int
+) -> Iterator[Entry]:
+    """``iter_entries`` with the dict of shared strings given (None: none shared) and the
+    number of the first line."""
     decode = _line_decoder()
-    strings: dict[str, str] | None = {} if share_strings else None
-    for number, raw in enumerate(lines, start=1):
+    for number, raw in enumerate(lines, start=first):
         if strings is not None and len(strings) > _SHARED:
             strings.clear()
         if decode is not None:
@@ -905,6 +1079,60 @@ def iter_entries(
             yield _fast_entry(data, strings) or _entry(data, strings)
         except BadEntry as exc:
             raise JournalError(name, number, str(exc)) from None
+
+
+def entry_batches(
+    blocks: Iterable[bytes], name: str, *, share_strings: bool = True
+) -> Iterator[list[Entry]]:
+    """The entries of a JSONL file given as consecutive ``blocks`` of its bytes (of any sizes:
+    a line may run over several), in lists, in file order: exactly the entries and the
+    ``JournalError`` of ``iter_entries`` over the file's lines (split at ``\n`` only, as a
+    binary file iterates). Holds a block, the line it ends in, and its entries until taken.
+
+    The whole lines of a block are read together where msgspec accepts every one of them
+    (``_chunk_decoder``), otherwise line by line (``_line_entries``): a bad line is reported
+    after a list of the entries before it, as ``iter_entries`` reports it.
+    """
+    chunk_entries = _chunk_decoder() if _line_decoder() is not None else None
+    strings: dict[str, str] | None = {} if share_strings else None
+    number = 1  # of the first line not read yet
+    pending: list[bytes] = []  # the start of that line
+    for block in blocks:
+        lines = block.split(b"\n")
+        if len(lines) == 1:
+            pending.append(block)
+            continue
+        if pending:
+            pending.append(lines[0])
+            lines[0] = b"".join(pending)
+            pending.clear()
+        tail = lines.pop()
+        if tail:
+            pending.append(tail)
+        if strings is not None and len(strings) > _SHARED:
+            strings.clear()
+        batch = None if chunk_entries is None else chunk_entries(lines, strings)
+        if batch is None:
+            whole = [line + b"\n" for line in lines]
+            batch = yield from _batch_of_lines(whole, name, strings, number)
+        number += len(lines)
+        yield batch
+    if pending:  # a last line without its line break
+        yield (yield from _batch_of_lines([b"".join(pending)], name, strings, number))
+
+
+def _batch_of_lines(
+    lines: Iterable[bytes], name: str, strings: dict[str, str] | None, first: int
+) -> Generator[list[Entry], None, list[Entry]]:
+    """The entries of ``lines`` read one by one, returned as a list; for a bad line, the list
+    of the entries before it is yielded, then its ``JournalError`` raised."""
+    batch: list[Entry] = []
+    try:
+        batch.extend(_line_entries(lines, name, strings, first))
+    except JournalError:
+        yield batch
+        raise
+    return batch
 
 
 def entry_from_line(line: str | bytes) -> Entry:
