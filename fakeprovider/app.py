@@ -113,94 +113,113 @@ class FakeProviderApp:
         return False
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"].startswith(ADMIN_PREFIX):
+            await self._other(scope, receive, send)
+            return
+        # The API's lean path, in this one coroutine: what ``_Exchange`` tracks for a failure
+        # (the reply still to journal, whether the status line went out) is kept in locals,
+        # and an ``_Exchange`` is made of them only when something fails.
+        provider = self.provider
+        reply: Reply | None = None
+        started = False
+        try:
+            limit = provider.scenario.max_body_bytes
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            body: bytes | bytearray = message.get("body", b"")
+            too_large = len(body) > limit
+            if message.get("more_body", False):
+                body = bytearray(body)
+                more = True
+                while more:
+                    message = await receive()
+                    if message["type"] == "http.disconnect":
+                        return
+                    if not too_large:
+                        body += message.get("body", b"")
+                        too_large = len(body) > limit
+                    more = message.get("more_body", False)
+            headers = {
+                k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]
+            }
+            raw_query = scope.get("query_string", b"")
+            client = scope.get("client")
+            http = _http_request(
+                scope["method"],
+                scope["path"],
+                dict(parse_qsl(raw_query.decode("latin-1"))) if raw_query else {},
+                headers,
+                b"" if too_large else bytes(body),
+                f"{client[0]}:{client[1]}" if client else "unknown",
+                f"{scope.get('scheme', 'http')}://{headers.get('host', '127.0.0.1')}",
+                limit if too_large else None,
+            )
+            reply, response = provider.receive(http)
+            cut_short = reply.delay > 0 and await self._pause(reply.delay)
+            clock = provider.clock
+            if reply.action != "respond":
+                now = clock.now()
+                dropped, reply = reply, None
+                provider.sent(dropped, started=now, completed=now, status_code=None)
+                _abort(receive)
+                return
+            # Stopping: the answer goes out now, dated now rather than at the scripted time.
+            date = _date(provider) if cut_short else provider.date_header(reply)
+            raw = _raw_headers(response, date.encode("latin-1"))
+            # One clock reading for both ends of the answer: the entry is journaled before the
+            # body goes out (below), so a second reading would only say when the status line had
+            # been handed to the server, microseconds later; started == completed keeps
+            # received <= started <= completed.
+            now = clock.now()
+            started = True
+            await send({"type": "http.response.start", "status": response.status, "headers": raw})
+            # Journal before the body goes out (asyncio buffers the write at once anyway), so that
+            # a client that has read the whole response always finds its entry complete.
+            answered, reply = reply, None
+            provider.sent(answered, started=now, completed=now, status_code=response.status)
+            await send({"type": "http.response.body", "body": response.body})
+        except asyncio.CancelledError:
+            # uvicorn gave up waiting (graceful shutdown timed out): the connection is closed
+            _Exchange(provider, send, reply, started).abandon("shutdown")
+            raise
+        except Exception as exc:  # never a traceback to the client; the server keeps going
+            self._failed(scope, exc)
+            await _Exchange(provider, send, reply, started).fail(receive)
+
+    async def _other(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Everything but an API request: the admin API (and what Starlette refuses)."""
         if scope["type"] != "http":
             await self.admin(scope, receive, send)  # lifespan is off; Starlette refuses the rest
             return
         state = _Exchange(self.provider, send)
         try:
-            if scope["path"].startswith(ADMIN_PREFIX):
-                headers = {
-                    k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]
-                }
-                refusal = admin_refusal(
-                    scope["method"],
-                    scope["path"],
-                    headers,
-                    scope.get("scheme", "http"),
-                    self.admin_token,
-                )
-                if refusal is not None:
-                    await refusal(scope, receive, state.send_dated)
-                    return
-                await self.admin(scope, receive, state.send_dated)
-            else:
-                await self._api(scope, receive, state)
+            headers = {
+                k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]
+            }
+            refusal = admin_refusal(
+                scope["method"],
+                scope["path"],
+                headers,
+                scope.get("scheme", "http"),
+                self.admin_token,
+            )
+            if refusal is not None:
+                await refusal(scope, receive, state.send_dated)
+                return
+            await self.admin(scope, receive, state.send_dated)
         except asyncio.CancelledError:
-            # uvicorn gave up waiting (graceful shutdown timed out): the connection is closed
             state.abandon("shutdown")
             raise
-        except Exception as exc:  # never a traceback to the client; the server keeps going
-            self.provider.log_once.exception(
-                "app", exc, "fakeprovider failed answering %s %s", scope["method"], scope["path"]
-            )
-            self.provider.failed(f"{scope['method']} {scope['path']}", exc)
+        except Exception as exc:
+            self._failed(scope, exc)
             await state.fail(receive)
 
-    async def _api(self, scope: Scope, receive: Receive, state: _Exchange) -> None:
-        provider = self.provider
-        limit = provider.scenario.max_body_bytes
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            return
-        body: bytes | bytearray = message.get("body", b"")
-        too_large = len(body) > limit
-        if message.get("more_body", False):
-            body = bytearray(body)
-            more = True
-            while more:
-                message = await receive()
-                if message["type"] == "http.disconnect":
-                    return
-                if not too_large:
-                    body += message.get("body", b"")
-                    too_large = len(body) > limit
-                more = message.get("more_body", False)
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        raw_query = scope.get("query_string", b"")
-        client = scope.get("client")
-        http = _http_request(
-            method=scope["method"],
-            path=scope["path"],
-            query=dict(parse_qsl(raw_query.decode("latin-1"))) if raw_query else {},
-            headers=headers,
-            body=b"" if too_large else bytes(body),
-            peer=f"{client[0]}:{client[1]}" if client else "unknown",
-            base_url=f"{scope.get('scheme', 'http')}://{headers.get('host', '127.0.0.1')}",
-            too_large=limit if too_large else None,
+    def _failed(self, scope: Scope, exc: Exception) -> None:
+        self.provider.log_once.exception(
+            "app", exc, "fakeprovider failed answering %s %s", scope["method"], scope["path"]
         )
-        reply, response = provider.receive(http)
-        state.reply = reply
-        cut_short = reply.delay > 0 and await self._pause(reply.delay)
-        clock = provider.clock
-        if reply.action != "respond":
-            now = clock.now()
-            state.reply = None
-            provider.sent(reply, started=now, completed=now, status_code=None)
-            _abort(receive)
-            return
-        # Stopping: the answer goes out now, dated now rather than at the scripted time.
-        date = _date(provider) if cut_short else provider.date_header(reply)
-        raw = _raw_headers(response, date.encode("latin-1"))
-        started = clock.now()
-        state.started = True
-        await state.send_raw(
-            {"type": "http.response.start", "status": response.status, "headers": raw}
-        )
-        # Journal before the body goes out (asyncio buffers the write at once anyway), so that a
-        # client that has read the whole response always finds its entry complete.
-        state.reply = None
-        provider.sent(reply, started=started, completed=clock.now(), status_code=response.status)
-        await state.send_raw({"type": "http.response.body", "body": response.body})
+        self.provider.failed(f"{scope['method']} {scope['path']}", exc)
 
 
 def _date(provider: FakeProvider) -> str:
@@ -215,16 +234,16 @@ class _Exchange:
     500, or a dropped connection.
     """
 
-    __slots__ = ("_send", "provider", "reply", "send_raw", "started")
+    __slots__ = ("_send", "provider", "reply", "started")
 
-    def __init__(self, provider: FakeProvider, send: Send) -> None:
+    def __init__(
+        self, provider: FakeProvider, send: Send, reply: Reply | None = None, started: bool = False
+    ) -> None:
         self.provider = provider
         self._send = send
-        #: ``send`` as uvicorn gave it: the lean path sets ``started`` itself.
-        self.send_raw = send
-        self.started = False
+        self.started = started
         #: The engine's reply while its journal entry waits for the answer to go out.
-        self.reply: Reply | None = None
+        self.reply = reply
 
     async def send(self, message: Message) -> None:
         if message["type"] == "http.response.start":
@@ -299,9 +318,9 @@ def _raw_headers(response: HttpResponse, date: bytes) -> list[tuple[bytes, bytes
 if TYPE_CHECKING:
     _http_request = HttpRequest
 else:
-    #: An ``HttpRequest`` from the scope's parts: the same request, made without a frozen
-    #: dataclass's per-field ``__init__``.
-    _http_request = fast_constructor(HttpRequest)
+    #: An ``HttpRequest`` from the scope's parts (positional, in field order): the same request,
+    #: made without a frozen dataclass's per-field ``__init__``.
+    _http_request = fast_constructor(HttpRequest, keyword_only=False)
 #: Each media type's ``Content-Type`` field as sent (a handful: the dialects' and the
 #: scenario's); at most ``_FIELDS_CACHED`` kept, the others encoded per answer.
 _CONTENT_TYPES: dict[str, tuple[bytes, bytes]] = {}

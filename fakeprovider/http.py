@@ -168,8 +168,9 @@ class HttpResponse:
 if TYPE_CHECKING:
     _response = HttpResponse
 else:
-    #: ``HttpResponse(...)``, the same answer, made without the frozen per-field ``__init__``.
-    _response = fast_constructor(HttpResponse)
+    #: ``HttpResponse(...)``, the same answer, made without the frozen per-field ``__init__``
+    #: (positional arguments too, in field order).
+    _response = fast_constructor(HttpResponse, keyword_only=False)
 
 
 # --- JSON answers --------------------------------------------------------------------------
@@ -224,9 +225,7 @@ def json_response(
     # A lone surrogate (refused in request bodies, but a scenario or a path may still carry
     # one) comes out as its JSON escape: rendering an answer must never fail.
     body = json_text(payload).encode("utf-8", "backslashreplace")
-    return _response(
-        status=status, body=body, media_type="application/json", headers=tuple(headers)
-    )
+    return _response(status, body, "application/json", tuple(headers))
 
 
 def error_response(

@@ -30,7 +30,15 @@ from ..http import HttpRequest, HttpResponse, json_response
 from ..messages import ApiError, JobView, Reply, Request
 from ..webhooks import Outgoing, WebhookMessage, unsigned_message
 from . import _common
-from .base import BadRequest, Dialect, Route, new_request, read_json_object, video_response
+from .base import (
+    BadRequest,
+    Dialect,
+    Route,
+    new_request,
+    read_json_object,
+    route_request,
+    video_response,
+)
 
 PREFIX = "/api/v3/contents/generations/tasks"
 
@@ -100,7 +108,7 @@ class ArkDialect(Dialect):
             job_id = params["job_id"]
             return new_request(kind="cancel", job_id=job_id, cancel_from=_CANCELLABLE, **common)
         if route.kind != "submit":
-            return new_request(kind=route.kind, job_id=params.get("job_id"), **common)
+            return route_request(route.kind, params.get("job_id"), common)
         body = read_json_object(http)
         problem = self._invalid(body)
         if problem is not None:

@@ -8,6 +8,7 @@ virtual time.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import re
@@ -20,7 +21,7 @@ from ..messages import ApiError, JobView, Reply, Request, RequestKind, default_j
 from ..settings import RunSettings
 from ..webhooks import Outgoing, WebhookMessage
 
-__all__ = ["BadRequest", "Dialect", "Route", "new_request"]
+__all__ = ["BadRequest", "Dialect", "Route", "new_request", "route_request"]
 
 if TYPE_CHECKING:
     new_request = Request
@@ -28,6 +29,39 @@ else:
     #: ``Request(**fields)``, the same request, made without a frozen dataclass's per-field
     #: ``__init__`` (a third of parsing a status read): what the dialects build requests with.
     new_request = fast_constructor(Request)
+
+#: Every field of a ``Request`` in declaration order, at its default (``_NO_VALUE`` for the
+#: three without one): what ``route_request`` fills in.
+_NO_VALUE: Any = object()
+_REQUEST_DEFAULTS: dict[str, Any] = {
+    f.name: _NO_VALUE if f.default is dataclasses.MISSING else f.default
+    for f in dataclasses.fields(Request)
+}
+_new, _put = object.__new__, object.__setattr__
+
+
+def route_request(kind: RequestKind, job_id: str | None, common: dict[str, Any]) -> Request:
+    """``new_request(kind=kind, job_id=job_id, **common)``: the same request (field for field,
+    in the same order), for a route that takes nothing else from the request (a status read, a
+    download...), without passing every field by keyword. ``common`` as ``Dialect.parse``
+    makes it; anything else it holds is handed to ``new_request``, which refuses what
+    ``Request`` refuses."""
+    values = _REQUEST_DEFAULTS.copy()
+    values.update(common)
+    if (
+        len(values) != len(_REQUEST_DEFAULTS)  # a name Request has no field for
+        or values["method"] is _NO_VALUE
+        or values["path"] is _NO_VALUE
+        or "kind" in common
+        or "job_id" in common
+    ):
+        return new_request(kind=kind, job_id=job_id, **common)  # raises as Request does
+    values["kind"] = kind
+    values["job_id"] = job_id
+    request: Request = _new(Request)
+    _put(request, "__dict__", values)
+    return request
+
 
 #: How deep a request body's JSON may nest (objects and arrays). Real bodies nest a few levels;
 #: a deeper one is refused before it can exhaust the stack of whatever walks it later.
@@ -89,16 +123,31 @@ class RouteTable:
             else:
                 by_method.setdefault(route.method, []).append(route)
         self._param = {method: tuple(found) for method, found in by_method.items()}
+        #: The last paths matched to a route with parameters (a client polls one job's path
+        #: again and again): at most ``_MATCHES_KEPT``, forgotten all at once when full.
+        self._matched: dict[tuple[str, str], Match] = {}
 
     def match(self, method: str, path: str) -> Match | None:
-        hit = self._exact.get((method, path))
+        key = (method, path)
+        hit = self._exact.get(key) or self._matched.get(key)
         if hit is not None:
             return hit[0], dict(hit[1])
         for route in self._param.get(method, ()):
             found = route.pattern.match(path)
             if found:
-                return route, found.groupdict()
+                params = found.groupdict()
+                if len(path) <= _PATH_KEPT:
+                    if len(self._matched) >= _MATCHES_KEPT:
+                        self._matched.clear()
+                    self._matched[key] = (route, params)
+                    return route, dict(params)
+                return route, params
         return None
+
+
+_MATCHES_KEPT = 512
+#: Longer paths (no real job path is) are matched every time, never kept.
+_PATH_KEPT = 256
 
 
 class BadRequest(Exception):
@@ -214,7 +263,7 @@ class Dialect:
                 message = f"{http.method} is not allowed here; use {', '.join(allowed)}."
                 refused = BadRequest(405, "method_not_allowed", message)
                 return refused.request("unknown", None, common)
-            return new_request(kind="unknown", **common)
+            return route_request("unknown", None, common)
         route, params = found
         try:
             if http.too_large is not None:

@@ -30,7 +30,15 @@ from ..http import HttpRequest, HttpResponse, json_response
 from ..messages import ApiError, JobView, Reply, Request
 from ..webhooks import Outgoing, WebhookMessage
 from . import _common
-from .base import BadRequest, Dialect, Route, new_request, read_json_object, video_response
+from .base import (
+    BadRequest,
+    Dialect,
+    Route,
+    new_request,
+    read_json_object,
+    route_request,
+    video_response,
+)
 from .generic import generic_webhook_message
 
 PREFIX = "/api/v1"
@@ -108,7 +116,7 @@ class DashScopeDialect(Dialect):
         if route.kind == "list":
             return self._list(http, common)
         if route.kind != "submit":
-            return new_request(kind=route.kind, job_id=job_id, **common)
+            return route_request(route.kind, job_id, common)
         if http.headers.get("x-dashscope-async", "").lower() != "enable":
             raise BadRequest(403, "sync_not_supported", _SYNC_REFUSED)
         body = read_json_object(http)

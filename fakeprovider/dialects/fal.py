@@ -35,7 +35,15 @@ from ..http import HttpRequest, HttpResponse, json_response
 from ..messages import ApiError, JobView, Reply, Request, RequestKind
 from ..webhooks import STALE_AGE, Outgoing, WebhookMessage, json_body
 from . import _common
-from .base import Dialect, Route, cancel_after_end, new_request, read_json_object, video_response
+from .base import (
+    Dialect,
+    Route,
+    cancel_after_end,
+    new_request,
+    read_json_object,
+    route_request,
+    video_response,
+)
 
 _REQUEST = re.compile(
     r"^/(?P<app>[^/]+/[^/]+(?:/.+?)?)/requests/(?P<job_id>[^/]+)(?P<tail>/status|/cancel)?$"
@@ -112,7 +120,7 @@ class FalDialect(Dialect):
                 **common,
             )
         if route.kind != "submit":
-            return new_request(kind=route.kind, job_id=params.get("job_id"), **common)
+            return route_request(route.kind, params.get("job_id"), common)
         body = read_json_object(http)
         neutral = dict(body)
         neutral.setdefault("model", params["app"])

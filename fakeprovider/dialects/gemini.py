@@ -41,6 +41,7 @@ from .base import (
     cancel_after_end,
     new_request,
     read_json_object,
+    route_request,
     video_response,
 )
 from .google_veo import _STATUS_NAMES
@@ -126,7 +127,7 @@ class GeminiDialect(Dialect):
         if route.kind == "status" and http.query.get("stream", "false").lower() == "true":
             raise _invalid("fakeprovider does not stream interactions: read with stream=false.")
         if route.kind != "submit":
-            return new_request(kind=route.kind, job_id=job_id, **common)
+            return route_request(route.kind, job_id, common)
         body = read_json_object(http)
         if body.get("stream") is True:
             raise _invalid("fakeprovider does not stream interactions: send stream: false.", body)

@@ -6,10 +6,19 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from ..http import HttpRequest, HttpResponse, json_response
+from ..http import HttpRequest, HttpResponse, _response, json_response, json_text
 from ..messages import JobView, Reply, Request
+from ..settings import RunSettings
 from ..webhooks import Outgoing, WebhookMessage, iso_timestamp, signed_message
-from .base import BadRequest, Dialect, Route, new_request, read_json_object, video_response
+from .base import (
+    BadRequest,
+    Dialect,
+    Route,
+    new_request,
+    read_json_object,
+    route_request,
+    video_response,
+)
 
 
 def _seconds(value: float | None) -> float | None:
@@ -34,8 +43,23 @@ def generic_webhook_message(send: Outgoing) -> WebhookMessage:
     return signed_message(payload, send)
 
 
+#: What ``GenericDialect._status`` keeps per job: the view's status, progress, poll hint,
+#: message, result and error it was made from, and the JSON before and after the elapsed time.
+_Pieces = tuple[Any, ...]
+#: Stands for the elapsed time in the JSON the pieces are cut from.
+_MARK = "\x00elapsed_seconds\x00"
+_MARK_JSON = json_text(_MARK).encode()
+#: Jobs whose pieces are kept at most (forgotten all at once when full).
+_PIECES_KEPT = 1024
+
+
 class GenericDialect(Dialect):
     name = "generic"
+
+    def __init__(self, settings: RunSettings | None = None) -> None:
+        super().__init__(settings)
+        self._pieces: dict[str, _Pieces] = {}
+
     routes = (
         Route("POST", "/v1/jobs", "submit"),
         Route("GET", "/v1/jobs", "list"),
@@ -48,7 +72,7 @@ class GenericDialect(Dialect):
         self, route: Route, params: dict[str, str], http: HttpRequest, common: dict[str, Any]
     ) -> Request:
         if route.kind != "submit":
-            return new_request(kind=route.kind, job_id=params.get("job_id"), **common)
+            return route_request(route.kind, params.get("job_id"), common)
         body = read_json_object(http)
         if not isinstance(body.get("prompt"), str) or not body["prompt"].strip():
             message = "'prompt' is required and must be a non-empty string."
@@ -88,7 +112,56 @@ class GenericDialect(Dialect):
             }
             headers = (*reply.headers, ("Location", f"/v1/jobs/{job.id}"))
             return json_response(reply.status_code, payload, headers)
-        return json_response(200, self.job(job), reply.headers)
+        return self._status(job, reply.headers)
+
+    def _status(self, job: JobView, headers: tuple[tuple[str, str], ...]) -> HttpResponse:
+        """``json_response(200, self.job(job), headers)``, the same answer, from the pieces kept
+        for the job's id: what ``job`` shows of a job but its elapsed time depends on the step
+        it is at alone (the same objects from the engine's table of steps while it stays there).
+        So the body is the pieces around ``elapsed_seconds`` made once per step, joined around
+        that number, as long as every other input is the very object they were made from."""
+        kept = self._pieces.get(job.id)
+        if (
+            kept is None
+            or kept[0] is not job.status
+            or kept[1] is not job.progress
+            or kept[2] is not job.poll_after
+            or kept[3] is not job.message
+            or kept[4] is not job.result
+            or kept[5] is not job.error
+            or job.summary is not None
+        ):
+            kept = self._keep(job)
+        elapsed = round(job.elapsed, 3)
+        if kept is None or type(elapsed) is not float or not math.isfinite(elapsed):
+            return json_response(200, self.job(job), headers)
+        body = b"".join((kept[6], float.__repr__(elapsed).encode(), kept[7]))
+        return _response(200, body, "application/json", tuple(headers))
+
+    def _keep(self, job: JobView) -> _Pieces | None:
+        """The pieces of ``job``'s JSON around its ``elapsed_seconds``, kept for its id; None
+        (and nothing kept) for a job with a summary, or one whose text holds the mark."""
+        if job.summary is not None:
+            return None
+        payload = self.job(job)
+        payload["elapsed_seconds"] = _MARK
+        pieces = json_response(200, payload).body.split(_MARK_JSON)
+        if len(pieces) != 2:
+            return None
+        kept = (
+            job.status,
+            job.progress,
+            job.poll_after,
+            job.message,
+            job.result,
+            job.error,
+            pieces[0],
+            pieces[1],
+        )
+        if len(self._pieces) >= _PIECES_KEPT:
+            self._pieces.clear()
+        self._pieces[job.id] = kept
+        return kept
 
     def webhook_message(self, send: Outgoing) -> WebhookMessage:
         return generic_webhook_message(send)

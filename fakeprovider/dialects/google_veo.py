@@ -26,7 +26,7 @@ from ..http import HttpRequest, HttpResponse, json_response
 from ..messages import ApiError, JobView, Reply, Request, video_bytes
 from ..webhooks import Outgoing, WebhookMessage
 from . import _common
-from .base import BadRequest, Dialect, Route, new_request, read_json_object
+from .base import BadRequest, Dialect, Route, new_request, read_json_object, route_request
 from .generic import generic_webhook_message
 
 _MODEL = r"(?:projects/[^/]+/locations/[^/]+/)?publishers/[^/]+/models/[^/:]+"
@@ -106,7 +106,7 @@ class GoogleVeoDialect(Dialect):
         self, route: Route, params: dict[str, str], http: HttpRequest, common: dict[str, Any]
     ) -> Request:
         if route.kind == "cancel":
-            return new_request(kind="cancel", job_id=params["job_id"], **common)
+            return route_request("cancel", params["job_id"], common)
         body = read_json_object(http)
         if route.kind == "status":
             name = body.get("operationName")
@@ -122,7 +122,7 @@ class GoogleVeoDialect(Dialect):
             ):
                 message = f"Operation {name!r} does not belong to {params['resource']!r}."
                 raise BadRequest(400, "invalid_argument", message, job_id=job_id)
-            return new_request(kind="status", job_id=job_id, **common)
+            return route_request("status", job_id, common)
         instances = body.get("instances")
         first = instances[0] if isinstance(instances, list) and instances else None
         if not isinstance(first, dict):

@@ -20,7 +20,15 @@ from ..http import HttpRequest, HttpResponse, json_response
 from ..messages import ApiError, JobView, Reply, Request
 from ..webhooks import Outgoing, WebhookMessage, unsigned_message
 from . import _common
-from .base import BadRequest, Dialect, Route, new_request, read_json_object, video_response
+from .base import (
+    BadRequest,
+    Dialect,
+    Route,
+    new_request,
+    read_json_object,
+    route_request,
+    video_response,
+)
 
 PREFIX = "/dream-machine/v1"
 
@@ -55,7 +63,7 @@ class LumaDialect(Dialect):
         self, route: Route, params: dict[str, str], http: HttpRequest, common: dict[str, Any]
     ) -> Request:
         if route.kind != "submit":
-            return new_request(kind=route.kind, job_id=params.get("job_id"), **common)
+            return route_request(route.kind, params.get("job_id"), common)
         body = read_json_object(http)
         why = self._invalid(body)
         if why is not None:

@@ -26,7 +26,15 @@ from ..http import HttpRequest, HttpResponse, json_response
 from ..messages import ApiError, JobView, Reply, Request
 from ..webhooks import Outgoing, WebhookMessage, signed_message
 from . import _common
-from .base import BadRequest, Dialect, Route, new_request, read_json_object, video_response
+from .base import (
+    BadRequest,
+    Dialect,
+    Route,
+    new_request,
+    read_json_object,
+    route_request,
+    video_response,
+)
 
 _STATUS = {
     "queued": "queued",
@@ -91,7 +99,7 @@ class OpenAIVideosDialect(Dialect):
                 message = f"fakeprovider serves only variant='video' (got {variant!r})."
                 raise BadRequest(400, "unsupported_variant", message)
         if route.kind != "submit":
-            return new_request(kind=route.kind, job_id=job_id, **common)
+            return route_request(route.kind, job_id, common)
         return new_request(kind="submit", body=self._create_body(http), **common)
 
     def _create_body(self, http: HttpRequest) -> dict[str, Any]:

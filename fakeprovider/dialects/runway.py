@@ -21,7 +21,15 @@ from ..http import HttpRequest, HttpResponse, json_response
 from ..messages import ApiError, JobView, Reply, Request
 from ..webhooks import Outgoing, WebhookMessage
 from . import _common
-from .base import BadRequest, Dialect, Route, new_request, read_json_object, video_response
+from .base import (
+    BadRequest,
+    Dialect,
+    Route,
+    new_request,
+    read_json_object,
+    route_request,
+    video_response,
+)
 from .generic import generic_webhook_message
 
 API_VERSION = "2024-11-06"
@@ -81,7 +89,7 @@ class RunwayDialect(Dialect):
                 )
                 raise BadRequest(400, "bad_version", message)
         if route.kind != "submit":
-            return new_request(kind=route.kind, job_id=job_id, **common)
+            return route_request(route.kind, job_id, common)
         body = read_json_object(http)
         why = self._invalid(route.template, body)
         if why is not None:

@@ -10,12 +10,15 @@ from hypothesis import strategies as st
 
 from fakeprovider.dialects import DIALECTS, get_dialect
 from fakeprovider.dialects.base import (
+    _MATCHES_KEPT,
+    _PATH_KEPT,
     BadRequest,
     Dialect,
     Route,
     RouteTable,
     new_request,
     read_json_object,
+    route_request,
     scan_routes,
 )
 from fakeprovider.http import HttpRequest, json_response
@@ -205,6 +208,33 @@ def test_the_route_table_finds_the_first_route_trying_each_in_order(
     method = data.draw(st.sampled_from(_METHODS))
     path = data.draw(_paths(templates))
     assert table.match(method, path) == scan_routes(routes, method, path)
+    # again: now from the paths it keeps
+    assert table.match(method, path) == scan_routes(routes, method, path)
+
+
+@pytest.mark.parametrize("name", list(DIALECTS))
+def test_the_route_table_keeps_finding_what_scanning_finds_as_its_kept_paths_fill_and_clear(
+    name: str,
+) -> None:
+    table, routes, templates = _dialect_case(name)
+    # more distinct paths than it keeps, each asked for twice, some longer than it keeps
+    for number in range(_MATCHES_KEPT * 2 + 7):
+        for template in templates:
+            filled = template.replace("{", "").replace("}", f"-{number}")
+            path = filled if number % 50 else filled + "x" * (_PATH_KEPT + 1)
+            for method in _METHODS[:2]:
+                expected = scan_routes(routes, method, path)
+                assert table.match(method, path) == expected
+                assert table.match(method, path) == expected
+    assert len(table._matched) <= _MATCHES_KEPT
+
+
+def test_a_kept_match_gives_each_caller_its_own_parameters() -> None:
+    table = RouteTable([Route("GET", "/v1/jobs/{job_id}", "status")])
+    first = table.match("GET", "/v1/jobs/j1")
+    assert first is not None
+    first[1]["job_id"] = "changed"
+    assert table.match("GET", "/v1/jobs/j1") == (first[0], {"job_id": "j1"})
 
 
 def test_the_route_table_keeps_the_order_when_a_parameter_route_comes_first() -> None:
@@ -251,3 +281,43 @@ def test_new_request_makes_what_request_makes(
     assert made == expected
     assert list(vars(made).items()) == list(vars(expected).items())
     assert hash(made) == hash(expected)
+
+
+@given(
+    kind=st.sampled_from(["submit", "status", "content", "cancel", "list", "unknown"]),
+    job_id=st.none() | st.text(max_size=5),
+    credential=st.none() | st.text(max_size=5),
+    client=st.text(max_size=5),
+    key=st.none() | st.text(max_size=5),
+)
+def test_route_request_makes_what_new_request_makes_from_what_parse_gathers(
+    kind: Any, job_id: str | None, credential: str | None, client: str, key: str | None
+) -> None:
+    common = {
+        "method": "GET",
+        "path": "/p",
+        "credential": credential,
+        "client": client,
+        "idempotency_key": key,
+    }
+    made = route_request(kind, job_id, dict(common))
+    expected = Request(kind=kind, job_id=job_id, **common)
+    assert type(made) is Request
+    assert made == expected
+    assert list(vars(made).items()) == list(vars(expected).items())
+    assert hash(made) == hash(expected)
+
+
+@pytest.mark.parametrize(
+    ("common", "message"),
+    [
+        ({"method": "GET", "path": "/p", "colour": "red"}, "unexpected keyword argument 'colour'"),
+        ({"method": "GET"}, "missing 1 required keyword-only argument: 'path'"),
+        ({"path": "/p"}, "missing 1 required keyword-only argument: 'method'"),
+        ({"method": "GET", "path": "/p", "kind": "list"}, "multiple values for keyword argument"),
+        ({"method": "GET", "path": "/p", "job_id": "j"}, "multiple values for keyword argument"),
+    ],
+)
+def test_route_request_refuses_what_request_refuses(common: dict[str, Any], message: str) -> None:
+    with pytest.raises(TypeError, match=message):
+        route_request("status", "j1", common)

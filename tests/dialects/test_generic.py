@@ -1,10 +1,17 @@
-"""The generic dialect's submit validation, message by message."""
+"""The generic dialect's submit validation, message by message, and its status reads' bodies."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fakeprovider.dialects.generic import _PIECES_KEPT, GenericDialect
+from fakeprovider.http import HttpRequest, json_response
+from fakeprovider.messages import JobView, Reply, Request
+from fakeprovider.scenario import JobError, Result
 
 from .helpers import call, virtual
 
@@ -23,3 +30,104 @@ def test_submit_fields_of_the_wrong_type_get_422(body: dict[str, Any], message: 
     status, _, payload = call(provider, "POST", "/v1/jobs", json_body=body)
     assert (status, payload["error"]) == (422, {"code": "invalid_request", "message": message})
     assert [(e.kind, e.status_code) for e in provider.entries] == [("submit", 422)]
+
+
+# --- a status read's body from the pieces kept per job, against the dialect's general path ---
+
+_IDS = ["job_a", "job_b", "j\ud800", "\x00elapsed_seconds\x00"]
+_STATUSES = ["queued", "running", "succeeded", "failed", "cancelled", "completed_with_errors"]
+_PROGRESS: list[Any] = [None, 0, 35, 100, True, 35.0]
+_POLLS: list[Any] = [None, 15, 15.0, 2.5, 0.0004, -0.0]
+_MESSAGES = [
+    "The job is queued.",
+    "Ünïcode \u2028 and a lone \udfff",
+    "\x00elapsed_seconds\x00",
+    'a quote " and \\u0000elapsed_seconds\\u0000',
+]
+_RESULTS: list[Any] = [None, Result(), Result(url="https://cdn.example/v.mp4", size_bytes=10)]
+_ERRORS: list[Any] = [None, JobError(), JobError("boom", "It broke.")]
+_SUMMARIES: list[Any] = [None, {"failed": 1, "total": 3}]
+_TIMES: list[Any] = [0.0, -0.0, 1.0, 31.2, 1e17, 123.4567, 5, float("inf"), float("nan")]
+
+
+_POOLS: dict[str, list[Any]] = {
+    "id": _IDS,
+    "status": _STATUSES,
+    "progress": _PROGRESS,
+    "created_at": _TIMES,
+    "now": _TIMES,
+    "poll_after": _POLLS,
+    "message": _MESSAGES,
+    "result": _RESULTS,
+    "error": _ERRORS,
+    "summary": _SUMMARIES,
+}
+
+
+@st.composite
+def _views(draw: st.DrawFn) -> list[JobView]:
+    """A run's status reads: a first view, then each next one the last with a part or two
+    drawn again (or none), every part from a fixed pool, so that consecutive views of one job
+    share the very objects, as the engine's views of one step do."""
+    first = {name: draw(st.sampled_from(pool)) for name, pool in _POOLS.items()}
+    views = [first]
+    for _ in range(draw(st.integers(0, 11))):
+        changed = draw(st.lists(st.sampled_from(list(_POOLS)), max_size=2))
+        views.append({**views[-1], **{n: draw(st.sampled_from(_POOLS[n])) for n in changed}})
+    return [
+        JobView(
+            spec_index=0,
+            status_since=0.0,
+            estimated_duration=None,
+            request={},
+            callback_url=None,
+            **parts,
+        )
+        for parts in views
+    ]
+
+
+@settings(max_examples=300)
+@given(views=_views(), headers=st.sampled_from([(), (("X-Extra", "1"),)]))
+def test_a_status_read_answers_the_same_bytes_with_the_pieces_kept_as_without(
+    views: list[JobView], headers: tuple[tuple[str, str], ...]
+) -> None:
+    dialect = GenericDialect()  # keeps its pieces across the views: one run's status reads
+    http = HttpRequest("GET", "/v1/jobs/x")
+    for view in views:
+        request = Request(kind="status", method="GET", path="/v1/jobs/x", job_id=view.id)
+        reply = Reply(
+            seq=1, request=request, status_code=200, respond_at=0.0, job=view, headers=headers
+        )
+        expected = json_response(200, GenericDialect().job(view), headers)
+        assert dialect.render(reply, http) == expected
+
+
+def test_pieces_are_kept_for_a_bounded_number_of_jobs() -> None:
+    dialect = GenericDialect()
+    http = HttpRequest("GET", "/v1/jobs/x")
+    request = Request(kind="status", method="GET", path="/v1/jobs/x")
+    for number in range(_PIECES_KEPT + 5):
+        view = JobView(
+            f"job_{number}",
+            0,
+            "queued",
+            None,
+            0.0,
+            0.0,
+            1.5,
+            15,
+            None,
+            "Queued.",
+            {},
+            None,
+            None,
+            None,
+            None,
+        )
+        reply = Reply(seq=1, request=request, status_code=200, respond_at=0.0, job=view)
+        assert dialect.render(reply, http).body == (
+            b'{"job_id":"job_%d","status":"queued","done":false,"elapsed_seconds":1.5,'
+            b'"poll_after_seconds":15,"message":"Queued."}' % number
+        )
+    assert 0 < len(dialect._pieces) <= _PIECES_KEPT
