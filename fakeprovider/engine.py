@@ -359,13 +359,31 @@ class Engine:
         """A well-formed status read of ``job`` (brought up to ``now``) that no fault, credential
         check or rate limit touches: the reply ``_decide`` makes, journaled as ``_entry`` would
         journal it, without their general cases (tests/test_engine_differential.py)."""
-        view = self._view(job, now)
+        shown = self._shown[job.spec_index][job.step][1 if job.cancelled else 0]
+        status, progress, poll_after, estimate, message, result, error, summary = shown
+        view = fast_view(  # what ``_view`` makes
+            job.id,
+            job.spec_index,
+            status,
+            progress,
+            job.created_at,
+            job.since,
+            now,
+            poll_after,
+            estimate,
+            message,
+            job.request,
+            result,
+            error,
+            summary,
+            job.callback_url,
+            job.started is None and not job.cancelled,
+        )
         if job.started is not None or job.cancelled:  # not throttled: a poll counts
             job.polls += 1
         if job.due <= now:
             self._advance(job, now)
-        reply = fast_reply(seq, request, 200, now + 0.0, job=view)
-        status = view.status
+        reply = fast_reply(seq, request, 200, now + 0.0, 0.0, "respond", view)
         hints = self.poll_hints
         inline = self.inline_result
         self.journal.append(
@@ -383,7 +401,7 @@ class Engine:
                 if job.cancelled
                 else self._statuses[job.spec_index][job.step],
                 status_since=job.since,
-                poll_after=view.poll_after
+                poll_after=poll_after
                 if (hints if hints.__class__ is bool else "status" in hints)  # type: ignore[operator]
                 else None,
                 inline_result=True
@@ -585,7 +603,7 @@ class Engine:
             number=len(self._by_number),
         )
         self._jobs.add(job, key)
-        self._reindex(job, self._status(job))
+        self._reindex(job, self._statuses[index][0])
         if full:
             self._waiting.setdefault(request.credential, deque()).append(job_id)
         created = self._changed(job, now)
