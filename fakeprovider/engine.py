@@ -187,7 +187,7 @@ class Engine:
         ]
         #: Per request kind, the faults whose route takes it (index, fault): most requests
         #: meet no fault at all, and skip the scan.
-        self._faults_for: dict[str, tuple[tuple[int, Fault], ...]] = {}
+        self._faults_for: dict[str, tuple[tuple[int, Fault, frozenset[int] | None], ...]] = {}
         #: The specs a submit's body is matched against, in order, and the specs that take
         #: unmatched submits in turn.
         self._matchers = [(i, spec.match) for i, spec in enumerate(scenario.jobs) if spec.match]
@@ -884,14 +884,15 @@ class Engine:
         faults = self._faults_for.get(kind)
         if faults is None:
             faults = self._faults_for[kind] = tuple(
-                (index, fault)
+                (index, fault, None if fault.nth is None else fault.nth_set)  # (made per call)
                 for index, fault in enumerate(self.scenario.faults)
                 if fault.route == "any" or fault.route == kind
             )
         if not faults:
             return None
         chosen: Fault | None = None
-        for index, fault in faults:
+        elapsed = now - self.start
+        for index, fault, nth in faults:
             if fault.job is not None:
                 spec_index = (
                     job.spec_index
@@ -904,7 +905,6 @@ class Engine:
                 )
                 if spec_index != fault.job:
                     continue
-            elapsed = now - self.start
             if fault.start is not None and elapsed < fault.start:
                 continue
             if fault.end is not None and elapsed >= fault.end:
@@ -915,7 +915,7 @@ class Engine:
                 continue  # count the match, but the first firing fault wins
             if fault.times is not None and state.fired >= fault.times:
                 continue
-            if fault.nth is not None and state.matched not in fault.nth_set:
+            if nth is not None and state.matched not in nth:
                 continue
             if fault.every is not None and state.matched % fault.every:
                 continue
