@@ -551,14 +551,12 @@ class ClientJudge(Judge):
             )
             groups[group] = None
         elif unsuccessful:
-            if failures is _NEW:
-                groups[group] = [e.seq]
-            else:
+            if failures:
                 failures.append(e.seq)
-        elif failures is _NEW:
-            groups[group] = []
-        elif failures:
-            failures.clear()
+            else:
+                groups[group] = [e.seq]
+        elif failures or failures is _NEW:
+            groups[group] = _NONE  # none failed since the last success (shared: never changed)
 
     def _after_retry_after(self, e: Entry, received: float) -> None:
         """``honours_retry_after``'s part: judge the sources waiting in ``e``'s scopes."""
@@ -846,8 +844,9 @@ class ClientJudge(Judge):
         return found
 
 
-#: ``bounded_retries``: a group with no attempt yet.
+#: ``bounded_retries``: a group with no attempt yet, and one with no failure since its last.
 _NEW: list[int] = []
+_NONE: list[int] = []
 
 
 _FIRST = operator.itemgetter(0)

@@ -115,7 +115,9 @@ class _Client:
         self.seen: dict[str, float] = {}  # job -> first completed answer showing it ended
         self.jobs: set[str] = set()  # the jobs its entries name
         self.known: set[str] = set()  # as ``_with_listed`` counts them
-        self.last: dict[str, Entry] = {}  # job -> its last entry, list answers expanded
+        # job -> its last entry, list answers expanded, when it was a failed status read or
+        # content fetch (what ``_gave_up`` may name), else None
+        self.last: dict[str, Entry | None] = {}
         self.ended: set[str] = set()
 
 
@@ -324,11 +326,11 @@ def _request(run: _Run, e: Entry, totals: _Totals) -> None:
     listed = e.listed
     if listed and kind == "list":
         for shown, shown_status in listed:
-            client.last[shown] = e
+            client.last[shown] = None  # a list answer: never a read the client gave up after
             if shown_status in TERMINAL_STATUSES:
                 client.ended.add(shown)
     elif job_id is not None:
-        client.last[job_id] = e
+        client.last[job_id] = e if (kind == "status" or kind == "content") and e.failed else None
         if status in TERMINAL_STATUSES:
             client.ended.add(job_id)
 
@@ -363,13 +365,12 @@ def _close_run(run: _Run, totals: _Totals) -> None:
         reached = totals.reached[name]
         for job_id in client.jobs:
             reached.update(run.true_by_job.get(job_id, ()))
-        for job_id, e in client.last.items():
-            if job_id not in client.known or job_id in client.ended:
+        for job_id, last in client.last.items():
+            if last is None or job_id not in client.known or job_id in client.ended:
                 continue
-            if job_id in run.notified_status or e.kind not in ("status", "content"):
+            if job_id in run.notified_status:
                 continue
-            if not e.failed:
-                continue
+            e = last
             status = f" while the job was {e.true_status!r}" if e.true_status else ""
             totals.gave_up.append(
                 f"the client {name!r} never asked about job {job_id} again after"
