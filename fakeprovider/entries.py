@@ -658,7 +658,6 @@ def _chunk_builder() -> Callable[[list[Any], dict[str, str] | None], list[Entry]
         "EntryTwin": entry_twin,
         "Record": RetryAfterRecord,
         "RecordTwin": record_twin,
-        "new": object.__new__,
         "astuple": msgspec.structs.astuple,
         "checked_run": _checked_run,
     }
@@ -675,7 +674,7 @@ def _chunk_builder() -> Callable[[list[Any], dict[str, str] | None], list[Entry]
                         "if (v := s.retry_after) is None:",
                         "    e.retry_after = None",
                         "else:",
-                        "    r = new(RecordTwin)",
+                        "    r = RecordTwin()",
                         *(f"    r.{field} = v.{field}" for field in record_fields),
                         "    r.__class__ = Record",
                         "    e.retry_after = r",
@@ -694,7 +693,7 @@ def _chunk_builder() -> Callable[[list[Any], dict[str, str] | None], list[Entry]
             values.append(value)
         if entry_twin is None:  # pragma: no cover - an Entry without slots: its constructor
             return [f"append(Entry({', '.join(values)}))"]
-        return ["e = new(EntryTwin)", *setters, "e.__class__ = Entry", "append(e)"]
+        return ["e = EntryTwin()", *setters, "e.__class__ = Entry", "append(e)"]
 
     source = "\n".join(
         [
