@@ -1,17 +1,19 @@
 """The client invariants judged as one client's entries of a run stream by (pure).
 
-``_rules`` states each invariant as a function of a client's whole list of entries; here each
-is a judge that is fed the same entries one at a time, in the same (seq) order, and keeps only
-what the rule still needs: per job, per credential, per Retry-After scope or per request body,
-a few entries or numbers that do not grow with the number of entries of a job (a job read a
-million times costs what a job read twice does), plus the violations found. ``close`` returns
-the violations in the order the rule function yields them, so ``check`` gives the same report
-whichever way it judges. ``tests/test_judges.py`` holds the two equal on generated journals.
+``_rules`` states each invariant as a function of a client's whole list of entries; here one
+``ClientJudge`` is fed the same entries one at a time, in the same (seq) order, and judges
+every rule at once: it looks an entry's job up once, and each rule keeps in that job's record
+(``_Job``) only what it still needs, a few numbers and strings that do not grow with the
+number of entries of the job (a job read a million times costs what a job read twice does);
+per request body, per credential and per Retry-After scope it keeps as little, plus the
+violations found. ``close`` returns the violations rule by rule, each rule's in the order its
+function yields them, so ``check`` gives the same report whichever way it judges.
+``tests/test_judges.py`` holds each rule's verdict here to its rule function on generated
+journals (``JUDGES`` gives a judge of one rule for that).
 
-What each keeps, beyond its violations, is in its docstring. Where a later entry can change a
-verdict (a webhook, which the journal lists after the requests, a list answer naming a job
-the client only asks about later, a submit seen after reads of its job), the judge keeps the
-candidates and decides at ``close``.
+Where a later entry can change a verdict (a webhook, which the journal lists after the
+requests, a list answer naming a job the client only asks about later, a submit seen after
+reads of its job), the judge keeps the candidates and decides at ``close``.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
+import operator
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -31,12 +34,9 @@ from ._rules import (
     _answer,
     _got,
     _headers_at,
-    _ok,
-    _retrieval,
     _scope,
     _scope_key,
     _scope_kind,
-    _unsuccessful,
     describe,
     fmt_time,
     told,
@@ -52,14 +52,27 @@ __all__ = ["JUDGES", "BoundedStatusRate", "ClientJudge", "Judge", "Unjudgeable"]
 #: The run's webhook deliveries by job id (what ``_judge`` hands every client at ``close``).
 Hooks = Mapping[str, Sequence[Entry]]
 
+_INF = math.inf
+_NAMES = {
+    "submit": "submit",
+    "status": "status read",
+    "content": "content fetch",
+    "cancel": "cancel",
+    "list": "list",
+    "webhook": "webhook delivery",
+}
 
-def _seen(e: Entry) -> float:
-    at = e.completed_at
-    return math.inf if at is None else at
+
+def _describe(kind: str, seq: int, job_id: str | None) -> str:
+    """``_rules.describe`` of an entry kept as its kind, seq and job."""
+    name = _NAMES.get(kind, "request")
+    if kind in ("submit", "list") or job_id is None:
+        return f"{name} #{seq}"
+    return f"{name} #{seq} for job {job_id}"
 
 
 class Judge:
-    """One rule over one client's entries: ``add`` each in order, then ``close`` once."""
+    """Rules over one client's entries: ``add`` each in order, then ``close`` once."""
 
     __slots__ = ()
 
@@ -70,332 +83,500 @@ class Judge:
         raise NotImplementedError
 
 
-class _ShownJudge(Judge):
-    """A rule that, as ``_rules._with_listed`` does, also counts each job a list answer showed
-    as an entry of that job (with the status shown), for the jobs the client knows: ``add``
-    calls ``shown(e, job, status)`` for the entry itself and for each job of a list answer,
-    and ``close`` keeps only the known jobs (those of an entry's own ``job_id``)."""
+class _Job:
+    """What the rules keep about one job of one client (see each rule's part of
+    ``ClientJudge.add``); kept small: numbers, strings and the violations found."""
 
-    __slots__ = ("known",)
+    __slots__ = (
+        "dl_found",
+        "dl_maxima",
+        "dl_received",
+        "dl_seq",
+        "dl_submitted",
+        "job_id",
+        "ov_found",
+        "ov_negated",
+        "ov_reads",
+        "own",
+        "pa_found",
+        "pa_hint",
+        "pa_seen",
+        "pa_seq",
+        "pr_candidates",
+        "pr_last_seq",
+        "pr_last_status",
+        "pr_pending_seq",
+        "pr_pending_status",
+        "pr_pending_success",
+        "pr_success",
+        "rs_ended",
+        "rs_read",
+        "shown",
+        "sr_count",
+        "sr_extra",
+        "sr_fetched",
+        "sr_saw",
+        "st_at",
+        "st_found",
+        "st_seq",
+        "st_status",
+    )
 
-    def __init__(self) -> None:
-        self.known: set[str] = set()
-
-    def add(self, e: Entry) -> None:
-        if e.job_id is not None:
-            self.known.add(e.job_id)
-        listed = e.listed
-        if listed and e.kind == "list":
-            for job_id, status in listed:
-                self.shown(e, job_id, status)
-        else:
-            self.shown(e, e.job_id, e.job_status)
-
-    def shown(self, e: Entry, job_id: str | None, status: str | None) -> None:
-        raise NotImplementedError
-
-
-# -- no_overlap -------------------------------------------------------------------------------
-
-
-class NoOverlap(Judge):
-    """Per job, the earlier status reads that could still be pending at a later read: a stack
-    of suffix maxima of their response starts (one entry when responses start in order)."""
-
-    __slots__ = ("jobs",)
-
-    def __init__(self, limits: Limits) -> None:
-        # job -> (stack of -start, stack of reads, violations)
-        self.jobs: dict[str, tuple[list[float], list[Entry], list[Violation]]] = {}
-
-    def add(self, e: Entry) -> None:
-        job_id = e.job_id
-        if e.kind != "status" or job_id is None:
-            return
-        state = self.jobs.get(job_id)
-        if state is None:
-            self.jobs[job_id] = state = ([], [], [])
-        negated, reads, found = state
-        above = bisect.bisect_left(negated, -e.received_at)
-        if above:
-            prev = reads[above - 1]
-            found.append(
-                Violation(
-                    "no_overlap",
-                    job_id,
-                    (prev.seq, e.seq),
-                    f"status read #{e.seq} for job {job_id} arrived at"
-                    f" {fmt_time(e.received_at)} while read #{prev.seq} (received"
-                    f" {fmt_time(prev.received_at)}) had not started its response",
-                    e.client,
-                )
-            )
-        value = _headers_at(e) - EPSILON
-        while negated and -negated[-1] <= value:
-            negated.pop()
-            reads.pop()
-        negated.append(-value)
-        reads.append(e)
-
-    def close(self, hooks: Hooks) -> list[Violation]:
-        return [v for _, _, found in self.jobs.values() for v in found]
+    def __init__(self, job_id: str) -> None:
+        self.job_id = job_id
+        self.own = False  # an entry of the client names it (``_with_listed``'s known jobs)
+        self.shown = False  # an entry showed it (its own, or a list answer)
+        # no_overlap: the earlier reads that could still be pending at a later read, a stack
+        # of suffix maxima of their response starts (negated), with each read's seq and time
+        self.ov_negated: list[float] | None = None
+        self.ov_reads: list[tuple[int, float]] | None = None
+        self.ov_found: list[Violation] | None = None
+        # single_retrieval: the first retrievals (as many as the limits look at), how many,
+        # the violation of the first one too many, the first entry that showed success
+        self.sr_fetched: list[tuple[int, float]] | None = None
+        self.sr_count = 0
+        self.sr_extra: Violation | None = None
+        self.sr_saw: tuple[int, float, str, str] | None = None  # seq, seen, status, client
+        # no_premature_retrieval: over the entries before the current seq, the earliest
+        # success shown and the last status shown; the current seq's; the fetches premature
+        # by the entries, each received before all earlier ones (a webhook may excuse them)
+        self.pr_success = _INF
+        self.pr_last_seq: int | None = None
+        self.pr_last_status: str | None = None
+        self.pr_pending_seq: int | None = None
+        self.pr_pending_success = _INF
+        self.pr_pending_status: str | None = None
+        self.pr_candidates: list[tuple[float, Violation]] | None = None
+        # honours_poll_after: the last submit or status read (seq, when it was seen, its hint
+        # when the next poll is held to it), the polls too soon, each with the interval in
+        # which a webhook would have prompted it
+        self.pa_seq: int | None = None
+        self.pa_seen = _INF
+        self.pa_hint: float | None = None
+        self.pa_found: list[tuple[float, float, Violation]] | None = None
+        # stops_at_terminal: the entry that first showed the job ended (so far), and the
+        # first status read after it
+        self.st_seq: int | None = None
+        self.st_status: str | None = None
+        self.st_at = _INF
+        self.st_found: Violation | None = None
+        # no_resubmission, over the entries before the current seq: the earliest moment an
+        # answer showed the client the job ended, and the last status read when it failed
+        self.rs_ended = _INF
+        self.rs_read: Entry | None = None
+        # deadline: the start (the first submit, or the first entry until one comes), and
+        # until a submit comes, the entries received later than all before them
+        self.dl_seq = 0
+        self.dl_received = 0.0
+        self.dl_submitted = False
+        self.dl_maxima: list[tuple[float, int, str, str]] | None = (
+            None  # received, seq, kind, client
+        )
+        self.dl_found: Violation | None = None
 
 
-# -- single_retrieval -------------------------------------------------------------------------
+class ClientJudge(Judge):
+    """Every per-client rule over one client's entries of one run, fed in order; with
+    ``bounded``, ``status_rate`` by ``BoundedStatusRate`` (which may raise ``Unjudgeable``).
 
+    ``add`` looks the entry's job up once and runs each rule's part in turn; what each rule
+    keeps per job is in ``_Job``, and per client here:
 
-class _Retrievals:
-    __slots__ = ("count", "extra", "fetched", "saw", "saw_status")
+    - ``bounded_retries``: per job and route (submits: per request body), the seqs of the
+      current run of failed attempts (at most ``max_retries`` + 1) until the rule is broken.
+    - ``honours_retry_after``: per Retry-After scope, the answers with a Retry-After still
+      waiting for the first later request in their scope sent after their headers arrived (a
+      heap by that moment).
+    - ``no_resubmission``: the current seq's entries that tell (an answer showing a job ended,
+      a status read); per request body, its last submit and the jobs it made that the client
+      has not yet seen end, each with the first submit that made it and the first one under
+      another Idempotency-Key or credential.
+    - ``no_retry_on_auth_error``: per credential, the 401/403 answers still waiting for a later
+      request with it sent after their headers arrived (a heap by that moment), until the
+      earliest one is retried.
+    """
 
-    def __init__(self) -> None:
-        self.fetched: list[Entry] = []  # the first ones, as many as the limits look at
-        self.count = 0
-        self.extra: Entry | None = None  # the first retrieval past the allowed number
-        self.saw: Entry | None = None  # the first entry that showed the job succeeded
-        self.saw_status: str | None = None
+    __slots__ = (
+        "allowed",
+        "au_pending",
+        "au_retried",
+        "br_found",
+        "br_groups",
+        "count",
+        "deadline",
+        "entry_jobs",
+        "jobs",
+        "keep",
+        "limits",
+        "max_retries",
+        "poll_tolerance",
+        "ra_found",
+        "ra_kinds",
+        "ra_pending",
+        "rates",
+        "rs_found",
+        "rs_last",
+        "rs_open",
+        "rs_pending",
+        "rs_pending_seq",
+        "shown_jobs",
+        "slack",
+        "status_jobs",
+        "wanted",
+    )
 
-
-class SingleRetrieval(_ShownJudge):
-    """Per job: the first ``retrievals`` (or one) retrievals, the first one too many, and the
-    first entry that showed the job succeeded."""
-
-    __slots__ = ("allowed", "jobs", "keep", "limits")
-
-    def __init__(self, limits: Limits) -> None:
-        super().__init__()
+    def __init__(self, limits: Limits, *, bounded: bool = False) -> None:
         self.limits = limits
+        self.count = 0  # entries added so far (their index)
+        self.jobs: dict[str, _Job] = {}
+        # each rule's jobs in the order the rule function meets them
+        self.entry_jobs: list[_Job] = []  # by their first own entry
+        self.shown_jobs: list[_Job] = []  # by the first entry that showed them
+        self.status_jobs: list[_Job] = []  # by their first status read
         self.allowed = 1 if limits.retrievals is None else limits.retrievals
         self.keep = max(self.allowed, limits.retrievals or 0)
-        self.jobs: dict[str, _Retrievals] = {}
+        self.wanted = limits.retrievals
+        self.max_retries = limits.max_retries
+        self.poll_tolerance = limits.poll_tolerance
+        self.deadline = limits.deadline
+        self.slack = limits.deadline_slack
+        self.br_groups: dict[tuple[str, str], list[int] | None] = {}  # None once reported
+        self.br_found: dict[tuple[str, str], Violation] = {}
+        self.ra_kinds: list[str] = []  # the scope kinds of the sources so far
+        # scope group -> heap of (headers at, index, source)
+        self.ra_pending: dict[tuple[object, ...], list[tuple[float, int, Entry]]] = {}
+        self.ra_found: list[tuple[int, Violation]] = []
+        self.rs_pending: list[tuple[_Job, float, bool, Entry | None]] = []  # the current seq's
+        self.rs_pending_seq: int | None = None
+        self.rs_last: dict[str | None, Entry] = {}
+        # request body -> job -> the submits that made it: (seq, Idempotency-Key, credential)
+        self.rs_open: dict[str | None, dict[str, list[tuple[int, str | None, str | None]]]] = {}
+        self.rs_found: list[Violation] = []
+        # credential -> heap of (headers at, index, seq, kind, job, status code)
+        self.au_pending: dict[str | None, list[tuple[float, int, int, str, str | None, int]]] = {}
+        # credential -> (index of the earliest refusal retried, it, the retry)
+        self.au_retried: dict[
+            str | None, tuple[int, tuple[float, int, int, str, str | None, int], Entry]
+        ] = {}
+        rates: Judge | None = None
+        if limits.status_rate is not None:
+            rates = BoundedStatusRate(limits) if bounded else StatusRate(limits)
+        self.rates = rates
 
-    def shown(self, e: Entry, job_id: str | None, status: str | None) -> None:
-        if job_id is None:
-            return
-        state = self.jobs.get(job_id)
-        if state is None:
-            self.jobs[job_id] = state = _Retrievals()
-        if state.saw is None and status in SUCCESS_STATUSES:
-            state.saw, state.saw_status = e, status
-        if not _retrieval(e):
-            return
-        state.count += 1
-        if len(state.fetched) < self.keep:
-            state.fetched.append(e)
-        if state.extra is None and state.count == self.allowed + 1:
-            state.extra = e
+    def extend(self, entries: Iterable[Entry]) -> None:
+        for e in entries:
+            self.add(e)
 
-    def close(self, hooks: Hooks) -> list[Violation]:
-        found: list[Violation] = []
-        allowed, wanted = self.allowed, self.limits.retrievals
-        for job_id, state in self.jobs.items():
-            if job_id not in self.known:
-                continue
-            fetched, extra = state.fetched, state.extra
-            if extra is not None:
-                head = f"{describe(extra)} at {fmt_time(extra.received_at)} {_got(extra)}"
-                if allowed == 0:
-                    message = f"{head}, but no retrieval was expected"
-                else:
-                    first = fetched[0]
-                    times = "once" if allowed == 1 else f"{allowed} times"
-                    message = (
-                        f"{head} again; #{first.seq} had already retrieved it"
-                        f" at {fmt_time(first.received_at)} and it may be fetched {times}"
-                    )
-                seqs = (*(e.seq for e in fetched[:allowed]), extra.seq)
-                found.append(Violation("single_retrieval", job_id, seqs, message, extra.client))
-            elif wanted is not None and state.count < wanted and state.saw is not None:
-                saw = state.saw
-                found.append(
-                    Violation(
-                        "single_retrieval",
-                        job_id,
-                        (saw.seq, *(e.seq for e in fetched)),
-                        f"job {job_id} was shown {state.saw_status!r} by #{saw.seq} at"
-                        f" {fmt_time(_seen(saw))} but its content was retrieved"
-                        f" {state.count} time(s); expected {wanted}",
-                        saw.client,
-                    )
+    def add(self, e: Entry) -> None:
+        index = self.count
+        self.count = index + 1
+        kind = e.kind
+        job_id = e.job_id
+        seq = e.seq
+        received = e.received_at
+        status = e.job_status
+        code = e.status_code
+        completed = e.completed_at
+        seen = _INF if completed is None else completed
+        failed = e.failed
+        ok = code is not None and 200 <= code < 300 and e.dropped is None
+        job: _Job | None = None
+        started = False
+        if job_id is not None:
+            job = self.jobs.get(job_id)
+            if job is None:
+                self.jobs[job_id] = job = _Job(job_id)
+            if not job.own:
+                job.own = True
+                self.entry_jobs.append(job)
+                started = True
+
+        # single_retrieval and no_premature_retrieval: an entry shows its own job, a list
+        # answer each job it lists (``_with_listed``)
+        retrieval = ok and (kind == "content" or e.inline_result is True)
+        listed = e.listed
+        if listed and kind == "list":
+            jobs = self.jobs
+            for shown_id, shown_status in listed:
+                other = jobs.get(shown_id)
+                if other is None:
+                    jobs[shown_id] = other = _Job(shown_id)
+                self._shown(e, other, shown_status, seen, retrieval)
+        elif job is not None:
+            self._shown(e, job, status, seen, retrieval)
+
+        # bounded_retries
+        key = e.request_digest if kind == "submit" else job_id
+        if key is not None:
+            self._retried(
+                e,
+                (kind, key),
+                failed or (code is not None and 400 <= code < 500 and code != 401 and code != 403),
+            )
+
+        # honours_retry_after
+        if self.ra_pending:
+            self._after_retry_after(e, received)
+        record = e.retry_after
+        if record is not None and record.not_before is not None:
+            scope_kind = _scope_kind(e, _scope(e, self.limits))
+            if scope_kind not in self.ra_kinds:
+                self.ra_kinds.append(scope_kind)
+            scope_key = _scope_key(e, scope_kind)
+            assert scope_key is not None  # a source is in its own scope
+            heapq.heappush(
+                self.ra_pending.setdefault(scope_key, []),
+                (_headers_at(e), index, e),
+            )
+
+        # no_resubmission: what the entries of earlier seqs told
+        if self.rs_pending_seq != seq:
+            if self.rs_pending:
+                self._told()
+            self.rs_pending_seq = seq
+        if listed and kind == "list":
+            for shown_id, shown_status in listed:
+                if shown_status in TERMINAL_STATUSES:
+                    self.rs_pending.append((self.jobs[shown_id], seen, False, None))
+        elif job is not None and (kind == "status" or status in TERMINAL_STATUSES):
+            self.rs_pending.append(
+                (
+                    job,
+                    seen if status in TERMINAL_STATUSES else _INF,
+                    kind == "status",
+                    e if failed else None,
                 )
-        return found
+            )
+        if kind == "submit":
+            self._submitted(e, failed)
 
+        # no_retry_on_auth_error
+        if self.au_pending or code == 401 or code == 403:
+            self._auth(e, index, code)
 
-# -- no_premature_retrieval -------------------------------------------------------------------
+        if self.rates is not None and kind == "status":
+            self.rates.add(e)
 
-
-class _Premature:
-    __slots__ = ("candidates", "last_seq", "last_status", "pending", "pending_seq", "success")
-
-    def __init__(self) -> None:
-        self.success = math.inf  # the earliest an entry before the current seq showed success
-        self.last_seq: int | None = None  # the last entry before the current seq with a status
-        self.last_status: str | None = None
-        self.pending: list[tuple[str | None, float]] = []  # the current seq's (status, seen)
-        self.pending_seq = 0
-        # the fetches premature by the entries, each received before all earlier ones
-        self.candidates: list[tuple[float, Violation]] = []
-
-
-class NoPrematureRetrieval(_ShownJudge):
-    """Per job: the earliest success shown so far, the last status shown, and the content
-    fetches that came before success was shown, each earlier than all before it (one when
-    requests are received in order): a webhook (known at ``close``) may still excuse them."""
-
-    __slots__ = ("jobs",)
-
-    def __init__(self, limits: Limits) -> None:
-        super().__init__()
-        self.jobs: dict[str, _Premature] = {}
-
-    def shown(self, e: Entry, job_id: str | None, status: str | None) -> None:
-        if job_id is None:
+        if job is None:
             return
-        state = self.jobs.get(job_id)
-        if state is None:
-            self.jobs[job_id] = state = _Premature()
-        if state.pending and state.pending_seq != e.seq:
-            for pending_status, seen in state.pending:
-                if pending_status in SUCCESS_STATUSES and seen < state.success:
-                    state.success = seen
-                if pending_status is not None:
-                    state.last_status, state.last_seq = pending_status, state.pending_seq
-            state.pending = []
-        state.pending.append((status, _seen(e)))
-        state.pending_seq = e.seq
-        if e.kind != "content" or state.success <= e.received_at + EPSILON:
+
+        # no_overlap
+        if kind == "status":
+            negated = job.ov_negated
+            if negated is None:
+                job.ov_negated = negated = []
+                job.ov_reads = []
+                self.status_jobs.append(job)
+            reads = job.ov_reads
+            assert reads is not None  # made with ov_negated
+            if negated:
+                above = bisect.bisect_left(negated, -received)
+                if above:
+                    prev_seq, prev_received = reads[above - 1]
+                    found = job.ov_found
+                    if found is None:
+                        job.ov_found = found = []
+                    found.append(
+                        Violation(
+                            "no_overlap",
+                            job_id,
+                            (prev_seq, seq),
+                            f"status read #{seq} for job {job_id} arrived at"
+                            f" {fmt_time(received)} while read #{prev_seq} (received"
+                            f" {fmt_time(prev_received)}) had not started its response",
+                            e.client,
+                        )
+                    )
+            started_at = e.response_started_at
+            value = (_INF if started_at is None else started_at) - EPSILON
+            while negated and -negated[-1] <= value:
+                negated.pop()
+                reads.pop()
+            negated.append(-value)
+            reads.append((seq, received))
+
+        # honours_poll_after
+        if kind == "status" or kind == "submit":
+            if kind == "status" and job.pa_seq is not None:
+                hint = job.pa_hint
+                answered = job.pa_seen
+                if hint is not None and received >= answered:
+                    gap = received - answered
+                    tolerance = self.poll_tolerance
+                    if gap < hint * (1 - tolerance) - EPSILON:
+                        polls = job.pa_found
+                        if polls is None:
+                            job.pa_found = polls = []
+                        polls.append(
+                            (
+                                answered,
+                                received,
+                                Violation(
+                                    "honours_poll_after",
+                                    job_id,
+                                    (job.pa_seq, seq),
+                                    f"status read #{seq} for job {job_id} at"
+                                    f" {fmt_time(received)} came {fmt_time(gap)} after"
+                                    f" #{job.pa_seq} answered, sooner than its poll hint of"
+                                    f" {fmt_time(hint)} (less {tolerance:.0%} tolerance)",
+                                    e.client,
+                                ),
+                            )
+                        )
+            job.pa_seq = seq
+            job.pa_seen = seen
+            poll_after = e.poll_after
+            job.pa_hint = (
+                poll_after
+                if poll_after is not None and ok and status not in TERMINAL_STATUSES
+                else None
+            )
+
+        # stops_at_terminal
+        first = job.st_seq
+        if status in TERMINAL_STATUSES and (first is None or seen < job.st_at):
+            job.st_seq, job.st_status, job.st_at, job.st_found = seq, status, seen, None
+        elif (
+            first is not None
+            and job.st_found is None
+            and kind == "status"
+            and seq > first
+            and received >= job.st_at
+        ):
+            job.st_found = Violation(
+                "stops_at_terminal",
+                job_id,
+                (first, seq),
+                f"status read #{seq} for job {job_id} at {fmt_time(received)} came after"
+                f" #{first} had shown the job {job.st_status!r} at {fmt_time(job.st_at)}",
+                e.client,
+            )
+
+        # deadline
+        if self.deadline is not None:
+            self._deadline(e, job, started, kind, seq, received)
+
+    def _shown(self, e: Entry, job: _Job, status: str | None, seen: float, retrieval: bool) -> None:
+        """``single_retrieval``'s and ``no_premature_retrieval``'s parts for a job ``e``
+        showed (with ``status``)."""
+        if not job.shown:
+            job.shown = True
+            self.shown_jobs.append(job)
+        seq = e.seq
+        # single_retrieval
+        if job.sr_saw is None and status in SUCCESS_STATUSES:
+            job.sr_saw = (seq, seen, status, e.client)
+        if retrieval:
+            count = job.sr_count = job.sr_count + 1
+            fetched = job.sr_fetched
+            if fetched is None:
+                job.sr_fetched = fetched = []
+            if len(fetched) < self.keep:
+                fetched.append((seq, e.received_at))
+            if count == self.allowed + 1:
+                job.sr_extra = self._extra(e, job.job_id, fetched)
+        # no_premature_retrieval
+        if job.pr_pending_seq != seq:
+            if job.pr_pending_success < job.pr_success:
+                job.pr_success = job.pr_pending_success
+            if job.pr_pending_status is not None:
+                job.pr_last_status, job.pr_last_seq = job.pr_pending_status, job.pr_pending_seq
+            job.pr_pending_success, job.pr_pending_status = _INF, None
+            job.pr_pending_seq = seq
+        if status is not None:
+            job.pr_pending_status = status
+            if status in SUCCESS_STATUSES and seen < job.pr_pending_success:
+                job.pr_pending_success = seen
+        received = e.received_at
+        if e.kind != "content" or job.pr_success <= received + EPSILON:
             return
-        candidates = state.candidates
-        if candidates and candidates[-1][0] <= e.received_at:
+        candidates = job.pr_candidates
+        if candidates is None:
+            job.pr_candidates = candidates = []
+        elif candidates and candidates[-1][0] <= received:
             return  # excused whenever the earlier candidate is: never the one reported
+        last_seq = job.pr_last_seq
         last = (
-            f"the last status it had seen was {state.last_status!r} (#{state.last_seq})"
-            if state.last_status is not None
+            f"the last status it had seen was {job.pr_last_status!r} (#{last_seq})"
+            if last_seq is not None
             else "it had seen no status of the job"
         )
+        job_id = job.job_id
         candidates.append(
             (
-                e.received_at,
+                received,
                 Violation(
                     "no_premature_retrieval",
                     job_id,
-                    (*((state.last_seq,) if state.last_seq is not None else ()), e.seq),
-                    f"content fetch #{e.seq} for job {job_id} at {fmt_time(e.received_at)}"
+                    (*((last_seq,) if last_seq is not None else ()), seq),
+                    f"content fetch #{seq} for job {job_id} at {fmt_time(received)}"
                     f" came before the client could have seen the job succeed; {last}",
                     e.client,
                 ),
             )
         )
 
-    def close(self, hooks: Hooks) -> list[Violation]:
-        found: list[Violation] = []
-        for job_id, state in self.jobs.items():
-            if job_id not in self.known or not state.candidates:
-                continue
-            told_at = min(
-                (
-                    w.received_at
-                    for w in hooks.get(job_id, ())
-                    if told(w) and (w.event or "").removeprefix("job.") in SUCCESS_STATUSES
-                ),
-                default=math.inf,
+    def _extra(self, extra: Entry, job_id: str, fetched: list[tuple[int, float]]) -> Violation:
+        """``single_retrieval``'s violation for the first retrieval too many."""
+        allowed = self.allowed
+        head = f"{describe(extra)} at {fmt_time(extra.received_at)} {_got(extra)}"
+        if allowed == 0:
+            message = f"{head}, but no retrieval was expected"
+        else:
+            first_seq, first_received = fetched[0]
+            times = "once" if allowed == 1 else f"{allowed} times"
+            message = (
+                f"{head} again; #{first_seq} had already retrieved it"
+                f" at {fmt_time(first_received)} and it may be fetched {times}"
             )
-            for received_at, violation in state.candidates:
-                if not told_at <= received_at:
-                    found.append(violation)
-                    break
-        return found
+        seqs = (*(seq for seq, _ in fetched[:allowed]), extra.seq)
+        return Violation("single_retrieval", job_id, seqs, message, extra.client)
 
-
-# -- bounded_retries --------------------------------------------------------------------------
-
-
-class BoundedRetries(Judge):
-    """Per job and route (submits: per request body), the current run of failed attempts
-    (at most ``max_retries`` + 1 of them) until the rule is broken there."""
-
-    __slots__ = ("found", "groups", "limits")
-
-    def __init__(self, limits: Limits) -> None:
-        self.limits = limits
-        # (kind, key) -> the consecutive failures so far; None once reported
-        self.groups: dict[tuple[str, str], list[Entry] | None] = {}
-        self.found: dict[tuple[str, str], Violation] = {}
-
-    def add(self, e: Entry) -> None:
-        key = e.request_digest if e.kind == "submit" else e.job_id
-        if key is None:
-            return
-        group = (e.kind, key)
-        failures = self.groups.get(group, [])
+    def _retried(self, e: Entry, group: tuple[str, str], unsuccessful: bool) -> None:
+        """``bounded_retries``' part: ``group`` is the entry's (kind, job or request body)."""
+        groups = self.br_groups
+        failures = groups.get(group, _NEW)
         if failures is None:
             return
-        if len(failures) > self.limits.max_retries:
-            self.found[group] = Violation(
+        if len(failures) > self.max_retries:
+            self.br_found[group] = Violation(
                 "bounded_retries",
                 e.job_id if e.kind != "submit" else None,
-                (*(f.seq for f in failures), e.seq),
+                (*failures, e.seq),
                 f"{describe(e)} at {fmt_time(e.received_at)} was retry"
                 f" {len(failures)} after {len(failures)} consecutive failed attempts"
-                f" (#{failures[0].seq} to #{failures[-1].seq}); max_retries is"
-                f" {self.limits.max_retries}",
+                f" (#{failures[0]} to #{failures[-1]}); max_retries is"
+                f" {self.max_retries}",
                 e.client,
             )
-            self.groups[group] = None
-            return
-        if _unsuccessful(e):
-            failures.append(e)
-            self.groups[group] = failures
-        else:
-            self.groups[group] = []
+            groups[group] = None
+        elif unsuccessful:
+            if failures is _NEW:
+                groups[group] = [e.seq]
+            else:
+                failures.append(e.seq)
+        elif failures is _NEW:
+            groups[group] = []
+        elif failures:
+            failures.clear()
 
-    def close(self, hooks: Hooks) -> list[Violation]:
-        return [self.found[group] for group in self.groups if group in self.found]
+    def _after_retry_after(self, e: Entry, received: float) -> None:
+        """``honours_retry_after``'s part: judge the sources waiting in ``e``'s scopes."""
+        pending = self.ra_pending
+        for scope_kind in self.ra_kinds:
+            key = _scope_key(e, scope_kind)
+            if key is None:
+                continue
+            heap = pending.get(key)
+            if heap is None:
+                continue
+            while heap and heap[0][0] <= received:
+                _, at, source = heapq.heappop(heap)
+                self._early(at, source, e)
+            if not heap:
+                del pending[key]
 
-
-# -- honours_retry_after ----------------------------------------------------------------------
-
-
-class HonoursRetryAfter(Judge):
-    """Per Retry-After scope, the answers with a Retry-After still waiting for the first later
-    request in their scope sent after their headers arrived (a heap by that moment): those in
-    flight, as it were."""
-
-    __slots__ = ("count", "found", "kinds", "limits", "pending")
-
-    def __init__(self, limits: Limits) -> None:
-        self.limits = limits
-        self.count = 0
-        self.kinds: list[str] = []  # the scope kinds of the sources so far
-        # scope group -> heap of (headers at, index, source)
-        self.pending: dict[tuple[object, ...], list[tuple[float, int, Entry]]] = {}
-        self.found: list[tuple[int, Violation]] = []
-
-    def add(self, e: Entry) -> None:
-        index = self.count
-        self.count = index + 1
-        if self.pending:
-            for kind in self.kinds:
-                key = _scope_key(e, kind)
-                if key is None:
-                    continue
-                heap = self.pending.get(key)
-                if heap is None:
-                    continue
-                while heap and heap[0][0] <= e.received_at:
-                    _, at, source = heapq.heappop(heap)
-                    self._judge(at, source, e)
-                if not heap:
-                    del self.pending[key]
-        record = e.retry_after
-        if record is not None and record.not_before is not None:
-            kind = _scope_kind(e, _scope(e, self.limits))
-            if kind not in self.kinds:
-                self.kinds.append(kind)
-            key = _scope_key(e, kind)
-            assert key is not None  # a source is in its own scope
-            heapq.heappush(self.pending.setdefault(key, []), (_headers_at(e), index, e))
-
-    def _judge(self, index: int, source: Entry, later: Entry) -> None:
+    def _early(self, index: int, source: Entry, later: Entry) -> None:
         record = source.retry_after
         assert record is not None  # sources have one
         not_before = record.not_before
@@ -404,7 +585,7 @@ class HonoursRetryAfter(Judge):
         if later.received_at < not_before - slack:
             scope = _scope(source, self.limits)
             early = not_before - later.received_at
-            self.found.append(
+            self.ra_found.append(
                 (
                     index,
                     Violation(
@@ -420,197 +601,42 @@ class HonoursRetryAfter(Judge):
                 )
             )
 
-    def close(self, hooks: Hooks) -> list[Violation]:
-        self.found.sort(key=lambda item: item[0])
-        return [v for _, v in self.found]
+    def _told(self) -> None:
+        """``no_resubmission``: what the previous seq's entries told, now before."""
+        for job, ended, is_read, failed_read in self.rs_pending:
+            if ended < job.rs_ended:
+                job.rs_ended = ended
+            if is_read:
+                job.rs_read = failed_read
+        self.rs_pending = []
 
-
-# -- honours_poll_after -----------------------------------------------------------------------
-
-
-class HonoursPollAfter(Judge):
-    """Per job, the last submit or status read, and the polls that came too soon after it,
-    each with the interval in which a webhook (known at ``close``) would have prompted it."""
-
-    __slots__ = ("jobs", "limits")
-
-    def __init__(self, limits: Limits) -> None:
-        self.limits = limits
-        # job -> [previous, [(answered at, received at, violation)]]
-        self.jobs: dict[str, tuple[list[Entry], list[tuple[float, float, Violation]]]] = {}
-
-    def add(self, e: Entry) -> None:
-        job_id = e.job_id
-        if job_id is None:
-            return
-        state = self.jobs.get(job_id)
-        if state is None:
-            self.jobs[job_id] = state = ([], [])
-        kind = e.kind
-        if kind != "submit" and kind != "status":
-            return
-        last, found = state
-        if kind == "status" and last:
-            previous = last[0]
-            answered = _seen(previous)
-            if (
-                previous.poll_after is not None
-                and _ok(previous)
-                and previous.job_status not in TERMINAL_STATUSES
-                and e.received_at >= answered
-            ):
-                gap = e.received_at - answered
-                tolerance = self.limits.poll_tolerance
-                if gap < previous.poll_after * (1 - tolerance) - EPSILON:
-                    found.append(
-                        (
-                            answered,
-                            e.received_at,
-                            Violation(
-                                "honours_poll_after",
-                                job_id,
-                                (previous.seq, e.seq),
-                                f"status read #{e.seq} for job {job_id} at"
-                                f" {fmt_time(e.received_at)} came {fmt_time(gap)} after"
-                                f" #{previous.seq} answered, sooner than its poll hint of"
-                                f" {fmt_time(previous.poll_after)} (less {tolerance:.0%}"
-                                " tolerance)",
-                                e.client,
-                            ),
-                        )
-                    )
-        if last:
-            last[0] = e
-        else:
-            last.append(e)
-
-    def close(self, hooks: Hooks) -> list[Violation]:
-        out: list[Violation] = []
-        for job_id, (_, found) in self.jobs.items():
-            if not found:
-                continue
-            times = sorted(w.received_at for w in hooks.get(job_id, ()) if told(w))
-            for answered, received, violation in found:
-                after = bisect.bisect_left(times, answered)
-                if not (after < len(times) and times[after] <= received):
-                    out.append(violation)
-        return out
-
-
-# -- stops_at_terminal ------------------------------------------------------------------------
-
-
-class _Ended:
-    __slots__ = ("at", "first", "found")
-
-    def __init__(self) -> None:
-        self.first: Entry | None = None  # the entry that first showed the client the job ended
-        self.at = math.inf  # when that answer reached the client
-        self.found: Violation | None = None  # the first status read after it
-
-
-class StopsAtTerminal(Judge):
-    """Per job, the entry that first showed the client the job ended (so far) and the first
-    status read after it."""
-
-    __slots__ = ("jobs",)
-
-    def __init__(self, limits: Limits) -> None:
-        self.jobs: dict[str, _Ended] = {}
-
-    def add(self, e: Entry) -> None:
-        job_id = e.job_id
-        if job_id is None:
-            return
-        state = self.jobs.get(job_id)
-        if state is None:
-            self.jobs[job_id] = state = _Ended()
-        first = state.first
-        if e.job_status in TERMINAL_STATUSES and (first is None or _seen(e) < state.at):
-            state.first, state.at, state.found = e, _seen(e), None
-            return
-        if (
-            first is None
-            or state.found is not None
-            or e.kind != "status"
-            or e.seq <= first.seq
-            or e.received_at < state.at
-        ):
-            return
-        state.found = Violation(
-            "stops_at_terminal",
-            job_id,
-            (first.seq, e.seq),
-            f"status read #{e.seq} for job {job_id} at {fmt_time(e.received_at)} came after"
-            f" #{first.seq} had shown the job {first.job_status!r} at"
-            f" {fmt_time(state.at)}",
-            e.client,
-        )
-
-    def close(self, hooks: Hooks) -> list[Violation]:
-        return [state.found for state in self.jobs.values() if state.found is not None]
-
-
-# -- no_resubmission --------------------------------------------------------------------------
-
-
-class NoResubmission(Judge):
-    """Per job, the earliest moment an answer (or a list) showed the client it ended and its
-    last status read, both over the entries before the current seq; per request body, its
-    last submit and the jobs it made that the client has not yet seen end, each with the first
-    submit that made it and the first one under another Idempotency-Key or credential."""
-
-    __slots__ = ("ended", "found", "last", "open_jobs", "pending", "pending_seq", "reads")
-
-    def __init__(self, limits: Limits) -> None:
-        self.ended: dict[str, float] = {}
-        self.reads: dict[str, Entry] = {}
-        self.pending: list[tuple[Entry, str, str | None]] = []  # the current seq's entries
-        self.pending_seq = 0
-        self.last: dict[str | None, Entry] = {}
-        self.open_jobs: dict[str | None, dict[str, list[Entry]]] = {}
-        self.found: list[Violation] = []
-
-    def _flush(self) -> None:
-        ended, reads = self.ended, self.reads
-        for e, job_id, status in self.pending:
-            if status in TERMINAL_STATUSES:
-                seen = _seen(e)
-                if seen < ended.get(job_id, math.inf) or job_id not in ended:
-                    ended[job_id] = seen
-            if e.kind == "status":
-                reads[job_id] = e
-        self.pending = []
-
-    def add(self, e: Entry) -> None:
-        if self.pending and self.pending_seq != e.seq:
-            self._flush()
-        self.pending_seq = e.seq
-        listed = e.listed
-        if listed and e.kind == "list":
-            self.pending.extend((e, job_id, status) for job_id, status in listed)
-        elif e.job_id is not None:
-            self.pending.append((e, e.job_id, e.job_status))
-        if e.kind != "submit":
-            return
-        digest = e.request_digest
-        candidates = self.open_jobs.get(digest)
+    def _submitted(self, s: Entry, failed: bool) -> None:
+        """``no_resubmission``'s part for a submit."""
+        digest = s.request_digest
+        candidates = self.rs_open.get(digest)
         if candidates is None:
-            self.open_jobs[digest] = candidates = {}
-        self._judge(e, self.last.get(digest), candidates)
-        self.last[digest] = e
-        if e.job_id is not None:
-            makers = candidates.get(e.job_id)
+            self.rs_open[digest] = candidates = {}
+        self._resubmitted(s, self.rs_last.get(digest), candidates)
+        self.rs_last[digest] = s
+        job_id = s.job_id
+        if job_id is not None:
+            makers = candidates.get(job_id)
+            maker = (s.seq, s.idempotency_key, s.credential)
             if makers is None:
-                candidates[e.job_id] = [e]
-            elif len(makers) == 1 and _key(makers[0]) != _key(e):
-                makers.append(e)  # the first submit under another key: an origin for some
+                candidates[job_id] = [maker]
+            elif len(makers) == 1 and makers[0][1:] != maker[1:]:
+                makers.append(maker)  # the first submit under another key: an origin for some
 
-    def _judge(self, s: Entry, previous: Entry | None, candidates: dict[str, list[Entry]]) -> None:
+    def _resubmitted(
+        self,
+        s: Entry,
+        previous: Entry | None,
+        candidates: dict[str, list[tuple[int, str | None, str | None]]],
+    ) -> None:
         if previous is not None and previous.failed and previous.idempotency_key is not None:
             failed = previous
             if s.idempotency_key != failed.idempotency_key:
-                self.found.append(
+                self.rs_found.append(
                     Violation(
                         "no_resubmission",
                         s.job_id,
@@ -622,172 +648,209 @@ class NoResubmission(Judge):
                     )
                 )
                 return
+        jobs = self.jobs
+        key, credential = s.idempotency_key, s.credential
         for job_id in list(candidates):
-            if self.ended.get(job_id, math.inf) <= s.received_at:
+            job = jobs[job_id]
+            if job.rs_ended <= s.received_at:
                 del candidates[job_id]  # the client had seen the job end
                 continue
             if job_id == s.job_id:
                 continue
             # a retry under the same Idempotency-Key cannot make a second job
-            origin = next((p for p in candidates[job_id] if not _same_key(p, s)), None)
+            origin = next(
+                (
+                    p
+                    for p in candidates[job_id]
+                    if not (key is not None and p[1] == key and p[2] == credential)
+                ),
+                None,
+            )
             if origin is None:
                 continue
-            read = self.reads.get(job_id)
+            read = job.rs_read
             made = f"created job {s.job_id}" if s.job_id is not None else "was sent"
-            if read is not None and read.failed:
+            if read is not None:
                 message = (
                     f"submit #{s.seq} at {fmt_time(s.received_at)} {made} for the same request"
                     f" as job {job_id} after status read #{read.seq} of that job failed"
                     f" ({_answer(read)}); a failed status read does not mean the job failed"
                 )
-                seqs: tuple[int, ...] = (origin.seq, read.seq, s.seq)
+                seqs: tuple[int, ...] = (origin[0], read.seq, s.seq)
             else:
                 message = (
                     f"submit #{s.seq} at {fmt_time(s.received_at)} {made} for the same request"
-                    f" as job {job_id} (submit #{origin.seq}), which the client had not seen end"
+                    f" as job {job_id} (submit #{origin[0]}), which the client had not seen end"
                 )
-                seqs = (origin.seq, s.seq)
-            self.found.append(Violation("no_resubmission", job_id, seqs, message, s.client))
+                seqs = (origin[0], s.seq)
+            self.rs_found.append(Violation("no_resubmission", job_id, seqs, message, s.client))
             break
 
-    def close(self, hooks: Hooks) -> list[Violation]:
-        return self.found
-
-
-def _key(e: Entry) -> tuple[str | None, str | None]:
-    return (e.idempotency_key, e.credential)
-
-
-def _same_key(earlier: Entry, later: Entry) -> bool:
-    return later.idempotency_key is not None and _key(earlier) == _key(later)
-
-
-# -- no_retry_on_auth_error -------------------------------------------------------------------
-
-
-class NoRetryOnAuthError(Judge):
-    """Per credential, the 401/403 answers still waiting for a later request with it sent
-    after their headers arrived (a heap by that moment), until the earliest one is retried."""
-
-    __slots__ = ("count", "pending", "retried")
-
-    def __init__(self, limits: Limits) -> None:
-        self.count = 0
-        self.pending: dict[str | None, list[tuple[float, int, Entry]]] = {}
-        # credential -> (index of the earliest refusal retried, it, the retry)
-        self.retried: dict[str | None, tuple[int, Entry, Entry]] = {}
-
-    def add(self, e: Entry) -> None:
-        index = self.count
-        self.count = index + 1
+    def _auth(self, e: Entry, index: int, code: int | None) -> None:
+        """``no_retry_on_auth_error``'s part."""
         credential = e.credential
-        heap = self.pending.get(credential)
+        heap = self.au_pending.get(credential)
         if heap:
-            best = self.retried.get(credential)
-            while heap and heap[0][0] <= e.received_at:
-                _, at, refused = heapq.heappop(heap)
-                if best is None or at < best[0]:
-                    best = (at, refused, e)
+            best = self.au_retried.get(credential)
+            received = e.received_at
+            while heap and heap[0][0] <= received:
+                refused = heapq.heappop(heap)
+                if best is None or refused[1] < best[0]:
+                    best = (refused[1], refused, e)
             if best is not None:
-                self.retried[credential] = best
+                self.au_retried[credential] = best
                 # only refusals earlier than the one retried can still be the one reported
                 kept = [item for item in heap if item[1] < best[0]]
                 if len(kept) < len(heap):
                     heapq.heapify(kept)
-                    self.pending[credential] = heap = kept
-        if e.status_code in (401, 403) and credential not in self.retried:
+                    self.au_pending[credential] = heap = kept
+        if (code == 401 or code == 403) and credential not in self.au_retried:
             if heap is None:
-                self.pending[credential] = heap = []
-            heapq.heappush(heap, (_headers_at(e), index, e))
+                self.au_pending[credential] = heap = []
+            heapq.heappush(heap, (_headers_at(e), index, e.seq, e.kind, e.job_id, code))
+
+    def _deadline(
+        self, e: Entry, job: _Job, started: bool, kind: str, seq: int, received: float
+    ) -> None:
+        """``deadline``'s part for an entry of ``job`` (``started``: its first)."""
+        deadline, slack = self.deadline, self.slack
+        assert deadline is not None  # only judged with one
+        if started:
+            job.dl_seq, job.dl_received, job.dl_submitted = seq, received, kind == "submit"
+        elif not job.dl_submitted and kind == "submit":
+            job.dl_seq, job.dl_received, job.dl_submitted, job.dl_found = seq, received, True, None
+            limit = received + deadline + slack
+            for at, other_seq, other_kind, client in job.dl_maxima or ():
+                if at > limit + EPSILON:
+                    job.dl_found = self._late(job, other_kind, other_seq, at, client)
+                    break
+            job.dl_maxima = None
+        if not job.dl_submitted:
+            maxima = job.dl_maxima
+            if maxima is None:
+                job.dl_maxima = maxima = []
+            if not maxima or received > maxima[-1][0]:
+                maxima.append((received, seq, kind, e.client))
+        if job.dl_found is None and received > job.dl_received + deadline + slack + EPSILON:
+            job.dl_found = self._late(job, kind, seq, received, e.client)
+
+    def _late(self, job: _Job, kind: str, seq: int, received: float, client: str) -> Violation:
+        deadline = self.deadline
+        assert deadline is not None  # only judged with one
+        start = job.dl_received
+        return Violation(
+            "deadline",
+            job.job_id,
+            (job.dl_seq, seq),
+            f"{_describe(kind, seq, job.job_id)} at {fmt_time(received)} came"
+            f" {fmt_time(received - start - deadline)} after the"
+            f" deadline of {fmt_time(deadline)} from #{job.dl_seq} at"
+            f" {fmt_time(start)} (slack {fmt_time(self.limits.deadline_slack)})",
+            client,
+        )
+
+    def close_rules(self, hooks: Hooks) -> list[list[Violation]]:
+        """The violations of each rule (in ``CLIENT_RULES``' order), each in the order its
+        function yields them."""
+        if self.rs_pending:
+            self._told()
+        return [
+            [v for job in self.status_jobs if job.ov_found for v in job.ov_found],
+            self._close_single_retrieval(),
+            self._close_premature(hooks),
+            [self.br_found[group] for group in self.br_groups if group in self.br_found],
+            [v for _, v in sorted(self.ra_found, key=_FIRST)],
+            self._close_poll_after(hooks),
+            [job.st_found for job in self.entry_jobs if job.st_found is not None],
+            self.rs_found,
+            self._close_auth(),
+            [job.dl_found for job in self.entry_jobs if job.dl_found is not None],
+            [] if self.rates is None else self.rates.close(hooks),
+        ]
 
     def close(self, hooks: Hooks) -> list[Violation]:
+        """The violations, rule by rule, each rule's in the order its function yields them."""
+        return [v for found in self.close_rules(hooks) for v in found]
+
+    def _close_single_retrieval(self) -> list[Violation]:
         found: list[Violation] = []
-        for _, refused, later in sorted(self.retried.values(), key=lambda item: item[0]):
-            cred = (
-                f"credential {refused.credential}"
-                if refused.credential is not None
-                else "no credentials"
+        wanted = self.wanted
+        for job in self.shown_jobs:
+            if not job.own:
+                continue
+            if job.sr_extra is not None:
+                found.append(job.sr_extra)
+            elif wanted is not None and job.sr_count < wanted and job.sr_saw is not None:
+                seq, seen, status, client = job.sr_saw
+                found.append(
+                    Violation(
+                        "single_retrieval",
+                        job.job_id,
+                        (seq, *(fetched for fetched, _ in job.sr_fetched or ())),
+                        f"job {job.job_id} was shown {status!r} by #{seq} at"
+                        f" {fmt_time(seen)} but its content was retrieved"
+                        f" {job.sr_count} time(s); expected {wanted}",
+                        client,
+                    )
+                )
+        return found
+
+    def _close_premature(self, hooks: Hooks) -> list[Violation]:
+        found: list[Violation] = []
+        for job in self.shown_jobs:
+            if not job.own or not job.pr_candidates:
+                continue
+            told_at = min(
+                (
+                    w.received_at
+                    for w in hooks.get(job.job_id, ())
+                    if told(w) and (w.event or "").removeprefix("job.") in SUCCESS_STATUSES
+                ),
+                default=_INF,
             )
+            for received_at, violation in job.pr_candidates:
+                if not told_at <= received_at:
+                    found.append(violation)
+                    break
+        return found
+
+    def _close_poll_after(self, hooks: Hooks) -> list[Violation]:
+        out: list[Violation] = []
+        for job in self.entry_jobs:
+            if not job.pa_found:
+                continue
+            times = sorted(w.received_at for w in hooks.get(job.job_id, ()) if told(w))
+            for answered, received, violation in job.pa_found:
+                after = bisect.bisect_left(times, answered)
+                if not (after < len(times) and times[after] <= received):
+                    out.append(violation)
+        return out
+
+    def _close_auth(self) -> list[Violation]:
+        found: list[Violation] = []
+        for _, refused, later in sorted(self.au_retried.values(), key=_FIRST):
+            headers_at, _, seq, kind, job_id, code = refused
+            credential = later.credential
+            cred = f"credential {credential}" if credential is not None else "no credentials"
             found.append(
                 Violation(
                     "no_retry_on_auth_error",
                     later.job_id,
-                    (refused.seq, later.seq),
+                    (seq, later.seq),
                     f"{describe(later)} at {fmt_time(later.received_at)} was sent with the same"
-                    f" {cred} after {describe(refused)} was refused with"
-                    f" {refused.status_code} at {fmt_time(_headers_at(refused))}",
+                    f" {cred} after {_describe(kind, seq, job_id)} was refused with"
+                    f" {code} at {fmt_time(headers_at)}",
                     later.client,
                 )
             )
         return found
 
 
-# -- deadline ---------------------------------------------------------------------------------
+#: ``bounded_retries``: a group with no attempt yet.
+_NEW: list[int] = []
 
 
-class _Deadline:
-    __slots__ = ("found", "maxima", "start", "submitted")
-
-    def __init__(self, start: Entry) -> None:
-        self.start = start  # the job's first submit, or its first entry until one comes
-        self.submitted = start.kind == "submit"
-        # until the first submit: the entries received later than every one before them (the
-        # first to come too late for any start is one of them)
-        self.maxima: list[Entry] = []
-        self.found: Violation | None = None
-
-
-class Deadline(Judge):
-    """Per job, its start (the first submit) and the first request past the deadline; for a
-    job whose first entry is not its submit, also, until a submit comes, the entries received
-    later than all before them (every entry, when the client never submits it)."""
-
-    __slots__ = ("jobs", "limits")
-
-    def __init__(self, limits: Limits) -> None:
-        self.limits = limits
-        self.jobs: dict[str, _Deadline] = {}
-
-    def add(self, e: Entry) -> None:
-        job_id = e.job_id
-        deadline = self.limits.deadline
-        if job_id is None or deadline is None:
-            return
-        state = self.jobs.get(job_id)
-        if state is None:
-            self.jobs[job_id] = state = _Deadline(e)
-        elif not state.submitted and e.kind == "submit":
-            state.start, state.submitted, state.found = e, True, None
-            limit = e.received_at + deadline + self.limits.deadline_slack
-            late = next((m for m in state.maxima if m.received_at > limit + EPSILON), None)
-            state.maxima = []
-            if late is not None:
-                state.found = self._violation(state.start, late)
-        if not state.submitted:
-            maxima = state.maxima
-            if not maxima or e.received_at > maxima[-1].received_at:
-                maxima.append(e)
-        if state.found is None:
-            start = state.start
-            if e.received_at > start.received_at + deadline + self.limits.deadline_slack + EPSILON:
-                state.found = self._violation(start, e)
-
-    def _violation(self, start: Entry, e: Entry) -> Violation:
-        deadline = self.limits.deadline
-        assert deadline is not None  # only judged with one
-        return Violation(
-            "deadline",
-            e.job_id,
-            (start.seq, e.seq),
-            f"{describe(e)} at {fmt_time(e.received_at)} came"
-            f" {fmt_time(e.received_at - start.received_at - deadline)} after the"
-            f" deadline of {fmt_time(deadline)} from #{start.seq} at"
-            f" {fmt_time(start.received_at)} (slack {fmt_time(self.limits.deadline_slack)})",
-            e.client,
-        )
-
-    def close(self, hooks: Hooks) -> list[Violation]:
-        return [state.found for state in self.jobs.values() if state.found is not None]
+_FIRST = operator.itemgetter(0)
 
 
 # -- status_rate ------------------------------------------------------------------------------
@@ -830,7 +893,7 @@ class BoundedStatusRate(Judge):
         rate = limits.status_rate
         self.allowed = 0 if rate is None else max(1, math.floor(rate * self.window + EPSILON))
         self.at: list[float] = []  # when each read kept was received, sorted
-        self.times: list[tuple[float, int, Entry]] = []  # (received at, arrival, read), alike
+        self.times: list[tuple[float, int, int]] = []  # (received at, arrival, seq), alike
         self.count = 0
         self.dropped = -math.inf  # the latest reading among the reads let go
         self.done: Violation | None = None
@@ -847,22 +910,22 @@ class BoundedStatusRate(Judge):
         at, times = self.at, self.times
         if not at or at[-1] <= received:
             at.append(received)
-            times.append((received, index, e))
+            times.append((received, index, e.seq))
         else:
             where = bisect.bisect_right(at, received)
             at.insert(where, received)
-            times.insert(where, (received, index, e))
+            times.insert(where, (received, index, e.seq))
         above = bisect.bisect_right(at, start)
         if len(at) - above > self.allowed:
             inside = sorted(times[above:], key=_SECOND)
-            first = inside[0][2]
+            first_received, _, first_seq = inside[0]
             self.done = Violation(
                 "status_rate",
                 None,
-                tuple(r.seq for _, _, r in inside),
+                tuple(seq for _, _, seq in inside),
                 f"status read #{e.seq} at {fmt_time(received)} was read {len(inside)}"
-                f" within {fmt_time(self.window)} (since #{first.seq} at"
-                f" {fmt_time(first.received_at)}); the budget of"
+                f" within {fmt_time(self.window)} (since #{first_seq} at"
+                f" {fmt_time(first_received)}); the budget of"
                 f" {self.limits.status_rate:g} per second allows {self.allowed}",
                 e.client,
             )
@@ -879,56 +942,34 @@ class BoundedStatusRate(Judge):
         return [] if self.done is None else [self.done]
 
 
-def _SECOND(item: tuple[float, int, Entry]) -> int:
+def _SECOND(item: tuple[float, int, int]) -> int:
     return item[1]
 
 
 _RULES = dict(CLIENT_RULES)
 
-#: The judge of each per-client rule, in the order of ``CLIENT_RULES``.
-JUDGES: tuple[tuple[str, Callable[[Limits], Judge]], ...] = (
-    ("no_overlap", NoOverlap),
-    ("single_retrieval", SingleRetrieval),
-    ("no_premature_retrieval", NoPrematureRetrieval),
-    ("bounded_retries", BoundedRetries),
-    ("honours_retry_after", HonoursRetryAfter),
-    ("honours_poll_after", HonoursPollAfter),
-    ("stops_at_terminal", StopsAtTerminal),
-    ("no_resubmission", NoResubmission),
-    ("no_retry_on_auth_error", NoRetryOnAuthError),
-    ("deadline", Deadline),
-    ("status_rate", StatusRate),
-)
 
+class _OneRule(Judge):
+    """A ``ClientJudge`` that reports one rule's violations (what ``JUDGES`` makes)."""
 
-class ClientJudge:
-    """Every per-client rule over one client's entries of one run, fed in order; with
-    ``bounded``, ``status_rate`` by ``BoundedStatusRate`` (which may raise ``Unjudgeable``)."""
+    __slots__ = ("index", "judge")
 
-    __slots__ = ("adders", "judges")
-
-    def __init__(self, limits: Limits, *, bounded: bool = False) -> None:
-        self.judges = [make(limits) for _, make in JUDGES]
-        if bounded:
-            self.judges[-1] = BoundedStatusRate(limits)
-        # the rules switched off (no deadline, no status_rate budget) are not fed
-        off = {"deadline"} if limits.deadline is None else set()
-        if limits.status_rate is None:
-            off.add("status_rate")
-        self.adders = [
-            judge.add
-            for (name, _), judge in zip(JUDGES, self.judges, strict=True)
-            if name not in off
-        ]
+    def __init__(self, limits: Limits, index: int) -> None:
+        self.judge = ClientJudge(limits)
+        self.index = index
 
     def add(self, e: Entry) -> None:
-        for add in self.adders:
-            add(e)
-
-    def extend(self, entries: Iterable[Entry]) -> None:
-        for e in entries:
-            self.add(e)
+        self.judge.add(e)
 
     def close(self, hooks: Hooks) -> list[Violation]:
-        """The violations, rule by rule, each rule's in the order its function yields them."""
-        return [v for judge in self.judges for v in judge.close(hooks)]
+        return self.judge.close_rules(hooks)[self.index]
+
+
+def _one_rule(index: int) -> Callable[[Limits], Judge]:
+    return lambda limits: _OneRule(limits, index)
+
+
+#: A judge of each per-client rule alone, in the order of ``CLIENT_RULES``.
+JUDGES: tuple[tuple[str, Callable[[Limits], Judge]], ...] = tuple(
+    (name, _one_rule(index)) for index, (name, _) in enumerate(CLIENT_RULES)
+)

@@ -22,7 +22,7 @@ import heapq
 import operator
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import Any, TypeVar
 
 from ._judges import ClientJudge, Unjudgeable
 from ._report import job_key, render_indexed, summarise_metrics
@@ -451,10 +451,13 @@ def render_streamed(
     for v in shown:
         windows.setdefault(v.run, _Windows()).want(v)
     if windows:
+        live = sum(found.live for found in windows.values())
         for number, e in _numbered(entries()):
             found = windows.get(number)
-            if found is not None:
-                found.add(e)
+            if found is not None and found.live:
+                live -= found.add(e)
+                if not live:
+                    break  # every window is complete: the rest of the journal shows nothing
         for found in windows.values():
             found.finish()
     empty = _Windows()
@@ -491,7 +494,8 @@ class _Window:
         self.middle: list[Entry] = []
         self.middle_count = 0
         self.after: list[Entry] = []
-        self.more_after = False
+        self.more_after = False  # once True, nothing later changes the window
+        self.complete = False  # let go of by ``_Windows``
         self.mine: list[Entry] = []
         self.seq: int | None = None  # the seq of the entries held in group and extras
         self.group: list[Entry] = []
@@ -546,23 +550,48 @@ class _Window:
 
 
 class _Windows:
-    """The windows of a run's violations shown, fed the run's entries in order."""
+    """The windows of a run's violations shown, fed the run's entries in order; a window is
+    let go once complete (``_Window.more_after``: nothing later can change it)."""
 
     def __init__(self) -> None:
         self.windows: dict[Violation, _Window] = {}
         self.by_group: dict[tuple[str, str | None], list[_Window]] = {}
         self.by_seq: dict[int, list[_Window]] = {}
+        self.live = 0  # the windows not yet complete
+        self.complete = 0  # complete windows still in ``by_group`` and ``by_seq``
 
     def want(self, v: Violation) -> None:
         if v in self.windows:
             return
         window = _Window(v)
         self.windows[v] = window
+        self.live += 1
         self.by_group.setdefault((v.client, v.job_id), []).append(window)
         for seq in window.seqs:
             self.by_seq.setdefault(seq, []).append(window)
 
-    def add(self, e: Entry) -> None:
+    def add(self, e: Entry) -> int:
+        """Feed ``e`` to the windows it belongs to; how many of them it completed."""
+        fed = self._feed(e)
+        done = 0
+        for window in fed:
+            if window.more_after and not window.complete:
+                window.complete = True
+                done += 1
+        if done:
+            self.live -= done
+            self.complete += done
+            if self.complete * 2 > len(self.windows):
+                self._let_go()
+        return done
+
+    def _let_go(self) -> None:
+        """Drop the complete windows from the indexes (they are only read by ``window``)."""
+        self.by_group = _incomplete(self.by_group)
+        self.by_seq = _incomplete(self.by_seq)
+        self.complete = 0
+
+    def _feed(self, e: Entry) -> list[_Window]:
         fed: list[_Window] = []
         if e.kind != "webhook" and e.kind != "unknown":
             if e.job_id is not None:
@@ -576,6 +605,8 @@ class _Windows:
         for window in self.by_seq.get(e.seq, ()):
             if window not in fed:
                 window.add(e, False)
+                fed.append(window)
+        return fed
 
     def finish(self) -> None:
         for window in self.windows.values():
@@ -584,6 +615,18 @@ class _Windows:
     def window(self, v: Violation) -> tuple[list[Entry], bool, bool]:
         found = self.windows.get(v)
         return ([], False, False) if found is None else found.result
+
+
+_Key = TypeVar("_Key")
+
+
+def _incomplete(index: dict[_Key, list[_Window]]) -> dict[_Key, list[_Window]]:
+    out: dict[_Key, list[_Window]] = {}
+    for key, windows in index.items():
+        kept = [w for w in windows if not w.complete]
+        if kept:
+            out[key] = kept
+    return out
 
 
 _NUMBER = operator.itemgetter(0)

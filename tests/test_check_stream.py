@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ from hypothesis import strategies as st
 
 from fakeprovider import _check_cli
 from fakeprovider._formats import FORMATS
-from fakeprovider._stream import Unordered, check_stream, in_seq_order
+from fakeprovider._stream import Unordered, check_stream, in_seq_order, render_streamed
 from fakeprovider.cli import main
 from fakeprovider.entries import jsonl_line
 from fakeprovider.invariants import check
@@ -144,7 +145,14 @@ def _run_check(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int
     entries=journals(),
     fmt=st.sampled_from(FORMATS),
     options=st.sampled_from(
-        ([], ["--deadline", "2"], ["--max-violations", "0"], ["--scenario", "x"])
+        (
+            [],
+            ["--deadline", "2"],
+            ["--max-violations", "0"],
+            ["--max-violations", "1"],
+            ["--max-violations", "3"],
+            ["--scenario", "x"],
+        )
     ),
 )
 def test_check_prints_what_it_printed_when_it_held_the_whole_journal(
@@ -203,6 +211,25 @@ OVERLAPPING = [
     _read(2, 1.0, 2.0),
     _read(3, 1.5, 2.5),
 ]
+
+
+def test_the_timelines_pass_stops_reading_once_every_window_shown_is_complete() -> None:
+    later = [_read(seq, seq * 10.0, seq * 10.0 + 1) for seq in range(4, 104)]
+    journal = [*OVERLAPPING, *later]
+    report = check_stream(in_seq_order(journal), _limits_of)
+    read: list[int] = []
+
+    def entries() -> Iterator[Entry]:
+        for e in in_seq_order(journal):
+            read.append(e.seq)
+            yield e
+
+    text = render_streamed(report, entries)
+    assert text == check(journal, run_limits=[_limits_of(h) for h in report.headers]).render()
+    assert "timeline of job job_1" in text
+    # the violation names #2 and #3; #4 to #6 fill its window, #7 shows there was more (known
+    # once #8 closes the group of seq 7): the remaining 95 reads are never read
+    assert read == [0, 1, 2, 3, 4, 5, 6, 7, 8]
 
 
 def _journal(entries: list[Entry]) -> bytes:

@@ -142,13 +142,15 @@ def test_a_job_read_a_million_times_keeps_one_read_in_each_judge() -> None:
 
     for seq in range(1, 5001):
         judge.add(read(seq))
-    no_overlap = judge.judges[0]
-    assert isinstance(no_overlap, _judges.NoOverlap)
-    negated, reads, found = no_overlap.jobs["j_1"]
-    assert (len(negated), len(reads), found) == (1, 1, [])
-    deadline = judge.judges[9]
-    assert isinstance(deadline, _judges.Deadline)
-    assert deadline.jobs["j_1"].maxima == []
+    job = judge.jobs["j_1"]
+    assert (job.ov_negated, job.ov_reads, job.ov_found) == (
+        [-10_000.5 + 1e-6],
+        [(5000, 10_000.0)],
+        None,
+    )
+    assert (job.sr_fetched, job.pr_candidates, job.pa_found, job.dl_maxima) == (None,) * 4
+    assert (job.pa_seq, job.st_seq, job.dl_seq, job.rs_read) == (5000, None, 1, None)
+    assert list(judge.jobs) == ["j_1"]
     assert judge.close({}) == []
 
 
