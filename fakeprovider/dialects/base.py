@@ -436,8 +436,14 @@ def read_json_object(http: HttpRequest) -> dict[str, Any]:
         raise BadRequest(
             415, "unsupported_media_type", f"Send the body as application/json (got {shown})."
         )
+    body = http.body or b"null"
     try:
-        data = json.loads(http.body or b"null")
+        if body[0] == 0x7B and body[1:2] != b"\x00":
+            # an object: what json.loads finds its encoding to be (UTF-8; the BOMs and UTF-16
+            # and UTF-32 start otherwise), decoded as it decodes, without asking
+            data = json.loads(body.decode("utf-8", "surrogatepass"))
+        else:
+            data = json.loads(body)
     except (ValueError, UnicodeDecodeError) as exc:
         raise BadRequest(400, "invalid_json", f"The body is not valid JSON: {exc}.") from None
     except RecursionError:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from fakeprovider.dialects import DIALECTS, get_dialect
@@ -15,10 +16,12 @@ from fakeprovider.dialects.base import (
     _KEPT_JOBS,
     _MATCHES_KEPT,
     _PATH_KEPT,
+    MAX_JSON_DEPTH,
     BadRequest,
     Dialect,
     Route,
     RouteTable,
+    check_body,
     new_request,
     read_json_object,
     route_request,
@@ -431,3 +434,58 @@ def test_status_answers_are_kept_for_a_bounded_number_of_jobs_and_sizes() -> Non
     answer = _answer(veo, inline)
     assert len(answer.body) > _KEPT_BODY
     assert veo._kept_answers == {}
+
+
+def _read_as_json_loads_reads(body: bytes) -> Any:
+    """What ``read_json_object`` answers for ``body``, were its JSON read by ``json.loads`` on
+    the bytes (the general path): the object, or the refusal's status, code and message."""
+    try:
+        data = json.loads(body or b"null")
+    except (ValueError, UnicodeDecodeError) as exc:
+        return (400, "invalid_json", f"The body is not valid JSON: {exc}.")
+    except RecursionError:
+        return (400, "invalid_json", f"The body nests deeper than {MAX_JSON_DEPTH} levels.")
+    if not isinstance(data, dict):
+        return (400, "invalid_json", "The body must be a JSON object.")
+    return data
+
+
+_BODY_BYTES = st.sampled_from(
+    [
+        *(b"{", b"}", b'"', b":", b"1", b"a", b"\x00", b"\xff", b"\xfe", b"\xef\xbb\xbf"),
+        *(b"\xc3\xa9", b"\xed\xa0\x80", b"\\ud800", b" ", b"[", b"\n"),
+    ]
+)
+
+
+@settings(max_examples=500)
+@given(
+    body=st.one_of(
+        st.lists(_BODY_BYTES, max_size=8).map(b"".join),
+        st.binary(max_size=12),
+        st.dictionaries(st.text(max_size=3), st.integers() | st.text(max_size=3), max_size=3).map(
+            lambda d: json.dumps(d, ensure_ascii=False).encode()
+        ),
+        st.sampled_from(
+            ["utf-16", "utf-16-le", "utf-16-be", "utf-32", "utf-32-le", "utf-8-sig"]
+        ).map(lambda codec: '{"a": "\\u00e9"}'.encode(codec)),
+    )
+)
+@example(b"{\xff")
+@example(b'{"\xed\xa0\x80": 1}')
+@example(b'{"a": "\xc3\xa9"}')
+@example(b"{\x00")
+@example(b"{")
+@example(b"{}")
+def test_read_json_object_reads_what_json_loads_reads_from_the_bytes(body: bytes) -> None:
+    expected = _read_as_json_loads_reads(body)
+    try:
+        got: Any = read_json_object(_json(body))
+    except BadRequest as refused:
+        got = (refused.status, refused.code, refused.message)
+    if isinstance(expected, dict):
+        try:
+            check_body(expected)
+        except BadRequest as refused:
+            expected = (refused.status, refused.code, refused.message)
+    assert got == expected
