@@ -1,6 +1,7 @@
 """The webhook dispatcher: sends a ``FakeProvider``'s planned deliveries, on the scenario clock.
 
-It runs in its own thread with its own asyncio event loop and ``httpx.AsyncClient``, apart
+It runs in its own thread with its own asyncio event loop and ``httpx.AsyncClient`` (made,
+and httpx imported, once a scenario has webhooks: one without pays for neither), apart
 from the server's loop, so nothing a receiver does (answer slowly, hang, refuse connections)
 can hold up a status response: the only thing it shares with request handling is the
 provider's lock, held for microseconds while it asks the engine which state changes are due.
@@ -27,10 +28,8 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote_plus, urlsplit, urlunsplit
-
-import httpx
 
 from .engine import Engine
 from .http import parse_retry_after
@@ -39,6 +38,9 @@ from .messages import StateChange
 from .provider import FakeProvider
 from .scenario import Webhooks
 from .webhooks import Delivery, Outgoing, backoff, event_for, is_allowed_target, plan_change
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = ["Dispatcher", "redact_url"]
 
@@ -88,6 +90,7 @@ class Dispatcher:
         self._history: dict[str, list[StateChange]] = {}
         self._gone: set[str] = set()
         self._forget: Callable[[], None] | None = None
+        self._client: httpx.AsyncClient | None = None
         self.error: BaseException | None = None
 
     # -- control --------------------------------------------------------------------------
@@ -141,7 +144,7 @@ class Dispatcher:
         if provider.scenario.webhooks is None:
             return True
         engine = provider.engine
-        if engine is not self._engine or len(engine.changes) > self._cursor:
+        if engine is not self._engine or engine.change_count > self._cursor:
             return False  # a change the loop has not planned yet
         due = engine.next_due()
         return due is None or due > provider.clock.now()
@@ -179,20 +182,32 @@ class Dispatcher:
         self._loop = asyncio.get_running_loop()
         self._wake = asyncio.Event()
         self._started.set()
-        async with httpx.AsyncClient(follow_redirects=False, trust_env=False) as client:
-            try:
-                while not self._stopping:
-                    wait = self._turn(client)
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(self._wake.wait(), timeout=wait)
-                    self._wake.clear()
-            finally:
-                for task in list(self._tasks):
-                    task.cancel()
-                if self._tasks:
-                    await asyncio.gather(*self._tasks, return_exceptions=True)
+        try:
+            while not self._stopping:
+                wait = self._turn()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), timeout=wait)
+                self._wake.clear()
+        finally:
+            for task in list(self._tasks):
+                task.cancel()
+            if self._tasks:
+                await asyncio.gather(*self._tasks, return_exceptions=True)
+            if self._client is not None:
+                await self._client.aclose()
 
-    def _turn(self, client: httpx.AsyncClient) -> float:
+    def _http(self) -> httpx.AsyncClient:
+        """The client every send goes through, made at the first turn with webhooks to send:
+        importing httpx and making a client (its TLS context loads the CA bundle) cost every
+        server's start about a quarter of a second of CPU, for nothing when a scenario has no
+        webhooks."""
+        if self._client is None:
+            import httpx
+
+            self._client = httpx.AsyncClient(follow_redirects=False, trust_env=False)
+        return self._client
+
+    def _turn(self) -> float:
         """Plan new changes, start due sends; return how long to sleep (clock seconds)."""
         provider = self.provider
         config = provider.scenario.webhooks
@@ -200,6 +215,7 @@ class Dispatcher:
             self._restart(provider.engine)
         if config is None:
             return self.tick
+        self._http()  # made before the first send is due, not while it waits
         engine, changes, next_due = provider.advance(self._cursor)
         if engine is not self._engine:  # reset between the check above and now
             return 0.0
@@ -215,7 +231,7 @@ class Dispatcher:
         now = provider.clock.now()
         while self._queue and self._queue[0][0] <= now:
             _, _, item = heapq.heappop(self._queue)
-            task = asyncio.get_running_loop().create_task(self._send(client, item))
+            task = asyncio.get_running_loop().create_task(self._send(item))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
         wait = self.tick
@@ -241,7 +257,7 @@ class Dispatcher:
 
     # -- one attempt ----------------------------------------------------------------------
 
-    async def _send(self, client: httpx.AsyncClient, item: _Attempt) -> None:
+    async def _send(self, item: _Attempt) -> None:
         provider = self.provider
         config = provider.scenario.webhooks
         delivery = item.delivery
@@ -277,8 +293,10 @@ class Dispatcher:
         status: int | None = None
         error: str | None = None
         retry_after: RetryAfterRecord | None = None
+        import httpx
+
         try:
-            async with client.stream(
+            async with self._http().stream(
                 "POST", delivery.url, content=body, headers=headers, timeout=config.timeout
             ) as response:
                 started = clock.now()

@@ -18,7 +18,7 @@ import functools
 import json
 import math
 import operator
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -30,11 +30,13 @@ __all__ = [
     "JournalError",
     "Kind",
     "RetryAfterRecord",
+    "entry_batches",
     "entry_from_dict",
     "entry_from_line",
     "field_values",
     "iter_entries",
     "jsonl_line",
+    "jsonl_lines",
     "parse_lines",
 ]
 
@@ -149,8 +151,31 @@ class Entry:
 
 
 FIELD_NAMES = tuple(f.name for f in dataclasses.fields(Entry))
-#: An entry\'s field values, in ``FIELD_NAMES`` order.
-field_values = operator.attrgetter(*FIELD_NAMES)
+
+
+def _values_functions() -> tuple[Callable[[Entry], tuple[Any, ...]], Callable[..., list[Any]]]:
+    """``field_values`` and ``_flat_values``, made as source and compiled (as dataclasses
+    makes ``__init__``): an attribute read in Python code is specialised to the slot by the
+    interpreter, some twice as fast as ``operator.attrgetter``'s generic look-up, and these run
+    for every entry written or packed."""
+    values = "(" + "".join(f"entry.{name}, " for name in FIELD_NAMES) + ")"
+    source = (
+        f"def field_values(entry):\n    return {values}\n"
+        "def flat_values(entries):\n"
+        "    out = []\n"
+        "    extend = out.extend\n"
+        "    for entry in entries:\n"
+        f"        extend({values})\n"
+        "    return out\n"
+    )
+    scope: dict[str, Any] = {}
+    exec(source, scope)  # only field names go into the source
+    return scope["field_values"], scope["flat_values"]
+
+
+#: An entry's field values, in ``FIELD_NAMES`` order (what ``attrgetter(*FIELD_NAMES)`` gives).
+#: ``_flat_values(entries)``: every value of every entry in one list, entry after entry.
+field_values, _flat_values = _values_functions()
 #: One encoder for every line (``json.dumps`` with options makes a new one per call).
 _ENCODE = json.JSONEncoder(separators=(",", ":")).encode
 
@@ -298,6 +323,154 @@ def jsonl_line(entry: Entry) -> str:
             _WRITERS.clear()
         write = _WRITERS[types] = _line_writer(types)
     return write(values) or _general_line(entry)
+
+
+# -- many lines at once: msgspec where it writes what json.dumps writes ---------------------
+#
+# msgspec encodes an ``Entry`` (a dataclass) as json.dumps encodes its ``to_dict()``, field for
+# field in the same order, except for values it writes otherwise: a non-ASCII character (raw
+# UTF-8 where json.dumps writes ``\uXXXX``), DEL (raw where json.dumps escapes it), a float
+# that is not finite (null where json.dumps writes NaN or Infinity) or whose repr is in
+# exponent form (below 1e-4 or from 1e16 on: msgspec writes ``0.00001`` and ``1e16`` where
+# repr writes ``1e-05`` and ``1e+16``), ``listed`` (pairs, which json.dumps gets as an
+# object), dicts and subclasses of str, int and float (refused). ``jsonl_lines`` gives
+# msgspec only the entries whose values cannot be any of those, checked a column at a time
+# (in C, mostly), checks the bytes for the characters, and writes every other entry with
+# ``jsonl_line``.
+
+#: Values msgspec and json.dumps write alike (a string's characters checked in the output).
+_PLAIN_TYPES = frozenset({type(None), str, int, bool})
+_FLOAT_TYPES = frozenset({float, type(None)})
+#: The floats whose repr is not in exponent form (and 0.0): msgspec writes them as repr does.
+_LOWEST_PLAIN = 1e-4
+_BEYOND_PLAIN = 1e16
+_RETRY_AFTER_SLOT = FIELD_NAMES.index("retry_after")
+
+
+@functools.cache
+def _lines_encoder() -> Any:
+    """msgspec's JSON encoder, or None where msgspec is not installed."""
+    try:
+        import msgspec
+    except ImportError:  # pragma: no cover - the tests run both ways (monkeypatch)
+        return None
+    return msgspec.json.Encoder()
+
+
+def _plain_float(value: float) -> bool:
+    return value == 0 or _LOWEST_PLAIN <= abs(value) < _BEYOND_PLAIN
+
+
+def _plain_floats(column: list[Any]) -> bool:
+    """Whether every value of ``column`` (floats and Nones) is None or a ``_plain_float``."""
+    floats = list(filter(None, column))  # zeros are plain, as None is
+    if not floats:
+        return True
+    total = sum(floats)
+    if total - total != 0:  # NaN or infinity, or an overflow of the sum (huge floats)
+        return False
+    # positive, the usual case (clock seconds); else one by one
+    return (min(floats) >= _LOWEST_PLAIN and max(floats) < _BEYOND_PLAIN) or all(
+        map(_plain_float, floats)
+    )
+
+
+def _plain_value(value: Any, slot: int) -> bool:
+    """Whether msgspec writes ``value`` (field ``slot``'s) as ``jsonl_line`` does, but for
+    the characters of its strings (checked in the output)."""
+    kind = type(value)
+    if kind in _PLAIN_TYPES:
+        return True
+    if kind is float:
+        return value - value == 0 and _plain_float(value)
+    if kind is RetryAfterRecord and slot == _RETRY_AFTER_SLOT:
+        at = value.not_before
+        return (
+            type(value.raw) is str
+            and type(value.header) is str
+            and type(value.form) is str
+            and (at is None or (type(at) is float and at - at == 0 and _plain_float(at)))
+        )
+    return False
+
+
+def _exact_rows(entries: list[Entry]) -> set[int]:
+    """The indexes of ``entries`` to be written by ``jsonl_line``: those holding a value
+    msgspec could write otherwise (but for characters). Looks a column at a time, in C but
+    for the rows of a column that is not plain: a column of Nones, of strings, of one type or
+    of floats in the plain range costs a few passes, whatever its length."""
+    width = len(FIELD_NAMES)
+    flat = _flat_values(entries)
+    rows: set[int] = set()
+    for slot in range(width):
+        column = flat[slot::width]
+        if _plain_column(column):
+            continue
+        rows.update(index for index, value in enumerate(column) if not _plain_value(value, slot))
+    return rows
+
+
+def _plain_column(column: list[Any]) -> bool:
+    """Whether every value of ``column`` is of a ``_PLAIN_TYPES`` type or a plain float (a
+    subclass of str, refused by msgspec, passes: ``jsonl_lines`` then writes it by hand)."""
+    count = len(column)
+    first = column[0]
+    if first is None and column.count(None) == count:
+        return True
+    if type(first) is str:
+        try:
+            "".join(column)  # every value a str (or a subclass)
+        except TypeError:
+            pass
+        else:
+            return True
+    kinds = list(map(type, column))
+    types = {type(first)} if kinds.count(type(first)) == count else set(kinds)
+    return types <= _PLAIN_TYPES or (types <= _FLOAT_TYPES and _plain_floats(column))
+
+
+def _plain_bytes(line: bytes) -> bool:
+    """Whether msgspec's ``line`` is what json.dumps writes, characters-wise: ASCII (json.dumps
+    escapes the rest) and no DEL (json.dumps escapes it; msgspec escapes the other controls
+    alike)."""
+    return line.isascii() and b"\x7f" not in line
+
+
+def jsonl_lines(entries: Iterable[Entry]) -> str:
+    """``entries`` as JSONL: ``"".join(map(jsonl_line, entries))`` byte for byte
+    (``test_entries_write`` checks it over arbitrary entries), in about a third of the time
+    where msgspec is installed and the entries hold what the fake's entries hold: what a
+    ``BatchedSink``'s writer writes at a time.
+
+    Raises what ``jsonl_line`` raises for the first entry it cannot write (a value JSON has no
+    form for).
+    """
+    batch = entries if type(entries) is list else list(entries)
+    encoder = _lines_encoder()
+    if encoder is None or not batch:
+        return "".join(map(jsonl_line, batch))
+    exact = _exact_rows(batch)
+    if not exact:
+        try:
+            data = encoder.encode_lines(batch)
+        except Exception:  # a lone surrogate, an int too long: one by one
+            data = None
+        if data is not None and _plain_bytes(data):
+            text: str = data.decode("ascii")
+            return text
+    encode = encoder.encode
+    out: list[str] = []
+    for index, entry in enumerate(batch):
+        if index not in exact:
+            try:
+                line = encode(entry)
+            except Exception:  # jsonl_line writes it or raises the error
+                line = None
+            if line is not None and _plain_bytes(line):
+                out.append(line.decode("ascii") + "\n")
+                continue
+        out.append(jsonl_line(entry))
+    return "".join(out)
 
 
 _NONE = type(None)
@@ -503,15 +676,9 @@ _RUN_AT = FIELD_NAMES.index("run")
 
 
 @functools.cache
-def _line_decoder() -> Callable[[str | bytes], list[Any]] | None:
-    """A line's values in ``FIELD_NAMES`` order, decoded and checked by msgspec, or None where
-    msgspec is not installed. Raises ``ValueError`` (or ``RecursionError``) for any line that
-    is not of the fake's shape with values ``_entry`` accepts; json.loads then decodes it.
-
-    msgspec decodes what it accepts exactly as json.loads does (integers of any size, floats
-    correctly rounded, the last of duplicate keys) and refuses NaN, Infinity, numbers out of
-    range, lone surrogates and invalid UTF-8, which json.loads words or accepts on its own.
-    """
+def _line_struct() -> Any:
+    """The msgspec struct type of a line of the fake's shape (every field; each type and range
+    ``_entry`` accepts), or None where msgspec is not installed."""
     try:
         import msgspec
     except ImportError:  # pragma: no cover - the tests run both ways (monkeypatch)
@@ -529,6 +696,7 @@ def _line_decoder() -> Callable[[str | bytes], list[Any]] | None:
             ("form", str, RetryAfterRecord.form),
         ],
         forbid_unknown_fields=True,
+        gc=False,
     )
     special: dict[str, Any] = {
         "seq": whole,
@@ -551,7 +719,25 @@ def _line_decoder() -> Callable[[str | bytes], list[Any]] | None:
         else:
             kind = Union[str, None] if _NONE in types else str  # noqa: UP007
         fields.append((name, kind))
-    line = msgspec.defstruct("Line", fields, forbid_unknown_fields=True)
+    # gc=False: a decoded line holds strings, numbers and plain dicts, never a cycle
+    return msgspec.defstruct("Line", fields, forbid_unknown_fields=True, gc=False)
+
+
+@functools.cache
+def _line_decoder() -> Callable[[str | bytes], list[Any]] | None:
+    """A line's values in ``FIELD_NAMES`` order, decoded and checked by msgspec, or None where
+    msgspec is not installed. Raises ``ValueError`` (or ``RecursionError``) for any line that
+    is not of the fake's shape with values ``_entry`` accepts; json.loads then decodes it.
+
+    msgspec decodes what it accepts exactly as json.loads does (integers of any size, floats
+    correctly rounded, the last of duplicate keys) and refuses NaN, Infinity, numbers out of
+    range, lone surrogates and invalid UTF-8, which json.loads words or accepts on its own.
+    """
+    line = _line_struct()
+    if line is None:  # pragma: no cover - the tests run both ways (monkeypatch)
+        return None
+    import msgspec
+
     decode = msgspec.json.Decoder(line).decode
     astuple = msgspec.structs.astuple
 
@@ -579,6 +765,141 @@ def _decoded_entry(out: list[Any], strings: dict[str, str] | None) -> Entry:
     if out[_RUN_AT] is not None:
         _check_run(out[_RUN_AT])
     return Entry(*out)
+
+
+# -- whole chunks: hundreds of lines of the fake's shape at a time --------------------------
+#
+# A file is read in blocks (``entry_batches``); the whole lines of a block are decoded by
+# msgspec one after another (the struct of ``_line_decoder``, mapped over the lines in C) and
+# made into entries in the same generated loop (``_chunk_reader``). Each line is decoded on
+# its own, so the entries are exactly those the line-by-line reader makes; the first line
+# msgspec refuses (not of the fake's shape, a blank line, a BOM) or whose run header
+# ``_check_run`` refuses ends the loop, and that line alone is read by the line-by-line
+# reader (``_line_entries``), which reads it or words why not; the loop then goes on.
+
+
+def _plain_twin(cls: type) -> type | None:
+    """A class with the layout of ``cls`` (its slots, or a ``__dict__``) and plain attribute
+    setting, whose instances can become ``cls`` by ``__class__`` assignment; None when ``cls``
+    has no such twin.
+
+    ``Entry`` and ``RetryAfterRecord`` are frozen: their ``__init__`` sets each field through
+    ``object.__setattr__`` or the slot's descriptor, a call per field. Setting the fields of
+    a twin is an ordinary (specialised) attribute store, and assigning ``__class__`` after
+    makes it a ``cls`` holding those values: the object ``cls(*values)`` makes, as the
+    ``__init__`` of both sets the fields and does nothing else (``tests/test_read_journal.py``
+    compares the two)."""
+    if cls.__bases__ != (object,):  # pragma: no cover - both are plain classes today
+        return None
+    namespace: dict[str, Any] = {"__module__": __name__}
+    slots = cls.__dict__.get("__slots__")
+    if slots is not None:
+        if not isinstance(slots, tuple):  # pragma: no cover - dataclasses make a tuple
+            return None
+        namespace["__slots__"] = slots
+    twin = type(f"_Plain{cls.__name__}", (), namespace)
+    probe: Any = object.__new__(twin)
+    try:
+        probe.__class__ = cls
+    except TypeError:  # pragma: no cover - a layout __class__ assignment refuses
+        return None
+    return twin
+
+
+@functools.cache
+def _chunk_reader() -> Callable[[Iterator[bytes], dict[str, str] | None], list[Entry]] | None:
+    """A function that takes lines (without their line breaks) from an iterator and returns
+    the entries of those msgspec reads, up to the first it cannot: it has taken that line
+    too, and made no entry of it (the caller counts). Equal strings are shared through the
+    dict it is given (None: not at all). None where msgspec is not installed.
+
+    Made as source and compiled, as ``dataclasses`` makes ``__init__``: one loop, each line
+    decoded into a ``_line_struct``, each field read off the struct and set on a plain twin of
+    ``Entry`` (``_plain_twin``), the nested fields turned into what ``Entry`` holds (a
+    ``RetryAfterRecord``, the ``listed`` pairs), a run header checked (``_check_run``, the one
+    check msgspec does not make). Without sharing (a reader that drops entries as it goes) a
+    ``RetryAfterRecord`` is made through its twin too, in less than half the time, but then
+    holds its fields in a dict of its own (about 64 bytes more); with sharing (a reader that
+    keeps them) by its constructor.
+    """
+    line = _line_struct()
+    if line is None:  # pragma: no cover - the tests run both ways (monkeypatch)
+        return None
+    import msgspec
+
+    repeated = {FIELD_NAMES[index] for index in _REPEATED}
+    entry_twin = _plain_twin(Entry)
+    record_twin = _plain_twin(RetryAfterRecord)
+    record_fields = [field.name for field in dataclasses.fields(RetryAfterRecord)]
+    scope: dict[str, Any] = {
+        "decode": msgspec.json.Decoder(line).decode,
+        "Entry": Entry,
+        "EntryTwin": entry_twin,
+        "Record": RetryAfterRecord,
+        "RecordTwin": record_twin,
+        "astuple": msgspec.structs.astuple,
+        "checked_run": _checked_run,
+    }
+
+    def loop(sharing: bool) -> list[str]:
+        """The body of the loop over the structs ``s``, one statement a line."""
+        setters: list[str] = []
+        values: list[str] = []  # for an Entry without a twin (a constructor call)
+        for name in FIELD_NAMES:
+            if name == "retry_after":
+                value = "None if (v := s.retry_after) is None else Record(*astuple(v))"
+                if not sharing and record_twin is not None:
+                    setters += [
+                        "if (v := s.retry_after) is None:",
+                        "    e.retry_after = None",
+                        "else:",
+                        "    r = RecordTwin()",
+                        *(f"    r.{field} = v.{field}" for field in record_fields),
+                        "    r.__class__ = Record",
+                        "    e.retry_after = r",
+                    ]
+                    values.append(value)
+                    continue
+            elif name == "listed":
+                value = "None if (v := s.listed) is None else tuple(v.items())"
+            elif name == "run":
+                value = "v if (v := s.run) is None else checked_run(v)"
+            elif sharing and name in repeated:
+                value = f"v if (v := s.{name}) is None else share(v, v)"
+            else:
+                value = f"s.{name}"
+            setters.append(f"e.{name} = {value}")
+            values.append(value)
+        if entry_twin is None:  # pragma: no cover - an Entry without slots: its constructor
+            return [f"append(Entry({', '.join(values)}))"]
+        return ["e = EntryTwin()", *setters, "e.__class__ = Entry", "append(e)"]
+
+    source = "\n".join(
+        [
+            "def read(lines, strings):",
+            "    out = []",
+            "    append = out.append",
+            "    try:",
+            "        if strings is None:",
+            "            for s in map(decode, lines):",
+            *(" " * 16 + line for line in loop(sharing=False)),
+            "            return out",
+            "        share = strings.setdefault",
+            "        for s in map(decode, lines):",
+            *(" " * 12 + line for line in loop(sharing=True)),
+            "    except (ValueError, RecursionError):",  # msgspec's errors; BadEntry
+            "        pass",
+            "    return out",
+        ]
+    )
+    exec(source, scope)  # only field names go into the source
+    read: Callable[[Iterator[bytes], dict[str, str] | None], list[Entry]] = scope["read"]
+    return read
+
+
+def _checked_run(run: dict[str, Any]) -> dict[str, Any]:
+    _check_run(run)
+    return run
 
 
 _ReadPlan = tuple[tuple[tuple[int, _Check], ...], tuple[int, ...], tuple[int, ...]]
@@ -698,13 +1019,21 @@ def iter_entries(
     A line of the fake's shape is decoded and checked by msgspec where it is installed
     (``_line_decoder``); any other line by json.loads, then by a plan (``_fast_entry``) or
     field by field (``_entry``). What is accepted, what it holds and every error message are
-    json.loads's and ``_entry``'s whichever way a line goes.
+    json.loads's and ``_entry``'s whichever way a line goes. ``entry_batches`` reads the same
+    from blocks of bytes (a file), several times faster.
 
     Raises ``JournalError`` for the first line that is not an entry.
     """
+    return _line_entries(lines, name, {} if share_strings else None, 1)
+
+
+def _line_entries(
+    lines: Iterable[str | bytes], name: str, strings: dict[str, str] | None, first: int
+) -> Iterator[Entry]:
+    """``iter_entries`` with the dict of shared strings given (None: none shared) and the
+    number of the first line."""
     decode = _line_decoder()
-    strings: dict[str, str] | None = {} if share_strings else None
-    for number, raw in enumerate(lines, start=1):
+    for number, raw in enumerate(lines, start=first):
         if strings is not None and len(strings) > _SHARED:
             strings.clear()
         if decode is not None:
@@ -733,6 +1062,77 @@ def iter_entries(
             yield _fast_entry(data, strings) or _entry(data, strings)
         except BadEntry as exc:
             raise JournalError(name, number, str(exc)) from None
+
+
+def entry_batches(
+    blocks: Iterable[bytes], name: str, *, share_strings: bool = True
+) -> Iterator[list[Entry]]:
+    """The entries of a JSONL file given as consecutive ``blocks`` of its bytes (of any sizes:
+    a line may run over several), in lists, in file order: exactly the entries and the
+    ``JournalError`` of ``iter_entries`` over the file's lines (split at ``\n`` only, as a
+    binary file iterates). Holds a block, the line it ends in, and its entries until taken.
+
+    The whole lines of a block are read together (``_chunk_reader``), but for any line msgspec
+    refuses, read alone (``_line_entries``): a bad line is reported after a list of the
+    entries before it, as ``iter_entries`` reports it.
+    """
+    read = _chunk_reader() if _line_decoder() is not None else None
+    strings: dict[str, str] | None = {} if share_strings else None
+    number = 1  # of the first line of the block
+    pending: list[bytes] = []  # the start of that line
+    for block in blocks:
+        lines = block.split(b"\n")
+        if len(lines) == 1:
+            pending.append(block)
+            continue
+        if pending:
+            pending.append(lines[0])
+            lines[0] = b"".join(pending)
+            pending.clear()
+        tail = lines.pop()
+        if tail:
+            pending.append(tail)
+        if strings is not None and len(strings) > _SHARED:
+            strings.clear()
+        if read is None:
+            whole = [line + b"\n" for line in lines]
+            yield (yield from _batch_of_lines(whole, name, strings, number))
+            number += len(lines)
+            continue
+        batch: list[Entry] = []
+        taken = 0
+        remaining = iter(lines)
+        while taken < len(lines):
+            made = read(remaining, strings)
+            batch += made
+            taken += len(made)
+            if taken < len(lines):  # msgspec refused line ``taken``: read it alone
+                refused = [lines[taken] + b"\n"]
+                batch += yield from _batch_of_lines(refused, name, strings, number + taken, batch)
+                taken += 1
+        number += len(lines)
+        yield batch
+    if pending:  # a last line without its line break
+        yield (yield from _batch_of_lines([b"".join(pending)], name, strings, number))
+
+
+def _batch_of_lines(
+    lines: Iterable[bytes],
+    name: str,
+    strings: dict[str, str] | None,
+    first: int,
+    before: list[Entry] | None = None,
+) -> Generator[list[Entry], None, list[Entry]]:
+    """The entries of ``lines`` read one by one, returned as a list; for a bad line, the
+    entries read before it (``before``, then these) are yielded as a list, then its
+    ``JournalError`` is raised."""
+    batch: list[Entry] = []
+    try:
+        batch.extend(_line_entries(lines, name, strings, first))
+    except JournalError:
+        yield [*(before or ()), *batch]
+        raise
+    return batch
 
 
 def entry_from_line(line: str | bytes) -> Entry:

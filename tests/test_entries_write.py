@@ -17,7 +17,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fakeprovider.entries import _DATACLASS_INIT, _MOST_WRITERS, FIELD_NAMES, Entry, jsonl_line
+from fakeprovider import entries as entries_module
+from fakeprovider.entries import (
+    _DATACLASS_INIT,
+    _MOST_WRITERS,
+    FIELD_NAMES,
+    Entry,
+    _exact_rows,
+    jsonl_line,
+    jsonl_lines,
+)
 from fakeprovider.journal import RetryAfterRecord
 
 
@@ -193,3 +202,119 @@ def test_an_entry_stays_frozen() -> None:
     with pytest.raises(dataclasses.FrozenInstanceError, match="cannot assign to field 'seq'"):
         entry.seq = 2  # type: ignore[misc]
     assert dataclasses.replace(entry, seq=3).seq == 3
+
+
+# -- many lines at once (``jsonl_lines``: msgspec where it writes what json.dumps writes) ------
+
+#: Floats either side of where repr changes form (and msgspec's does not), and the others.
+EDGE_FLOATS = [
+    1e-4,
+    math.nextafter(1e-4, 0),
+    math.nextafter(1e16, 0),
+    1e16,
+    -1e-4,
+    -1e16,
+    0.0,
+    -0.0,
+    5e-324,
+    1e308,
+    math.nan,
+    math.inf,
+    -math.inf,
+]
+#: What the fake's own entries hold, mostly, and now and then what msgspec writes otherwise.
+plain_floats = st.one_of(
+    st.floats(min_value=1e-4, max_value=1e16, exclude_max=True),
+    st.floats(min_value=-1e16, max_value=-1e-4, exclude_min=True),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.sampled_from(EDGE_FLOATS),
+)
+plain_strings = st.one_of(
+    st.text(st.characters(max_codepoint=127), max_size=12),  # controls and DEL included
+    st.sampled_from(["/v1/jobs/job_0123456789ab", "processing", "127.0.0.1", *NASTY]),
+    st.text(max_size=3),
+)
+plain_ints = st.one_of(st.integers(0, 10**6), st.integers(), st.booleans())
+SHAPES: dict[str, st.SearchStrategy[Any]] = {
+    "seq": plain_ints,
+    "received_at": plain_floats,
+    "response_started_at": st.none() | plain_floats,
+    "completed_at": st.none() | plain_floats,
+    "status_code": st.none() | plain_ints,
+    "retry_after": st.none()
+    | st.builds(
+        RetryAfterRecord,
+        raw=plain_strings,
+        not_before=st.none() | plain_floats,
+        header=plain_strings,
+        form=plain_strings,
+    ),
+    "status_since": st.none() | plain_floats,
+    "poll_after": st.none() | plain_floats,
+    "attempt": st.none() | plain_ints,
+    "listed": st.none() | listed,
+    "run": st.none() | runs,
+    "inline_result": st.none() | st.booleans(),
+}
+fake_entries = st.fixed_dictionaries(
+    {name: SHAPES.get(name, st.none() | plain_strings) for name in FIELD_NAMES}
+).map(lambda values: Entry(**values))
+batches = st.lists(st.one_of(fake_entries, entries), max_size=12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(batches)
+def test_many_lines_are_json_dumps_of_each_to_dict_byte_for_byte(batch: list[Entry]) -> None:
+    assert jsonl_lines(batch) == "".join(map(reference_line, batch))
+
+
+@settings(max_examples=50, deadline=None)
+@given(batches)
+def test_many_lines_are_the_same_without_msgspec(batch: list[Entry]) -> None:
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setattr(entries_module, "_lines_encoder", lambda: None)
+        assert jsonl_lines(batch) == "".join(map(reference_line, batch))
+
+
+def _status(seq: int, **changes: Any) -> Entry:
+    values: dict[str, Any] = {
+        "seq": seq,
+        "kind": "status",
+        "job_id": "job_1",
+        "method": "GET",
+        "path": "/v1/jobs/job_1",
+        "client": "127.0.0.1",
+        "received_at": 12.5 + seq,
+        "response_started_at": 12.75 + seq,
+        "completed_at": 13.0 + seq,
+        "status_code": 200,
+        "job_status": "processing",
+        "true_status": "processing",
+        "status_since": 0.0,
+        "poll_after": 15.0,
+    }
+    return Entry(**(values | changes))
+
+
+def test_the_fakes_entries_go_to_msgspec_and_the_others_are_written_by_hand() -> None:
+    batch = [
+        _status(1),
+        _status(2, completed_at=1e16),
+        _status(3, poll_after=math.nan),
+        _status(4, status_since=5e-5),
+        _status(5, listed=(("job_1", "processing"),)),
+        _status(6, run={"scenario": "x"}),
+        _status(7, job_status=1.5),
+        _status(8, retry_after=RetryAfterRecord("1", 14.0)),
+        _status(9, retry_after=RetryAfterRecord("1", math.inf)),
+        _status(10, client=Text("subclass")),  # msgspec refuses it: written by hand
+        _status(11, path="/v1/jobs/é\x7f"),  # msgspec writes these raw: written by hand
+    ]
+    assert _exact_rows(batch) == {1, 2, 3, 4, 5, 8}
+    assert jsonl_lines(batch) == "".join(map(reference_line, batch))
+
+
+def test_many_lines_refuse_what_one_line_refuses() -> None:
+    with pytest.raises(TypeError, match=r"^Object of type bytes is not JSON serializable$"):
+        jsonl_lines([_status(1), _status(2, client=b"bytes")])
+    assert jsonl_lines([]) == ""

@@ -367,6 +367,40 @@ def test_attaching_a_sink_that_cannot_take_the_run_header_is_refused() -> None:
     assert journal.sink is None
 
 
+def test_a_batched_sink_leaves_out_an_entry_with_no_line_and_says_why_once() -> None:
+    stream = io.StringIO()
+    sink = BatchedSink(stream, interval=60)
+    written = [entry(1, completed_at=1.0), entry(3, completed_at=1.0)]
+    sink.write_entry(written[0])
+    sink.write_entry(entry(2, client=b"bytes", completed_at=1.0))  # type: ignore[arg-type]
+    sink.write_entry(written[1])
+    with pytest.raises(TypeError, match=r"^Object of type bytes is not JSON serializable$"):
+        sink.flush()
+    assert stream.getvalue() == "".join(map(jsonl_line, written))
+    sink.flush()  # said once
+    written.append(entry(4, completed_at=1.0))
+    sink.write_entry(written[-1])
+    sink.close()
+    assert stream.getvalue() == "".join(map(jsonl_line, written))
+
+
+def test_a_batched_writer_goes_on_after_an_entry_with_no_line() -> None:
+    stream = io.StringIO()
+    sink = BatchedSink(stream, interval=0.01)
+    sink.write_entry(entry(1, completed_at=1.0))
+    sink.write_entry(entry(2, client=b"bytes", completed_at=1.0))  # type: ignore[arg-type]
+    deadline = time.monotonic() + 10  # a bound on waiting, not on how fast it is
+    while sink._steady and time.monotonic() < deadline:  # until it records why it left 2 out
+        time.sleep(0.01)
+    with pytest.raises(TypeError, match=r"^Object of type bytes is not JSON serializable$"):
+        sink.write_entry(entry(3, completed_at=1.0))  # taken all the same
+    sink.write_entry(entry(4, completed_at=1.0))
+    while stream.getvalue().count("\n") < 3 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert stream.getvalue() == "".join(jsonl_line(entry(n, completed_at=1.0)) for n in (1, 3, 4))
+    sink.close()
+
+
 def test_a_batched_sink_interval_out_of_range_is_refused() -> None:
     with pytest.raises(ValueError, match=r"^interval must be between 0 and 60 seconds, got 0$"):
         BatchedSink(io.StringIO(), interval=0)

@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
+import itertools
 import json
 import random
 import re
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from fakeprovider import entries
+from fakeprovider import entries, journal
 from fakeprovider.entries import BadEntry, JournalError, _show, entry_from_dict, jsonl_line
 from fakeprovider.journal import Entry, Journal, RetryAfterRecord, iter_journal, read_journal
 from tests.bench_scripts import load_script
@@ -104,7 +106,11 @@ def test_iter_journal_opens_a_path_only_when_iterated_and_closes_it_when_closed(
 def reference_entries(lines: list[bytes], name: str) -> list[Entry]:
     """What the reader did before msgspec and the fast path: json.loads and ``entry_from_dict``
     on every line (the oracle for the differential tests below)."""
-    out = []
+    return list(reference_reading(lines, name))
+
+
+def reference_reading(lines: Iterable[bytes], name: str) -> Iterator[Entry]:
+    """``reference_entries`` one entry at a time (the entries before a bad line, then its error)."""
     for number, raw in enumerate(lines, start=1):
         try:
             line = raw.decode("utf-8")
@@ -134,10 +140,9 @@ def reference_entries(lines: list[bytes], name: str) -> list[Entry]:
                 name, number, f"expected a JSON object (a journal entry), got {_show(data)}"
             )
         try:
-            out.append(entry_from_dict(data))
+            yield entry_from_dict(data)
         except BadEntry as exc:
             raise JournalError(name, number, str(exc)) from None
-    return out
 
 
 def outcome(read: Callable[[], list[Entry]]) -> tuple[str, Any]:
@@ -417,6 +422,220 @@ def test_numbers_of_every_form_read_as_json_loads_reads_them() -> None:
         assert read(io.BytesIO(one)) == expected, number
 
 
+# -- blocks: a file read in large pieces, many lines decoded at once -------------------------
+
+
+def prefix_and_error(entries: Iterator[Entry]) -> tuple[list[str], str | None]:
+    """The entries read (by ``repr``) up to the first error, and the error (None: none)."""
+    read: list[str] = []
+    try:
+        for one in entries:
+            read.append(repr(one))
+    except ValueError as exc:
+        return read, str(exc)
+    return read, None
+
+
+def in_blocks(data: bytes, cuts: list[int]) -> list[bytes]:
+    """``data`` cut at ``cuts`` (offsets, in order)."""
+    bounds = [0, *cuts, len(data)]
+    return [data[low:high] for low, high in itertools.pairwise(bounds)]
+
+
+def from_blocks(blocks: list[bytes], share_strings: bool) -> Iterator[Entry]:
+    for batch in entries.entry_batches(blocks, "<journal>", share_strings=share_strings):
+        yield from batch
+
+
+def journal_of(rng: random.Random, good: list[bytes]) -> bytes:
+    """Up to 200 lines: mostly the fake's (some with CRLF), now and then a mutated one, a
+    blank or whitespace line; sometimes no last line break, or a BOM."""
+    lines = []
+    for _ in range(rng.randint(1, rng.choice([10, 60, 200]))):
+        choice = rng.random()
+        line = rng.choice(good)
+        if choice < 0.03:
+            line = mutate(rng, line)
+        elif choice < 0.05:
+            line = rng.choice([b"\n", b" \n", b"\r\n", b"\t\n"])
+        elif choice < 0.1:
+            line = line[:-1] + b"\r\n"
+        lines.append(line)
+    data = b"".join(lines)
+    if rng.random() < 0.2:
+        data = data.rstrip(b"\n")
+    if rng.random() < 0.03:
+        data = b"\xef\xbb\xbf" + data
+    return data
+
+
+def test_blocks_of_any_size_read_as_lines_do(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Journals of many lines read through blocks cut at random (lines over block edges, a bad
+    line at an edge, one byte a block) and through ``iter_journal`` with small blocks: the
+    entries and the error of the line-by-line reference, the entries before a bad line
+    included, with msgspec and without it, strings shared or not (bounded: 4 seconds)."""
+    rng = random.Random(1515)
+    good = [jsonl_line(sample).encode() for sample in SAMPLES]
+    stop = time.monotonic() + 4.0
+    tally: Counter[str] = Counter()
+    for number in range(2000):
+        if time.monotonic() > stop:
+            break
+        data = journal_of(rng, good)
+        expected = prefix_and_error(reference_reading(io.BytesIO(data), "<journal>"))
+        tally["refused" if expected[1] else "read"] += 1
+        cuts = sorted(rng.sample(range(1, len(data)), min(len(data) - 1, rng.randint(0, 12))))
+        if rng.random() < 0.05:
+            cuts = list(range(1, len(data)))  # a byte at a time
+        blocks = in_blocks(data, cuts)
+        share = rng.random() < 0.5
+        assert prefix_and_error(from_blocks(blocks, share)) == expected, (number, cuts)
+        monkeypatch.setattr(journal, "_BLOCK", rng.choice([1, 2, 7, 300, 557, 4096]))
+        stream = io.BufferedReader(io.BytesIO(data), buffer_size=rng.choice([1, 64, 8192]))
+        assert prefix_and_error(iter_journal(stream, share_strings=share)) == expected, number
+        if number % 5 == 0:
+            with monkeypatch.context() as patch:
+                patch.setattr(entries, "_line_decoder", lambda: None)
+                assert prefix_and_error(from_blocks(blocks, share)) == expected, number
+    assert tally["read"] + tally["refused"] >= 100
+    assert tally["read"] > 20
+    assert tally["refused"] > 20
+
+
+@pytest.mark.parametrize("where", ["first", "last whole", "over the edge", "after the edge"])
+def test_a_bad_line_at_a_block_edge_is_named_after_the_entries_before_it(where: str) -> None:
+    lines = [jsonl_line(entry(seq)).encode() for seq in range(1, 7)]
+    lines[3] = b'{"seq": 4, "kind": "nope"}\n'
+    data = b"".join(lines)
+    start = sum(map(len, lines[:3]))  # where the bad line starts
+    cut = {
+        "first": start,
+        "last whole": start + len(lines[3]),
+        "over the edge": start + 5,
+        "after the edge": start + len(lines[3]) + 1,
+    }[where]
+    read, error = prefix_and_error(from_blocks(in_blocks(data, [cut]), share_strings=False))
+    assert read == [repr(entry(seq)) for seq in (1, 2, 3)]
+    assert error == "<journal>:4: kind: expected one of " + ", ".join(map(repr, entries.KINDS)) + (
+        ', got "nope"'
+    )
+
+
+def test_a_journal_of_the_fakes_lines_is_read_a_block_at_a_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No line of a journal the fake wrote goes through the line-by-line reader (where a
+    refused block would go), and the entries are what that reader makes of them."""
+    lines = [jsonl_line(sample).encode() for sample in SAMPLES * 50]
+    data = b"".join(lines)
+    expected = list(entries.iter_entries(lines, "<journal>", share_strings=False))
+
+    def no_line_by_line(*args: object) -> Iterator[Entry]:
+        raise AssertionError("read line by line")
+
+    monkeypatch.setattr(entries, "_line_entries", no_line_by_line)
+    if entries._line_decoder() is None:  # pragma: no cover - msgspec has a wheel here
+        pytest.skip("msgspec is not installed: every line is read by json.loads")
+    for share, block in itertools.product((False, True), (1000, 1 << 16)):
+        monkeypatch.setattr(journal, "_BLOCK", block)  # lines over block edges; all in one
+        read = list(iter_journal(io.BytesIO(data), share_strings=share))
+        assert read == expected
+        assert [repr(one) for one in read] == [repr(one) for one in expected]
+        assert {type(one) for one in read} == {Entry}
+        assert {type(one.retry_after) for one in read} == {RetryAfterRecord, type(None)}
+
+
+def test_only_the_lines_msgspec_refuses_are_read_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A line not of the fake's shape (here: fields missing, as an older fake wrote them) or
+    a blank one in a block is read by the line-by-line reader alone, at its own number; the
+    lines around it are read with the block."""
+    if entries._line_decoder() is None:  # pragma: no cover - msgspec has a wheel here
+        pytest.skip("msgspec is not installed: every line is read by json.loads")
+    older = json.dumps(
+        {
+            "seq": 3,
+            "kind": "status",
+            "method": "GET",
+            "path": "/",
+            "client": "c",
+            "received_at": 3.0,
+        }
+    )
+    lines = [jsonl_line(entry(n)) for n in range(1, 7)]
+    lines[2] = older + "\n"
+    lines[4] = "\n"
+    alone: list[tuple[list[str | bytes], int]] = []
+    real = entries._line_entries
+
+    def recording(lines: list[str | bytes], name: str, strings: Any, first: int) -> Any:
+        alone.append((list(lines), first))
+        return real(lines, name, strings, first)
+
+    monkeypatch.setattr(entries, "_line_entries", recording)
+    read = list(iter_journal(io.BytesIO("".join(lines).encode())))
+    assert read == [entry(1), entry(2), entry(3, job_id=None, path="/"), entry(4), entry(6)]
+    assert alone == [([older.encode() + b"\n"], 3), ([b"\n"], 5)]
+
+
+@pytest.mark.parametrize("depth", [1, 70, 1100])
+def test_a_deeply_nested_run_header_in_a_block_reads_as_json_loads_reads_it(depth: int) -> None:
+    """msgspec gives up on deep nesting (RecursionError) where json.loads may not: the line is
+    then read alone, and read or refused as json.loads has it."""
+    run = b'{"scenario":' + b"[" * depth + b"]" * depth + b"}"
+    header = jsonl_line(HEADER).encode().replace(b'{"scenario":"x"}', run)
+    data = jsonl(entry(1)).encode() + header + jsonl(entry(2)).encode()
+    expected = prefix_and_error(reference_reading(io.BytesIO(data), "<journal>"))
+    assert prefix_and_error(iter_journal(io.BytesIO(data))) == expected
+    if depth == 1100:
+        assert expected[1] == "<journal>:2: not a journal entry: JSON nested too deeply"
+
+
+def test_entries_made_a_block_at_a_time_are_entries_made_by_their_constructor() -> None:
+    """The block reader makes each ``Entry`` (and ``RetryAfterRecord``) without calling its
+    ``__init__`` (``entries._plain_twin``): what it makes behaves as the constructor's in
+    every way a caller can tell."""
+    assert entries._plain_twin(Entry) is not None  # the fast way is the one taken
+    assert entries._plain_twin(RetryAfterRecord) is not None
+    lines = [jsonl_line(sample).encode().rstrip(b"\n") for sample in SAMPLES]
+    read = entries._chunk_reader()
+    if read is None:  # pragma: no cover - msgspec has a wheel here
+        pytest.skip("msgspec is not installed")
+    for strings in (None, {}):
+        made = read(iter(lines), strings)
+        for one, sample in zip(made, SAMPLES, strict=True):
+            assert type(one) is Entry
+            assert one == sample
+            if sample.run is None:  # a run header holds a dict: not hashable either way
+                assert hash(one) == hash(sample)
+            assert repr(one) == repr(sample)
+            assert jsonl_line(one) == jsonl_line(sample)
+            assert dataclasses.replace(one, seq=9) == dataclasses.replace(sample, seq=9)
+            with pytest.raises(dataclasses.FrozenInstanceError):
+                one.seq = 3  # type: ignore[misc]
+            if sample.retry_after is not None:
+                assert type(one.retry_after) is RetryAfterRecord
+                assert one.retry_after == sample.retry_after
+                assert hash(one.retry_after) == hash(sample.retry_after)
+                with pytest.raises(dataclasses.FrozenInstanceError):
+                    one.retry_after.raw = "x"  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("limit", [0, 1, 300, None])
+def test_a_limit_reads_the_first_bytes_of_a_path_as_lines_do(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, limit: int | None
+) -> None:
+    path = tmp_path / "run.jsonl"
+    data = jsonl(*SAMPLES).encode()
+    path.write_bytes(data)
+    monkeypatch.setattr(journal, "_BLOCK", 64)
+    cut = data if limit is None else data[:limit]
+    expected = prefix_and_error(reference_reading(io.BytesIO(cut), str(path)))
+    assert prefix_and_error(iter_journal(path, limit=limit)) == expected
+    if limit == 300:  # a line cut short
+        assert expected[1] is not None
+        assert expected[1].startswith(f"{path}:1: not JSON")
+
+
 def test_entry_from_line_reads_a_line_as_iter_journal_does() -> None:
     for sample in SAMPLES:
         assert entries.entry_from_line(jsonl_line(sample)) == sample
@@ -448,7 +667,8 @@ def test_the_read_benchmark_reads_each_shape_each_way(capsys: pytest.CaptureFixt
     bench = load_script("bench_check_scaling")
     bench.read_table(["many-jobs", "retry-storm"], 40, 1, time.monotonic() + 60)
     out = capsys.readouterr().out.splitlines()
-    ways = ["json+checks", "json+plan", "iter_entries", "not shared", "json.loads", "msgspec"]
+    ways = ["json+checks", "json+plan", "iter_entries", "not shared", "iter_journal"]
+    ways += ["blocks shared", "json.loads", "msgspec"]
     if entries._line_decoder() is None:
         ways.remove("msgspec")
     assert out[2].split() == ["shape", "B/line", *" ".join(ways).split(), "ratio"]
