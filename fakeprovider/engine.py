@@ -281,6 +281,12 @@ class Engine:
             self._trim()  # what was kept for this reader only may go now
         return changes
 
+    def follow(self) -> None:
+        """From now on keep every change not let go yet until a reader of ``changes_since``
+        has read it (what ``follow_changes=True`` does from the first change)."""
+        gone = self._changes_gone
+        self._wanted = gone if self._wanted is None else min(self._wanted, gone)
+
     def handle(self, request: Request, now: float) -> Reply:
         """Decide the answer to ``request`` received at clock reading ``now``; journal it."""
         journal = self.journal
