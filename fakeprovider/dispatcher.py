@@ -144,7 +144,7 @@ class Dispatcher:
         if provider.scenario.webhooks is None:
             return True
         engine = provider.engine
-        if engine is not self._engine or len(engine.changes) > self._cursor:
+        if engine is not self._engine or engine.change_count > self._cursor:
             return False  # a change the loop has not planned yet
         due = engine.next_due()
         return due is None or due > provider.clock.now()

@@ -34,6 +34,7 @@ from .messages import (
     StateChange,
     credential_fingerprint,
     default_job_id,
+    fast_change,
     fast_reply,
     fast_view,
     job_message,
@@ -107,6 +108,8 @@ def _shown(
 
 #: ``Job.due`` of a job with no step on the heap, or whose step there was taken already.
 _NEVER = -math.inf
+#: ``Job.due`` of a job at the end of its timeline, started: nothing can move it any more.
+_ENDED = math.inf
 #: How far below a whole token a bucket may be and still count as refilled (float sums).
 _TOKEN_SLACK = 1e-9
 #: The statuses whose answer may carry the result itself.
@@ -131,7 +134,9 @@ class Engine:
     ``start`` is the clock reading at which the scenario starts (fault windows count from it);
     ``epoch`` the Unix time of clock reading 0 (for HTTP-dates); ``new_id`` makes job ids;
     ``store`` keeps the jobs (a fresh ``MemoryJobStore`` by default); ``on_change`` is called
-    with every state change as it happens.
+    with every state change as it happens. ``changes`` keeps the last ``keep_changes`` state
+    changes; with ``follow_changes`` a reader of ``changes_since`` (the webhook dispatcher)
+    follows them from the first, and every change is kept until it has read it.
     """
 
     def __init__(
@@ -147,7 +152,11 @@ class Engine:
         queue_at_capacity: bool = False,
         store: JobStore | None = None,
         on_change: Callable[[StateChange], None] | None = None,
+        keep_changes: int = 1000,
+        follow_changes: bool = False,
     ) -> None:
+        if keep_changes < 0:
+            raise ValueError(f"keep_changes must be 0 or more, got {keep_changes!r}")
         self.scenario = scenario
         self.start = start
         self.epoch = epoch
@@ -178,7 +187,7 @@ class Engine:
         ]
         #: Per request kind, the faults whose route takes it (index, fault): most requests
         #: meet no fault at all, and skip the scan.
-        self._faults_for: dict[str, tuple[tuple[int, Fault], ...]] = {}
+        self._faults_for: dict[str, tuple[tuple[int, Fault, frozenset[int] | None], ...]] = {}
         #: The specs a submit's body is matched against, in order, and the specs that take
         #: unmatched submits in turn.
         self._matchers = [(i, spec.match) for i, spec in enumerate(scenario.jobs) if spec.match]
@@ -196,8 +205,33 @@ class Engine:
         self._by_number: list[Job] = []
         self._listed_as: list[str] = []
         self._by_status: dict[str, _Ordered] = {}
-        self.changes: list[StateChange] = []
+        #: How many of the latest state changes ``changes`` keeps at least (it keeps more for
+        #: a reader of ``changes_since``): older ones are let go, so that memory does not grow
+        #: with every change a long run makes.
+        self.keep_changes = keep_changes
+        self._changes: list[StateChange] = []  # the changes kept, oldest first
+        self._changes_gone = 0  # how many changes were let go (the first kept one's number)
+        #: The number of the first change someone still wants (``changes_since``'s reader, from
+        #: the first change on with ``follow_changes``; an ``advance_all`` under way): it and
+        #: every later one are kept.
+        self._wanted: int | None = 0 if follow_changes else None
+        self._trim_at = 2 * keep_changes + 64  # trimmed when this many are kept: amortised O(1)
         self._on_change = on_change
+        #: The request kinds that no credential check and no rate limit touches, and those of
+        #: them that no fault's route takes either: a well-formed request of an open kind goes
+        #: straight to its route.
+        limit = scenario.rate_limit
+        self._ungated = frozenset(
+            kind
+            for kind in ("submit", "status", "content", "cancel", "list")
+            if scenario.auth is None
+            and (limit is None or not ("any" in limit.routes or kind in limit.routes))
+        )
+        self._open = frozenset(
+            kind
+            for kind in self._ungated
+            if not any(f.route == "any" or f.route == kind for f in scenario.faults)
+        )
 
     # -- public ---------------------------------------------------------------------------
 
@@ -210,12 +244,72 @@ class Engine:
     def jobs(self) -> list[JobView]:
         return [self._view(job, job.since) for job in self._jobs]
 
+    @property
+    def changes(self) -> list[StateChange]:
+        """The latest state changes, oldest first: at least the last ``keep_changes`` of them
+        (every one, in a run that made no more), and every one a reader of ``changes_since``
+        has not had yet."""
+        return list(self._changes)
+
+    @property
+    def change_count(self) -> int:
+        """How many state changes this engine made (kept or let go)."""
+        return self._changes_gone + len(self._changes)
+
+    def changes_since(self, count: int) -> list[StateChange]:
+        """The state changes from the ``count``-th on (0: the first this engine made).
+
+        The changes from the ``count``-th on are kept until the next call, so that one reader
+        following the changes (``count`` being how many it had: the webhook dispatcher) misses
+        none however many are made in between. Raises ``ValueError`` for changes let go already.
+        """
+        gone = self._changes_gone
+        made = gone + len(self._changes)
+        if not 0 <= count <= made:
+            raise ValueError(
+                f"count must be between 0 and {made} (the changes made), got {count!r}"
+            )
+        if count < gone:
+            raise ValueError(
+                f"changes_since(count={count!r}) asks for state changes let go already: only"
+                f" those from the {gone}-th on are kept; read them with changes_since from the"
+                f" start, or keep more than keep_changes={self.keep_changes!r}."
+            )
+        self._wanted = count
+        changes = self._changes[count - gone :]
+        if len(self._changes) >= 2 * self.keep_changes + 64:
+            self._trim()  # what was kept for this reader only may go now
+        return changes
+
     def handle(self, request: Request, now: float) -> Reply:
         """Decide the answer to ``request`` received at clock reading ``now``; journal it."""
         journal = self.journal
         seq = journal.next_seq()
-        job = self._jobs.get(request.job_id) if request.job_id else None
-        if job is not None:
+        job_id = request.job_id
+        job = self._jobs.get(job_id) if job_id else None
+        kind = request.kind
+        if request.problem is None and kind in self._ungated:
+            # the usual requests, straight to their route: what ``_decide`` and ``_entry`` make
+            # of them without their general cases (tests/test_engine_differential.py)
+            if job is not None:
+                if job.due <= now:  # (else its next step is timed and later: nothing moves)
+                    self._advance(job, now)
+                if kind == "status":
+                    fault = None if kind in self._open else self._pick_fault(request, now, job)
+                    if fault is None:
+                        return self._read(seq, request, now, job)
+                    reply = self._answer(seq, request, now, job, fault)
+                    journal.append(self._entry(reply, now, job))
+                    return reply
+            elif kind == "submit" and kind in self._open:
+                reply, created = self._accept(seq, request, now, now + 0.0)
+                journal.append(
+                    self._entry(reply, now, None)
+                    if created is None
+                    else self._created_entry(reply, now, created)
+                )
+                return reply
+        elif job is not None:
             self._advance(job, now)
         reply = self._decide(seq, request, now, job)
         journal.append(self._entry(reply, now, job))
@@ -238,14 +332,22 @@ class Engine:
         This is how state changes happen at their scripted time when no request arrives (the
         webhook dispatcher calls it). Costs O(log n) per step taken, nothing per idle job.
         """
-        first = len(self.changes)
-        while self._due and self._due[0][0] <= now:
-            _, _, job_id = heapq.heappop(self._due)
-            job = self._jobs[job_id]
-            job.scheduled = False
-            job.due = _NEVER
-            self._advance(job, now)
-        return self.changes[first:]
+        first = self.change_count
+        wanted = self._wanted
+        self._wanted = first if wanted is None else min(wanted, first)  # none let go meanwhile
+        try:
+            while self._due and self._due[0][0] <= now:
+                _, _, job_id = heapq.heappop(self._due)
+                job = self._jobs[job_id]
+                job.scheduled = False
+                job.due = _NEVER
+                self._advance(job, now)
+            made = self._changes[first - self._changes_gone :]
+        finally:
+            self._wanted = wanted
+        if len(self._changes) >= 2 * self.keep_changes + 64:
+            self._trim()  # what was held for this call may go now
+        return made
 
     def next_due(self) -> float | None:
         """The earliest clock reading at which some job's timeline reaches a timed step."""
@@ -253,8 +355,74 @@ class Engine:
 
     # -- decisions ------------------------------------------------------------------------
 
+    def _read(self, seq: int, request: Request, now: float, job: Job) -> Reply:
+        """A well-formed status read of ``job`` (brought up to ``now``) that no fault, credential
+        check or rate limit touches: the reply ``_decide`` makes, journaled as ``_entry`` would
+        journal it, without their general cases (tests/test_engine_differential.py)."""
+        shown = self._shown[job.spec_index][job.step][1 if job.cancelled else 0]
+        status, progress, poll_after, estimate, message, result, error, summary = shown
+        view = fast_view(  # what ``_view`` makes
+            job.id,
+            job.spec_index,
+            status,
+            progress,
+            job.created_at,
+            job.since,
+            now,
+            poll_after,
+            estimate,
+            message,
+            job.request,
+            result,
+            error,
+            summary,
+            job.callback_url,
+            job.started is None and not job.cancelled,
+        )
+        if job.started is not None or job.cancelled:  # not throttled: a poll counts
+            job.polls += 1
+        if job.due <= now:
+            self._advance(job, now)
+        reply = fast_reply(seq, request, 200, now + 0.0, 0.0, "respond", view)
+        hints = self.poll_hints
+        inline = self.inline_result
+        self.journal.append(
+            Entry(
+                seq,
+                "status",
+                job.id,
+                request.method,
+                request.path,
+                request.client,
+                now,
+                status_code=200,
+                job_status=status,
+                true_status="cancelled"
+                if job.cancelled
+                else self._statuses[job.spec_index][job.step],
+                status_since=job.since,
+                poll_after=poll_after
+                if (hints if hints.__class__ is bool else "status" in hints)  # type: ignore[operator]
+                else None,
+                inline_result=True
+                if status in _SUCCESS and inline is not None and inline(request, view)
+                else None,
+                credential=_fingerprint(request.credential),
+                idempotency_key=request.idempotency_key,
+            )
+        )
+        return reply
+
     def _decide(self, seq: int, request: Request, now: float, job: Job | None) -> Reply:
-        fault = self._pick_fault(request, now, job)
+        if request.kind in self._open and request.problem is None:
+            # no fault can take it and nothing gatekeeps it: what the general path decides
+            return self._route(seq, request, now, now + 0.0, job)
+        return self._answer(seq, request, now, job, self._pick_fault(request, now, job))
+
+    def _answer(
+        self, seq: int, request: Request, now: float, job: Job | None, fault: Fault | None
+    ) -> Reply:
+        """The reply to ``request``, ``fault`` being the fault that fired on it (if any)."""
         delay = fault.delay if fault else 0.0
         respond_at = now + delay
         if fault is not None and (fault.status is not None or fault.action == "reset"):
@@ -389,6 +557,12 @@ class Engine:
         raise AssertionError(f"unhandled request kind {kind!r}")  # pragma: no cover
 
     def _submit(self, seq: int, request: Request, now: float, respond_at: float) -> Reply:
+        return self._accept(seq, request, now, respond_at)[0]
+
+    def _accept(
+        self, seq: int, request: Request, now: float, respond_at: float
+    ) -> tuple[Reply, Job | None]:
+        """The reply to a submit, and the job it created (None when it created none)."""
         body = request.body or {}
         digest = request_digest(body)
         key = request.idempotency_key
@@ -397,9 +571,9 @@ class Engine:
             if job is not None:
                 if job.digest != digest:
                     refusal = Refusal.idempotency_key_reused(key)
-                    return self._refuse(seq, request, respond_at, refusal)
+                    return self._refuse(seq, request, respond_at, refusal), None
                 self._advance(job, now)
-                return fast_reply(seq, request, 202, respond_at, job=self._view(job, now))
+                return fast_reply(seq, request, 202, respond_at, job=self._view(job, now)), None
         concurrency = self.scenario.concurrency
         full = (
             concurrency is not None
@@ -411,7 +585,7 @@ class Engine:
             reply = self._refuse(seq, request, respond_at, refusal)
             retry = concurrency.retry_after
             retry = retry if isinstance(retry, RetryAfter) else RetryAfter(delay=retry)
-            return _replace(reply, headers=self._retry_after_headers(retry, respond_at))
+            return _replace(reply, headers=self._retry_after_headers(retry, respond_at)), None
         index = self._spec_for(body, consume=True)
         self._submits += 1
         job_id = self._new_id(self.scenario.seed, self._submits)
@@ -429,7 +603,7 @@ class Engine:
             number=len(self._by_number),
         )
         self._jobs.add(job, key)
-        self._reindex(job, self._status(job))
+        self._reindex(job, self._statuses[index][0])
         if full:
             self._waiting.setdefault(request.credential, deque()).append(job_id)
         created = self._changed(job, now)
@@ -453,7 +627,8 @@ class Engine:
             view = self._view(job, shown)
         else:  # the job is as its creation's state change showed it, at the same instant
             view = created
-        return fast_reply(seq, request, 202, respond_at + held, job=view, delay=held, created=True)
+        reply = fast_reply(seq, request, 202, respond_at + held, job=view, delay=held, created=True)
+        return reply, job
 
     def _list(self, seq: int, request: Request, now: float, respond_at: float) -> Reply:
         # Every job is brought up to ``now`` through the heap of timed steps (O(log n) per
@@ -588,7 +763,11 @@ class Engine:
 
     def _schedule(self, job: Job) -> None:
         """Put ``job``'s next timed step on the heap (at most one entry per job)."""
-        if job.scheduled or job.cancelled or job.step + 1 >= len(job.spec.timeline):
+        if job.step + 1 >= len(job.spec.timeline):
+            if job.started is not None:
+                job.due = _ENDED  # nothing moves it any more (time, polls or a free slot)
+            return
+        if job.scheduled or job.cancelled:
             return
         if job.started is None:
             return  # throttled: scheduled once a slot frees
@@ -603,11 +782,14 @@ class Engine:
 
     def _changed(self, job: Job, at: float) -> JobView:
         """Announce ``job``'s new status (entered at ``at``); return the view announced."""
-        view = self._view(job, at, kept=True)
+        view = self._view(job, at)
         if job.number < len(self._by_number) and self._by_number[job.number] is job:
             self._reindex(job, view.status)  # (not a job another engine made, in a shared store)
-        change = StateChange(job.id, view.status, at, view)
-        self.changes.append(change)
+        change = fast_change(job.id, view.status, at, view)
+        changes = self._changes
+        changes.append(change)
+        if len(changes) >= self._trim_at:
+            self._trim()
         if view.status in TERMINAL_STATUSES:
             active = self._active.get(job.credential)
             if active is not None:  # a job counts only against its own credential's limit
@@ -617,6 +799,18 @@ class Engine:
         if self._waiting and self._status(job) in TERMINAL_STATUSES:
             self._promote(at)
         return view
+
+    def _trim(self) -> None:
+        """Let go of the oldest changes that are not among the last ``keep_changes`` and that
+        no one still wants."""
+        changes, gone = self._changes, self._changes_gone
+        first = gone + len(changes) - self.keep_changes  # the first of the last keep_changes
+        if self._wanted is not None:
+            first = min(first, self._wanted)
+        if first > gone:
+            del changes[: first - gone]
+            self._changes_gone = first
+        self._trim_at = len(changes) + self.keep_changes + 64
 
     def _waits(self, job: Job) -> bool:
         """Whether ``job`` is throttled: accepted, waiting for a slot, its timeline not begun."""
@@ -656,12 +850,11 @@ class Engine:
             active.discard(job_id)
         return len(active)
 
-    def _view(self, job: Job, now: float, *, kept: bool = False) -> JobView:
-        """``job`` as an answer at ``now`` shows it; ``kept`` for a view held on to (by a
-        state change): built by the dataclass, half the memory of the fast one."""
+    def _view(self, job: Job, now: float) -> JobView:
+        """``job`` as an answer at ``now`` shows it."""
         shown = self._shown[job.spec_index][job.step][1 if job.cancelled else 0]
         status, progress, poll_after, estimate, message, result, error, summary = shown
-        return (JobView if kept else fast_view)(
+        return fast_view(
             job.id,
             job.spec_index,
             status,
@@ -691,14 +884,15 @@ class Engine:
         faults = self._faults_for.get(kind)
         if faults is None:
             faults = self._faults_for[kind] = tuple(
-                (index, fault)
+                (index, fault, None if fault.nth is None else fault.nth_set)  # (made per call)
                 for index, fault in enumerate(self.scenario.faults)
                 if fault.route == "any" or fault.route == kind
             )
         if not faults:
             return None
         chosen: Fault | None = None
-        for index, fault in faults:
+        elapsed = now - self.start
+        for index, fault, nth in faults:
             if fault.job is not None:
                 spec_index = (
                     job.spec_index
@@ -711,7 +905,6 @@ class Engine:
                 )
                 if spec_index != fault.job:
                     continue
-            elapsed = now - self.start
             if fault.start is not None and elapsed < fault.start:
                 continue
             if fault.end is not None and elapsed >= fault.end:
@@ -722,7 +915,7 @@ class Engine:
                 continue  # count the match, but the first firing fault wins
             if fault.times is not None and state.fired >= fault.times:
                 continue
-            if fault.nth is not None and state.matched not in fault.nth_set:
+            if nth is not None and state.matched not in nth:
                 continue
             if fault.every is not None and state.matched % fault.every:
                 continue
@@ -757,6 +950,38 @@ class Engine:
         if isinstance(self.poll_hints, bool):
             return self.poll_hints
         return kind in self.poll_hints
+
+    def _created_entry(self, reply: Reply, now: float, job: Job) -> Entry:
+        """What ``_entry`` makes of ``reply``, a submit's 202 that created ``job`` (no fault
+        touched it): a submit's usual entry, without the general cases."""
+        request = reply.request
+        view = reply.job
+        assert view is not None
+        status = view.status
+        hints = self.poll_hints
+        inline = self.inline_result
+        return Entry(
+            reply.seq,
+            "submit",
+            view.id,
+            request.method,
+            request.path,
+            request.client,
+            now,
+            status_code=202,
+            job_status=status,
+            true_status=self._status(job),
+            status_since=job.since,
+            poll_after=view.poll_after
+            if (hints if hints.__class__ is bool else "submit" in hints)  # type: ignore[operator]
+            else None,
+            inline_result=True
+            if status in _SUCCESS and inline is not None and inline(request, view)
+            else None,
+            credential=_fingerprint(request.credential),
+            idempotency_key=request.idempotency_key,
+            request_digest=job.digest,
+        )
 
     def _entry(self, reply: Reply, now: float, job: Job | None) -> Entry:
         """The journal entry of ``reply``; ``job`` is the job the request named, if any."""
@@ -850,6 +1075,10 @@ class _Ordered:
         if not blocks:
             blocks.append([number])
             highest.append(number)
+            return
+        if number > highest[-1] and len(blocks[-1]) < 2 * _BLOCK:
+            blocks[-1].append(number)  # the usual case: a job newer than every one here
+            highest[-1] = number
             return
         index = min(bisect.bisect_left(highest, number), len(blocks) - 1)
         block = blocks[index]

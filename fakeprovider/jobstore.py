@@ -49,7 +49,8 @@ class Job:
     #: How many jobs the engine created before this one (its place in the order of creation).
     number: int = 0
     #: While ``scheduled``: the clock reading of the timed step the engine's heap holds it for,
-    #: until a step is taken (then -inf): before it, nothing can move the job on by time.
+    #: until a step is taken (then -inf): before it, nothing can move the job on by time;
+    #: +inf once the job, started, is at the end of its timeline (nothing moves it any more).
     due: float = -math.inf
 
     @property

@@ -1022,8 +1022,9 @@ def iter_journal(
     yield from iter_entries(source, name, share_strings=share_strings)
 
 
-#: How many bytes ``iter_journal`` reads at a time (about 2,000 lines of the fake's).
-_BLOCK = 1 << 20
+#: How many bytes ``iter_journal`` reads at a time (about 120 lines of the fake's: a block, its
+#: lines and their entries stay in the CPU's cache; 1 MiB blocks cost about 10% more a line).
+_BLOCK = 1 << 16
 
 
 def _blocks(handle: IO[Any], limit: int | None) -> Iterator[bytes]:

@@ -140,6 +140,8 @@ class FakeProvider:
             epoch=self.clock.epoch, time_scale=time_scale, seed=seed, dialect=dialect
         )
         self._observers: tuple[Callable[[StateChange], None], ...] = ()
+        #: Whether someone reads the state changes through ``advance`` (a webhook dispatcher).
+        self._followed = False
         #: Hosts besides loopback addresses and ``localhost`` that webhooks may be sent to.
         self.allow_webhook_hosts = frozenset(allow_webhook_hosts)
         #: The fake's own address as its clients use it (the last request's), for the links
@@ -198,6 +200,9 @@ class FakeProvider:
                 inline_result=self.dialect.inline_result,
                 queue_at_capacity=self.dialect.queues_at_capacity,
                 on_change=self._changed,
+                # a reader of ``advance`` (the webhook dispatcher) gets every change of this
+                # run, however many come before it reads; without one, only the latest are kept
+                follow_changes=self._followed,
             )
             if header:
                 first = not self._started
@@ -366,13 +371,15 @@ class FakeProvider:
     def advance(self, since: int = 0) -> tuple[Engine, list[StateChange], float | None]:
         """Bring every job up to the clock's reading, so state changes happen on time.
 
-        Returns the engine, its state changes from index ``since`` on, and the clock reading
-        at which the next timed step is due (None when none is).
+        Returns the engine, its state changes from the ``since``-th on
+        (``Engine.changes_since``), and the clock reading at which the next timed step is due
+        (None when none is).
         """
         with self._lock:
+            self._followed = True
             engine = self.engine
             engine.advance_all(self.clock.now())
-            return engine, engine.changes[since:], engine.next_due()
+            return engine, engine.changes_since(since), engine.next_due()
 
     def date_header(self, reply: Reply) -> str:
         return _http_date(math.floor(self.settings.epoch + reply.respond_at))

@@ -679,3 +679,88 @@ def test_a_list_filtered_by_status_shows_the_same_page_from_the_index_or_from_ev
         4,
         [(mine.jobs[i].id, "queued") for i in (6, 5, 3)] + [("other_1", "queued")],
     )
+
+
+def test_job_numbers_added_in_order_fill_and_split_blocks_as_sorted() -> None:
+    ordered = _Ordered()
+    for number in range(3000):  # jobs created in order: each newer than every one kept
+        ordered.add(number)
+    ordered.remove(1500)
+    ordered.add(1500)  # one out of order, into a full block that splits
+    ordered.add(3000)
+    assert len(ordered._blocks) >= 3
+    assert list(ordered.ascending()) == list(range(3001))
+    assert list(ordered.descending()) == list(range(3000, -1, -1))
+
+
+def _changed(engine_changes: list[Any]) -> list[tuple[str, str, float]]:
+    return [(change.job_id, change.status, change.at) for change in engine_changes]
+
+
+def test_an_engine_keeps_only_its_latest_state_changes() -> None:
+    announced: list[Any] = []
+    engine = Engine(
+        parse_scenario(TIMED), epoch=DEFAULT_EPOCH, keep_changes=10, on_change=announced.append
+    )
+    for index in range(300):
+        submit(engine, float(index))
+    engine.advance_all(1000.0)
+    kept = engine.changes
+    # queued, processing and succeeded per job: every one announced, the latest ones kept
+    assert engine.change_count == len(announced) == 900
+    assert 10 <= len(kept) < 2 * 10 + 64
+    assert _changed(kept) == _changed(announced[-len(kept) :])
+
+
+def test_a_reader_following_the_changes_misses_none_however_few_are_kept() -> None:
+    announced: list[Any] = []
+    engine = Engine(
+        parse_scenario(TIMED),
+        epoch=DEFAULT_EPOCH,
+        keep_changes=0,
+        follow_changes=True,
+        on_change=announced.append,
+    )
+    read: list[Any] = []
+    for index in range(400):
+        submit(engine, float(index))
+        if index % 150 == 149:  # 150 or more changes between two reads
+            read += engine.changes_since(len(read))
+    engine.advance_all(1000.0)
+    read += engine.changes_since(len(read))
+    assert _changed(read) == _changed(announced)
+    assert len(read) == 1200
+    assert engine.changes_since(len(read)) == []
+
+
+def test_changes_let_go_cannot_be_read_again() -> None:
+    engine = Engine(parse_scenario(TIMED), epoch=DEFAULT_EPOCH, keep_changes=5)
+    for index in range(100):
+        submit(engine, float(index))
+    gone = engine.change_count - len(engine.changes)
+    assert gone > 0
+    with pytest.raises(ValueError, match="let go") as early:
+        engine.changes_since(gone - 1)
+    assert str(early.value) == (
+        f"changes_since(count={gone - 1}) asks for state changes let go already: only those"
+        f" from the {gone}-th on are kept; read them with changes_since from the start, or"
+        " keep more than keep_changes=5."
+    )
+    with pytest.raises(ValueError, match="changes made") as late:
+        engine.changes_since(101)
+    assert str(late.value) == "count must be between 0 and 100 (the changes made), got 101"
+
+
+def test_advance_all_returns_every_change_it_made_however_few_are_kept() -> None:
+    engine = Engine(parse_scenario(TIMED), epoch=DEFAULT_EPOCH, keep_changes=0)
+    ids = [submit(engine, 0.0) for _ in range(200)]
+    due = engine.advance_all(100.0)
+    assert [(c.job_id, c.status) for c in due] == [
+        (job_id, status) for job_id in ids for status in ("processing", "succeeded")
+    ]
+
+
+def test_keep_changes_cannot_be_negative() -> None:
+    with pytest.raises(ValueError, match="keep_changes") as raised:
+        Engine(parse_scenario(TIMED), keep_changes=-1)
+    assert str(raised.value) == "keep_changes must be 0 or more, got -1"

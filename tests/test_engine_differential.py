@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+import sys
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -30,6 +31,7 @@ from fakeprovider.messages import (
     Reply,
     Request,
     StateChange,
+    fast_change,
     fast_reply,
     fast_view,
 )
@@ -185,6 +187,8 @@ def _play(make: Callable[..., Any], scenario: Scenario, dialect: str, seed: int)
     """Play a seeded random sequence; what was seen: replies, changes, journal lines."""
     settings = get_dialect(dialect)
     changes: list[tuple[StateChange, JobView | None]] = []
+    # the engine keeps almost none of its changes: a reader following them gets every one
+    keeping = {"keep_changes": 2, "follow_changes": True} if make is Engine else {}
     engine = make(
         scenario,
         start=0.5,
@@ -194,7 +198,9 @@ def _play(make: Callable[..., Any], scenario: Scenario, dialect: str, seed: int)
         inline_result=settings.inline_result,
         queue_at_capacity=settings.queues_at_capacity,
         on_change=lambda change: changes.append((change, change.job)),
+        **keeping,
     )
+    followed: list[StateChange] = []
     rng = random.Random(seed)
     tokens = sorted(scenario.auth.tokens) if scenario.auth is not None else ["tok"]
     now = 0.0
@@ -219,7 +225,15 @@ def _play(make: Callable[..., Any], scenario: Scenario, dialect: str, seed: int)
         engine.complete(
             reply, started=reply.respond_at, completed=reply.respond_at, status_code=200
         )
-    seen.append(("changes", changes, engine.changes, engine.job_count, engine.jobs))
+        if make is Engine and len(seen) % 5 == 0:  # (not from rng: both play the same draws)
+            followed += engine.changes_since(len(followed))
+    if make is Engine:
+        followed += engine.changes_since(len(followed))
+        assert engine.changes == followed[-len(engine.changes) :]
+        assert engine.change_count == len(followed)
+    else:
+        followed = engine.changes
+    seen.append(("changes", changes, followed, engine.job_count, engine.jobs))
     seen.append(("journal", [jsonl_line(entry) for entry in engine.journal.snapshot()]))
     return seen
 
@@ -263,8 +277,20 @@ def test_a_fast_view_is_the_dataclass_view_field_for_field_in_order() -> None:
     slow = JobView(**fields)
     assert (fast, hash(repr(fast)), vars(fast)) == (slow, hash(repr(slow)), vars(slow))
     assert list(vars(fast)) == list(vars(slow))
+    assert sys.getsizeof(vars(fast)) == sys.getsizeof(vars(slow))  # keys shared, as the class's
     with pytest.raises(AttributeError):
         fast.status = "failed"  # type: ignore[misc]
+
+
+def test_a_fast_change_is_the_dataclass_change_field_for_field_in_order() -> None:
+    view = fast_view(
+        "job_1", 0, "queued", None, 1.0, 1.0, 1.0, None, None, "m", {}, None, None, None, None
+    )
+    fast = fast_change("job_1", "queued", 1.0, view)
+    slow = StateChange("job_1", "queued", 1.0, view)
+    assert (fast, repr(fast), hash(fast)) == (slow, repr(slow), hash(slow))
+    assert list(vars(fast).items()) == list(vars(slow).items())
+    assert sys.getsizeof(vars(fast)) == sys.getsizeof(vars(slow))  # keys shared, as the class's
 
 
 def test_a_fast_reply_is_the_dataclass_reply_field_for_field_in_order() -> None:

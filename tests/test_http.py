@@ -257,9 +257,16 @@ class _Derived:
     double: int = dataclasses.field(init=False)
 
 
+@dataclasses.dataclass(frozen=True)
+class _Shadowing:
+    state: int
+    default_state: int = 0
+
+
 def test_fast_constructor_leaves_classes_it_cannot_build_exactly_to_themselves() -> None:
     assert fast_constructor(_Checked) is _Checked
     assert fast_constructor(_Slotted) is _Slotted
+    assert fast_constructor(_Shadowing) is _Shadowing
     assert fast_constructor(_Derived) is _Derived
     assert fast_constructor(int) is int
 

@@ -107,6 +107,25 @@ def test_observers_hear_every_state_change_across_resets_until_they_stop() -> No
     ]
 
 
+def test_a_provider_read_through_advance_keeps_every_change_of_a_new_run_until_read() -> None:
+    provider = FakeProvider(parse_scenario(TIMED), clock=VirtualClock())
+    provider.advance(0)  # someone (the webhook dispatcher) reads the changes
+    provider.reset()
+    made = [submit(provider) for _ in range(1500)]  # more than an engine keeps unread
+    engine, changes, _ = provider.advance(0)
+    assert [(c.job_id, c.status) for c in changes] == [(job_id, "queued") for job_id in made]
+    assert provider.advance(1500)[1] == []
+    for _ in range(600):  # all read: the engine keeps only its latest ones again
+        submit(provider)
+    assert engine.change_count == 2100
+    assert 1000 <= len(engine.changes) < 2 * 1000 + 64
+    unread = FakeProvider(parse_scenario(TIMED), clock=VirtualClock())  # nobody reads them
+    for _ in range(2100):
+        submit(unread)
+    assert unread.engine.change_count == 2100
+    assert 1000 <= len(unread.engine.changes) < 2 * 1000 + 64
+
+
 def test_load_with_other_settings_plays_that_run_and_the_next_with_them() -> None:
     provider = FakeProvider(parse_scenario(TIMED), clock=VirtualClock(), time_scale=0.5)
     faster = dataclasses.replace(provider.settings, time_scale=0.1, dialect="replicate")

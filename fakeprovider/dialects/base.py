@@ -146,6 +146,10 @@ class RouteTable:
 
 
 _MATCHES_KEPT = 512
+#: Jobs whose last status answer is kept at most (``keeps_status_answers``), and the largest
+#: answer kept (an inline video is answered afresh each time).
+_KEPT_JOBS = 512
+_KEPT_BODY = 4096
 #: Longer paths (no real job path is) are matched every time, never kept.
 _PATH_KEPT = 256
 
@@ -213,11 +217,22 @@ class Dialect:
     #: holds it queued until a slot frees (Runway's ``THROTTLED``) instead of refusing it 429.
     queues_at_capacity: bool = False
 
+    #: Set by a dialect whose answer to a status read (``render_answer``) depends on nothing but
+    #: the job's view less its ``now``, the request's ``base_url``, the reply's status and
+    #: headers, and the dialect's settings: no time that passes, no query, no sequence number.
+    #: Its last answer about each job is then kept (``_KEPT_JOBS`` jobs at most, answers of up
+    #: to ``_KEPT_BODY`` bytes) and sent again while all of those are the very same objects:
+    #: the engine's views of one job at one step share them. ``test_base`` checks every dialect
+    #: that sets it against its answers made afresh.
+    keeps_status_answers: bool = False
+
     def __init__(self, settings: RunSettings | None = None) -> None:
         #: What the fake shares with its dialect (``FakeProvider`` passes its own): the epoch,
         #: so that dialects can show timestamps (``created_at``...) as providers do, and the
         #: time scale, so that durations a request asks for run at the scenario's speed.
         self.settings = settings if settings is not None else RunSettings()
+        #: By job id: the view's parts, base URL, status and headers, and the answer made.
+        self._kept_answers: dict[str, tuple[Any, ...]] = {}
 
     @property
     def epoch(self) -> float:
@@ -292,7 +307,64 @@ class Dialect:
             return self.render_scripted(reply)
         if reply.error is not None:
             return self.render_refusal(reply, http)
+        if self.keeps_status_answers and reply.request.kind == "status":
+            return self._status_answer(reply, http)
         return self.render_answer(reply, http)
+
+    def _status_answer(self, reply: Reply, http: HttpRequest) -> HttpResponse:
+        """``render_answer(reply, http)`` for a status read: the answer kept for the job when
+        everything it was made from is the same (see ``keeps_status_answers``)."""
+        job = reply.job
+        if job is None:
+            return self.render_answer(reply, http)
+        kept = self._kept_answers.get(job.id)
+        if (
+            kept is not None
+            and kept[0] is job.spec_index
+            and kept[1] is job.status
+            and kept[2] is job.progress
+            and kept[3] is job.created_at
+            and kept[4] is job.status_since
+            and kept[5] is job.poll_after
+            and kept[6] is job.estimated_duration
+            and kept[7] is job.message
+            and kept[8] is job.request
+            and kept[9] is job.result
+            and kept[10] is job.error
+            and kept[11] is job.summary
+            and kept[12] is job.callback_url
+            and kept[13] is job.throttled
+            and kept[14] is reply.headers
+            and kept[15] == reply.status_code
+            and kept[16] == http.base_url
+        ):
+            answer: HttpResponse = kept[17]
+            return answer
+        response = self.render_answer(reply, http)
+        if len(response.body) <= _KEPT_BODY:
+            if len(self._kept_answers) >= _KEPT_JOBS:
+                self._kept_answers.clear()
+            self._kept_answers[job.id] = (
+                job.spec_index,
+                job.status,
+                job.progress,
+                job.created_at,
+                job.status_since,
+                job.poll_after,
+                job.estimated_duration,
+                job.message,
+                job.request,
+                job.result,
+                job.error,
+                job.summary,
+                job.callback_url,
+                job.throttled,
+                reply.headers,
+                reply.status_code,
+                http.base_url,
+                response,
+            )
+        return response
 
     def render_refusal(self, reply: Reply, http: HttpRequest) -> HttpResponse:
         """An engine refusal (``reply.error`` is set): the dialect's error shape by default."""
@@ -364,8 +436,14 @@ def read_json_object(http: HttpRequest) -> dict[str, Any]:
         raise BadRequest(
             415, "unsupported_media_type", f"Send the body as application/json (got {shown})."
         )
+    body = http.body or b"null"
     try:
-        data = json.loads(http.body or b"null")
+        if body[0] == 0x7B and body[1:2] != b"\x00":
+            # an object: what json.loads finds its encoding to be (UTF-8; the BOMs and UTF-16
+            # and UTF-32 start otherwise), decoded as it decodes, without asking
+            data = json.loads(body.decode("utf-8", "surrogatepass"))
+        else:
+            data = json.loads(body)
     except (ValueError, UnicodeDecodeError) as exc:
         raise BadRequest(400, "invalid_json", f"The body is not valid JSON: {exc}.") from None
     except RecursionError:

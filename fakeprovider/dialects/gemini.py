@@ -105,6 +105,7 @@ def _error(
 
 class GeminiDialect(Dialect):
     name = "gemini"
+    keeps_status_answers = True  # its status answers show no passing time
     poll_hints = False
     routes = (
         Route("POST", "/{version}/interactions", "submit"),

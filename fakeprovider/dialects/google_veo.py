@@ -62,6 +62,7 @@ _RPC_INTERNAL = 13
 
 class GoogleVeoDialect(Dialect):
     name = "google-veo"
+    keeps_status_answers = True  # its status answers show no passing time
     late_cancel_succeeds = True
     poll_hints = False
     routes = (_CREATE_ROUTE, _FETCH_ROUTE, _CANCEL_ROUTE)

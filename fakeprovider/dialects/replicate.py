@@ -57,6 +57,7 @@ _DEFAULT_WAIT = 60  # seconds a bare ``Prefer: wait`` holds, as on Replicate
 
 class ReplicateDialect(Dialect):
     name = "replicate"
+    keeps_status_answers = True  # its status answers show no passing time
     late_cancel_succeeds = True
     poll_hints = False
     routes = (

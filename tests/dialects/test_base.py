@@ -2,27 +2,34 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from fakeprovider.dialects import DIALECTS, get_dialect
 from fakeprovider.dialects.base import (
+    _KEPT_BODY,
+    _KEPT_JOBS,
     _MATCHES_KEPT,
     _PATH_KEPT,
+    MAX_JSON_DEPTH,
     BadRequest,
     Dialect,
     Route,
     RouteTable,
+    check_body,
     new_request,
     read_json_object,
     route_request,
     scan_routes,
 )
 from fakeprovider.http import HttpRequest, json_response
-from fakeprovider.messages import Request
+from fakeprovider.messages import JobView, Reply, Request
+from fakeprovider.scenario import JobError, Result
 
 
 class _Refusing(Dialect):
@@ -321,3 +328,164 @@ def test_route_request_makes_what_new_request_makes_from_what_parse_gathers(
 def test_route_request_refuses_what_request_refuses(common: dict[str, Any], message: str) -> None:
     with pytest.raises(TypeError, match=message):
         route_request("status", "j1", common)
+
+
+# --- status answers kept per job (keeps_status_answers), against answers made afresh ---
+
+_KEEPING = [name for name in DIALECTS if get_dialect(name).keeps_status_answers]
+_STATUSES = ["queued", "running", "succeeded", "failed", "cancelled", "completed_with_errors"]
+#: Every input of a status answer, each from a fixed pool: consecutive reads of one job share
+#: the very objects, as the engine's views of one job at one step do.
+_PARTS: dict[str, list[Any]] = {
+    "id": ["job_a", "job_b", "j\ud800"],
+    "spec_index": [0, 1],
+    "status": _STATUSES,
+    "progress": [None, 0, 35, 100, True, 35.0],
+    "created_at": [0.0, 1.5, 31.2, 1e9],
+    "status_since": [0.0, 2.0, 40.25],
+    "now": [0.0, 3.0, 99.999, 1e9 + 5],
+    "poll_after": [None, 15, 2.5],
+    "estimated_duration": [None, 30.0],
+    "message": ["Queued.", "Ünïcode \u2028 \udfff"],
+    "request": [
+        {},
+        {"model": "m-1", "duration": 10, "seed": 7, "input": {"prompt": "a cat"}},
+        {"parameters": {"storageUri": "gs://b/x"}, "webhook_config": {"uris": ["u"]}},
+        {"response_format": {"video": {"delivery": "uri"}}, "seconds": "8", "prompt": "p"},
+    ],
+    "result": [None, Result(size_bytes=48), Result(url="https://cdn.example/v.mp4")],
+    "error": [None, JobError(), JobError("expired", "It expired.")],
+    "summary": [None, {"failed": 1, "total": 3}],
+    "callback_url": [None, "http://127.0.0.1:9/hook"],
+    "throttled": [False, True],
+    # not the view's
+    "headers": [(), (("X-Extra", "1"),)],
+    "status_code": [200, 203],
+    "base_url": ["http://127.0.0.1:8000", "http://localhost:1"],
+    "seq": [1, 2],
+    "query": [{}, {"logs": "1", "limit": "2"}],
+}
+_VIEW_PARTS = [f.name for f in dataclasses.fields(JobView)]
+
+
+@st.composite
+def _status_reads(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """A run's status reads: the first drawn whole, each next one the last with a part or two
+    drawn again (or none)."""
+    reads = [{name: draw(st.sampled_from(pool)) for name, pool in _PARTS.items()}]
+    for _ in range(draw(st.integers(0, 11))):
+        changed = draw(st.lists(st.sampled_from(list(_PARTS)), max_size=2))
+        reads.append({**reads[-1], **{n: draw(st.sampled_from(_PARTS[n])) for n in changed}})
+    return reads
+
+
+def _answer(dialect: Dialect, read: dict[str, Any]) -> Any:
+    """The dialect's answer to ``read``, or the type of what it raised."""
+    view = JobView(**{name: read[name] for name in _VIEW_PARTS})
+    request = Request(kind="status", method="GET", path=f"/x/{view.id}", job_id=view.id)
+    reply = Reply(
+        seq=read["seq"],
+        request=request,
+        status_code=read["status_code"],
+        respond_at=view.now,
+        job=view,
+        headers=read["headers"],
+    )
+    http = HttpRequest("GET", request.path, query=read["query"], base_url=read["base_url"])
+    try:
+        return dialect.render(reply, http)
+    except Exception as exc:
+        return type(exc)
+
+
+@pytest.mark.parametrize("name", _KEEPING)
+@settings(max_examples=150, deadline=None)
+@given(reads=_status_reads())
+def test_a_kept_status_answer_is_the_answer_made_afresh(
+    name: str, reads: list[dict[str, Any]]
+) -> None:
+    dialect = get_dialect(name)  # keeps its answers across the reads: one run's status reads
+    for read in reads:
+        assert _answer(dialect, read) == _answer(get_dialect(name), read)
+
+
+def test_the_dialects_keeping_status_answers_are_those_whose_answers_show_no_passing_time() -> None:
+    assert sorted(_KEEPING) == [
+        "ark",
+        "gemini",
+        "google-veo",
+        "luma",
+        "openai-videos",
+        "replicate",
+        "runway",
+    ]
+
+
+def test_status_answers_are_kept_for_a_bounded_number_of_jobs_and_sizes() -> None:
+    dialect = get_dialect("runway")
+    read = {name: pool[0] for name, pool in _PARTS.items()}
+    for number in range(_KEPT_JOBS + 5):
+        assert _answer(dialect, {**read, "id": f"job_{number}"}) == _answer(
+            get_dialect("runway"), {**read, "id": f"job_{number}"}
+        )
+    assert 0 < len(dialect._kept_answers) <= _KEPT_JOBS
+    veo = get_dialect("google-veo")
+    inline = {**read, "status": "succeeded", "result": Result(size_bytes=_KEPT_BODY)}
+    answer = _answer(veo, inline)
+    assert len(answer.body) > _KEPT_BODY
+    assert veo._kept_answers == {}
+
+
+def _read_as_json_loads_reads(body: bytes) -> Any:
+    """What ``read_json_object`` answers for ``body``, were its JSON read by ``json.loads`` on
+    the bytes (the general path): the object, or the refusal's status, code and message."""
+    try:
+        data = json.loads(body or b"null")
+    except (ValueError, UnicodeDecodeError) as exc:
+        return (400, "invalid_json", f"The body is not valid JSON: {exc}.")
+    except RecursionError:
+        return (400, "invalid_json", f"The body nests deeper than {MAX_JSON_DEPTH} levels.")
+    if not isinstance(data, dict):
+        return (400, "invalid_json", "The body must be a JSON object.")
+    return data
+
+
+_BODY_BYTES = st.sampled_from(
+    [
+        *(b"{", b"}", b'"', b":", b"1", b"a", b"\x00", b"\xff", b"\xfe", b"\xef\xbb\xbf"),
+        *(b"\xc3\xa9", b"\xed\xa0\x80", b"\\ud800", b" ", b"[", b"\n"),
+    ]
+)
+
+
+@settings(max_examples=500)
+@given(
+    body=st.one_of(
+        st.lists(_BODY_BYTES, max_size=8).map(b"".join),
+        st.binary(max_size=12),
+        st.dictionaries(st.text(max_size=3), st.integers() | st.text(max_size=3), max_size=3).map(
+            lambda d: json.dumps(d, ensure_ascii=False).encode()
+        ),
+        st.sampled_from(
+            ["utf-16", "utf-16-le", "utf-16-be", "utf-32", "utf-32-le", "utf-8-sig"]
+        ).map(lambda codec: '{"a": "\\u00e9"}'.encode(codec)),
+    )
+)
+@example(b"{\xff")
+@example(b'{"\xed\xa0\x80": 1}')
+@example(b'{"a": "\xc3\xa9"}')
+@example(b"{\x00")
+@example(b"{")
+@example(b"{}")
+def test_read_json_object_reads_what_json_loads_reads_from_the_bytes(body: bytes) -> None:
+    expected = _read_as_json_loads_reads(body)
+    try:
+        got: Any = read_json_object(_json(body))
+    except BadRequest as refused:
+        got = (refused.status, refused.code, refused.message)
+    if isinstance(expected, dict):
+        try:
+            check_body(expected)
+        except BadRequest as refused:
+            expected = (refused.status, refused.code, refused.message)
+    assert got == expected
