@@ -152,7 +152,7 @@ class Engine:
         queue_at_capacity: bool = False,
         store: JobStore | None = None,
         on_change: Callable[[StateChange], None] | None = None,
-        keep_changes: int = 1000,
+        keep_changes: int = 64,
         follow_changes: bool = False,
     ) -> None:
         if keep_changes < 0:
