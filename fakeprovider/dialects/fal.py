@@ -69,8 +69,14 @@ USER_ID = "fakeprovider"
 _FORGED_SEED = hashlib.sha256(b"fakeprovider forged fal webhook key").digest()
 
 
+def _with_logs(http: HttpRequest) -> bool:
+    """Whether a status read asks for the logs (``?logs=1``)."""
+    return http.query.get("logs", "").lower() in ("true", "1")
+
+
 class FalDialect(Dialect):
     name = "fal"
+    keeps_status_answers = True  # but for what status_input says
     poll_hints = False
     routes = (*_ROUTES.values(), _SUBMIT_ROUTE, _common.FILE_ROUTE, _JWKS_ROUTE)
 
@@ -168,10 +174,17 @@ class FalDialect(Dialect):
             if _FILE.match(reply.request.path):
                 return video_response(reply)
             return json_response(200, self.result(job, http), reply.headers)
-        with_logs = http.query.get("logs", "").lower() in ("true", "1")
         return json_response(
-            200 if job.done else 202, self.status(job, urls, with_logs), reply.headers
+            200 if job.done else 202, self.status(job, urls, _with_logs(http)), reply.headers
         )
+
+    def status_input(self, reply: Reply, http: HttpRequest) -> object:
+        # whether logs are asked for; and a job that ended at reading 0 shows the time it
+        # has taken as of now (``status``): a reading no other answer is made from
+        job = reply.job
+        if job is not None and job.done and not job.completed_at:
+            return job.now
+        return _with_logs(http)
 
     def _urls(self, job: JobView, http: HttpRequest) -> dict[str, str]:
         model = str(job.request.get("model") or "fal-ai/unknown")

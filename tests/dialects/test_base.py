@@ -363,7 +363,7 @@ _PARTS: dict[str, list[Any]] = {
     "status_code": [200, 203],
     "base_url": ["http://127.0.0.1:8000", "http://localhost:1"],
     "seq": [1, 2],
-    "query": [{}, {"logs": "1", "limit": "2"}],
+    "query": [{}, {"logs": "1", "limit": "2"}, {"logs": "TRUE"}, {"logs": "no"}],
 }
 _VIEW_PARTS = [f.name for f in dataclasses.fields(JobView)]
 
@@ -412,6 +412,7 @@ def test_a_kept_status_answer_is_the_answer_made_afresh(
 def test_the_dialects_keeping_status_answers_are_those_whose_answers_show_no_passing_time() -> None:
     assert sorted(_KEEPING) == [
         "ark",
+        "fal",
         "gemini",
         "google-veo",
         "luma",
