@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .. import _ed25519
-from ..http import HttpRequest, HttpResponse, json_response
+from ..http import HttpRequest, HttpResponse, _response, json_response
 from ..messages import ApiError, JobView, Reply, Request, RequestKind
 from ..webhooks import STALE_AGE, Outgoing, WebhookMessage, json_body
 from . import _common
@@ -142,7 +142,7 @@ class FalDialect(Dialect):
         response = super().render(reply, http)
         if reply.scripted and reply.fault is not None and reply.fault.body is not None:
             return response  # an ingress error: nginx does not add the app's request id
-        return HttpResponse(
+        return _response(
             response.status,
             response.body,
             response.media_type,
