@@ -179,11 +179,11 @@ class FalDialect(Dialect):
         )
 
     def status_input(self, reply: Reply, http: HttpRequest) -> object:
-        # whether logs are asked for; and a job that ended at reading 0 shows the time it
-        # has taken as of now (``status``): a reading no other answer is made from
+        # whether logs are asked for (True or False); and a job that ended at reading 0
+        # shows the time it has taken as of now (``status``): answered afresh every time
         job = reply.job
         if job is not None and job.done and not job.completed_at:
-            return job.now
+            return (job.now,)  # a new object: never the same, the answer is made afresh
         return _with_logs(http)
 
     def _urls(self, job: JobView, http: HttpRequest) -> dict[str, str]:

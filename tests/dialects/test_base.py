@@ -490,3 +490,13 @@ def test_read_json_object_reads_what_json_loads_reads_from_the_bytes(body: bytes
         except BadRequest as refused:
             expected = (refused.status, refused.code, refused.message)
     assert got == expected
+
+
+def test_fal_answers_afresh_for_a_job_that_ended_at_reading_0_whatever_the_query() -> None:
+    # the same reading object both times: only the query (logs) differs between the reads
+    first = {name: pool[0] for name, pool in _PARTS.items()}
+    first.update(status="succeeded", created_at=0.0, status_since=0.0, now=0.0)
+    second = {**first, "query": {"logs": "1"}}
+    dialect = get_dialect("fal")
+    for read in (first, second, first):
+        assert _answer(dialect, read) == _answer(get_dialect("fal"), read)
