@@ -23,7 +23,7 @@ import heapq
 import math
 import operator
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ._rules import (
     _DATE_FORMS,
@@ -47,7 +47,16 @@ from .scenario import TERMINAL_STATUSES
 if TYPE_CHECKING:
     from .limits import Limits
 
-__all__ = ["JUDGES", "BoundedStatusRate", "ClientJudge", "Judge", "Unjudgeable"]
+__all__ = [
+    "JUDGES",
+    "BoundedStatusRate",
+    "ClientJudge",
+    "Found",
+    "Judge",
+    "Unjudgeable",
+    "found_as_is",
+    "violation",
+]
 
 #: The run's webhook deliveries by job id (what ``_judge`` hands every client at ``close``).
 Hooks = Mapping[str, Sequence[Entry]]
@@ -130,7 +139,7 @@ class _Job:
         # of suffix maxima of their response starts (negated), with each read's seq and time
         self.ov_negated: list[float] | None = None
         self.ov_reads: list[tuple[int, float]] | None = None
-        self.ov_found: list[Violation] | None = None
+        self.ov_found: list[Found] | None = None
         # single_retrieval: the first retrievals (as many as the limits look at), how many,
         # the violation of the first one too many, the first entry that showed success
         self.sr_fetched: list[tuple[int, float]] | None = None
@@ -153,13 +162,13 @@ class _Job:
         self.pa_seq: int | None = None
         self.pa_seen = _INF
         self.pa_hint: float | None = None
-        self.pa_found: list[tuple[float, float, Violation]] | None = None
+        self.pa_found: list[tuple[float, float, Found]] | None = None
         # stops_at_terminal: the entry that first showed the job ended (so far), and the
         # first status read after it
         self.st_seq: int | None = None
         self.st_status: str | None = None
         self.st_at = _INF
-        self.st_found: Violation | None = None
+        self.st_found: Found | None = None
         # no_resubmission, over the entries before the current seq: the earliest moment an
         # answer showed the client the job ended, and the last status read when it failed
         self.rs_ended = _INF
@@ -377,14 +386,11 @@ class ClientJudge(Judge):
                     if found is None:
                         job.ov_found = found = []
                     found.append(
-                        Violation(
-                            "no_overlap",
-                            job_id,
-                            (prev_seq, seq),
-                            f"status read #{seq} for job {job_id} arrived at"
-                            f" {fmt_time(received)} while read #{prev_seq} (received"
-                            f" {fmt_time(prev_received)}) had not started its response",
-                            e.client,
+                        (
+                            seq,
+                            0,
+                            _overlap,
+                            (job.job_id, prev_seq, seq, received, prev_received, e.client),
                         )
                     )
             started_at = e.response_started_at
@@ -411,15 +417,20 @@ class ClientJudge(Judge):
                             (
                                 answered,
                                 received,
-                                Violation(
-                                    "honours_poll_after",
-                                    job_id,
-                                    (job.pa_seq, seq),
-                                    f"status read #{seq} for job {job_id} at"
-                                    f" {fmt_time(received)} came {fmt_time(gap)} after"
-                                    f" #{job.pa_seq} answered, sooner than its poll hint of"
-                                    f" {fmt_time(hint)} (less {tolerance:.0%} tolerance)",
-                                    e.client,
+                                (
+                                    seq,
+                                    5,
+                                    _too_soon,
+                                    (
+                                        job.job_id,
+                                        job.pa_seq,
+                                        seq,
+                                        received,
+                                        gap,
+                                        hint,
+                                        tolerance,
+                                        e.client,
+                                    ),
                                 ),
                             )
                         )
@@ -443,13 +454,11 @@ class ClientJudge(Judge):
             and seq > first
             and received >= job.st_at
         ):
-            job.st_found = Violation(
-                "stops_at_terminal",
-                job_id,
-                (first, seq),
-                f"status read #{seq} for job {job_id} at {fmt_time(received)} came after"
-                f" #{first} had shown the job {job.st_status!r} at {fmt_time(job.st_at)}",
-                e.client,
+            job.st_found = (
+                seq,
+                6,
+                _ended,
+                (job.job_id, first, seq, received, job.st_status, job.st_at, e.client),
             )
 
         # deadline
@@ -551,14 +560,12 @@ class ClientJudge(Judge):
             )
             groups[group] = None
         elif unsuccessful:
-            if failures is _NEW:
-                groups[group] = [e.seq]
-            else:
+            if failures:
                 failures.append(e.seq)
-        elif failures is _NEW:
-            groups[group] = []
-        elif failures:
-            failures.clear()
+            else:
+                groups[group] = [e.seq]
+        elif failures or failures is _NEW:
+            groups[group] = _NONE  # none failed since the last success (shared: never changed)
 
     def _after_retry_after(self, e: Entry, received: float) -> None:
         """``honours_retry_after``'s part: judge the sources waiting in ``e``'s scopes."""
@@ -749,28 +756,32 @@ class ClientJudge(Judge):
             client,
         )
 
-    def close_rules(self, hooks: Hooks) -> list[list[Violation]]:
-        """The violations of each rule (in ``CLIENT_RULES``' order), each in the order its
-        function yields them."""
+    def close_rules(self, hooks: Hooks) -> list[list[Found]]:
+        """What each rule found (in ``CLIENT_RULES``' order), each rule's in the order its
+        function yields its violations."""
         if self.rs_pending:
             self._told()
         return [
-            [v for job in self.status_jobs if job.ov_found for v in job.ov_found],
-            self._close_single_retrieval(),
-            self._close_premature(hooks),
-            [self.br_found[group] for group in self.br_groups if group in self.br_found],
-            [v for _, v in sorted(self.ra_found, key=_FIRST)],
+            [f for job in self.status_jobs if job.ov_found for f in job.ov_found],
+            _made(self._close_single_retrieval(), 1),
+            _made(self._close_premature(hooks), 2),
+            _made([self.br_found[g] for g in self.br_groups if g in self.br_found], 3),
+            _made([v for _, v in sorted(self.ra_found, key=_FIRST)], 4),
             self._close_poll_after(hooks),
             [job.st_found for job in self.entry_jobs if job.st_found is not None],
-            self.rs_found,
-            self._close_auth(),
-            [job.dl_found for job in self.entry_jobs if job.dl_found is not None],
-            [] if self.rates is None else self.rates.close(hooks),
+            _made(self.rs_found, 7),
+            _made(self._close_auth(), 8),
+            _made([job.dl_found for job in self.entry_jobs if job.dl_found is not None], 9),
+            [] if self.rates is None else _made(self.rates.close(hooks), 10),
         ]
+
+    def close_found(self, hooks: Hooks) -> list[Found]:
+        """What ``close`` returns, each violation's message not yet written (see ``Found``)."""
+        return [f for found in self.close_rules(hooks) for f in found]
 
     def close(self, hooks: Hooks) -> list[Violation]:
         """The violations, rule by rule, each rule's in the order its function yields them."""
-        return [v for found in self.close_rules(hooks) for v in found]
+        return [violation(f) for f in self.close_found(hooks)]
 
     def _close_single_retrieval(self) -> list[Violation]:
         found: list[Violation] = []
@@ -814,8 +825,8 @@ class ClientJudge(Judge):
                     break
         return found
 
-    def _close_poll_after(self, hooks: Hooks) -> list[Violation]:
-        out: list[Violation] = []
+    def _close_poll_after(self, hooks: Hooks) -> list[Found]:
+        out: list[Found] = []
         for job in self.entry_jobs:
             if not job.pa_found:
                 continue
@@ -846,8 +857,81 @@ class ClientJudge(Judge):
         return found
 
 
-#: ``bounded_retries``: a group with no attempt yet.
+#: A violation found, its message not yet written (most are never shown): its last seq, its
+#: rule's place in ``invariants.INVARIANTS``, and the function and arguments that make it.
+Found = tuple[int, int, Callable[..., Violation], tuple[Any, ...]]
+
+
+def violation(found: Found) -> Violation:
+    """The violation ``found`` stands for."""
+    return found[2](*found[3])
+
+
+def _as_is(v: Violation) -> Violation:
+    return v
+
+
+def found_as_is(v: Violation, index: int) -> Found:
+    """``Found`` for a violation already made (of the rule at ``index``)."""
+    return (v.seqs[-1], index, _as_is, (v,))
+
+
+def _made(violations: list[Violation], index: int) -> list[Found]:
+    return [(v.seqs[-1], index, _as_is, (v,)) for v in violations]
+
+
+def _overlap(
+    job_id: str, prev_seq: int, seq: int, received: float, prev_received: float, client: str
+) -> Violation:
+    return Violation(
+        "no_overlap",
+        job_id,
+        (prev_seq, seq),
+        f"status read #{seq} for job {job_id} arrived at"
+        f" {fmt_time(received)} while read #{prev_seq} (received"
+        f" {fmt_time(prev_received)}) had not started its response",
+        client,
+    )
+
+
+def _too_soon(
+    job_id: str,
+    prev_seq: int,
+    seq: int,
+    received: float,
+    gap: float,
+    hint: float,
+    tolerance: float,
+    client: str,
+) -> Violation:
+    return Violation(
+        "honours_poll_after",
+        job_id,
+        (prev_seq, seq),
+        f"status read #{seq} for job {job_id} at"
+        f" {fmt_time(received)} came {fmt_time(gap)} after"
+        f" #{prev_seq} answered, sooner than its poll hint of"
+        f" {fmt_time(hint)} (less {tolerance:.0%} tolerance)",
+        client,
+    )
+
+
+def _ended(
+    job_id: str, first: int, seq: int, received: float, status: str, at: float, client: str
+) -> Violation:
+    return Violation(
+        "stops_at_terminal",
+        job_id,
+        (first, seq),
+        f"status read #{seq} for job {job_id} at {fmt_time(received)} came after"
+        f" #{first} had shown the job {status!r} at {fmt_time(at)}",
+        client,
+    )
+
+
+#: ``bounded_retries``: a group with no attempt yet, and one with no failure since its last.
 _NEW: list[int] = []
+_NONE: list[int] = []
 
 
 _FIRST = operator.itemgetter(0)
@@ -962,7 +1046,7 @@ class _OneRule(Judge):
         self.judge.add(e)
 
     def close(self, hooks: Hooks) -> list[Violation]:
-        return self.judge.close_rules(hooks)[self.index]
+        return [violation(f) for f in self.judge.close_rules(hooks)[self.index]]
 
 
 def _one_rule(index: int) -> Callable[[Limits], Judge]:

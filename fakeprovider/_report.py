@@ -438,32 +438,35 @@ def render_indexed(
     found_metrics: dict[str, Any],
     warnings: Sequence[str],
     max_violations: int | None = None,
+    *,
+    counted: tuple[int, list[tuple[str, int]]] | None = None,
 ) -> str:
     """``render`` for a journal of ``runs`` runs, the timelines of the violations shown of
-    run N drawn from ``index_of(N)`` (a ``_RunIndex`` of at least what they show)."""
+    run N drawn from ``index_of(N)`` (a ``_RunIndex`` of at least what they show).
+    ``counted``: how many violations there are and how many of each rule (most first), when
+    ``violations`` holds only those shown."""
     requests = found_metrics["requests"]
     clients = len(found_metrics["clients"])
-    if violations:
-        head = (
-            f"{len(violations)} invariant violation(s) in {requests} request(s)"
-            f" from {clients} client(s):"
-        )
+    if counted is None:
+        counted = (len(violations), Counter(v.invariant for v in violations).most_common())
+    total, counts = counted
+    if total:
+        head = f"{total} invariant violation(s) in {requests} request(s) from {clients} client(s):"
     else:
         head = f"no invariant violations in {requests} request(s) from {clients} client(s)"
     lines = [head]
-    if violations:
-        counts = Counter(v.invariant for v in violations)
-        lines.append("  by rule: " + ", ".join(f"{name} {n}" for name, n in counts.most_common()))
+    if total:
+        lines.append("  by rule: " + ", ".join(f"{name} {n}" for name, n in counts))
     shown = violations if not max_violations else violations[:max_violations]
     for v in shown:
         where = f" (run {v.run})" if runs > 1 else ""
         lines.append("")
         lines.append(f"  {v.invariant}{where}: {v.message}")
         lines.extend(_timeline(v, index_of(v.run)))
-    if len(shown) < len(violations):
+    if len(shown) < total:
         lines.append("")
         lines.append(
-            f"  ... and {len(violations) - len(shown)} more violation(s) not shown"
+            f"  ... and {total - len(shown)} more violation(s) not shown"
             f" (the first {len(shown)} are; --max-violations 0 shows all)"
         )
     lines.append("")

@@ -51,7 +51,7 @@ _NAMES = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Violation:
     """One broken invariant: which, for which job (None when it spans jobs), by which entries."""
 

@@ -24,7 +24,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
-from ._judges import ClientJudge, Unjudgeable
+from ._judges import ClientJudge, Found, Unjudgeable, found_as_is, violation
 from ._report import job_key, render_indexed, summarise_metrics
 from ._rules import Violation, _answer, describe, told, was_sent, webhook_ack
 from ._runs import _RUN_STARTS
@@ -81,6 +81,7 @@ class StreamReport:
     """What ``check_stream`` found, as ``Report`` has it, plus what the CLI needs from the
     entries: each run's header and whether any client request was seen."""
 
+    #: Every violation, or with ``check_stream``'s ``shown``, the first that many.
     violations: tuple[Violation, ...]
     metrics: dict[str, Any]
     coverage: dict[str, Any]
@@ -88,6 +89,10 @@ class StreamReport:
     limits: Limits
     headers: tuple[dict[str, Any] | None, ...]
     tested: bool
+    #: How many violations there are, and how many of each rule (most first, as
+    #: ``Report.rule_counts``), whether or not ``violations`` holds them all.
+    total: int = 0
+    counts: tuple[tuple[str, int], ...] = ()
 
 
 class _Client:
@@ -102,8 +107,11 @@ class _Client:
         "last",
         "metrics",
         "observed",
+        "rate_limit_hits",
+        "requests",
         "retries",
         "seen",
+        "status_reads",
     )
 
     def __init__(self, limits: Limits, metrics: dict[str, Any], observed: set[str]) -> None:
@@ -112,10 +120,15 @@ class _Client:
         self.observed = observed
         self.failed_last: dict[tuple[str, str | None], bool] = {}
         self.retries = 0
+        self.requests = 0
+        self.status_reads = 0
+        self.rate_limit_hits = 0
         self.seen: dict[str, float] = {}  # job -> first completed answer showing it ended
         self.jobs: set[str] = set()  # the jobs its entries name
         self.known: set[str] = set()  # as ``_with_listed`` counts them
-        self.last: dict[str, Entry] = {}  # job -> its last entry, list answers expanded
+        # job -> its last entry, list answers expanded, when it was a failed status read or
+        # content fetch (what ``_gave_up`` may name), else None
+        self.last: dict[str, Entry | None] = {}
         self.ended: set[str] = set()
 
 
@@ -151,9 +164,12 @@ class _Run:
 
 
 class _Totals:
-    """What the metrics and coverage count over every run."""
+    """What the metrics and coverage count over every run, and the violations kept."""
 
-    def __init__(self) -> None:
+    def __init__(self, shown: int | None) -> None:
+        self.shown = shown  # how many violations to make (None: all)
+        self.violations: list[Violation] = []
+        self.counts: Counter[str] = Counter()  # per rule, in the order they first come
         self.per_client: dict[str, dict[str, Any]] = {}
         self.delays: list[tuple[str, str, int, float]] = []
         self.time_in_status: list[tuple[str, int, dict[str, float]]] = []
@@ -174,12 +190,17 @@ class _Totals:
 
 
 def check_stream(
-    entries: Iterable[Entry], limits_of: Callable[[dict[str, Any] | None], Limits]
+    entries: Iterable[Entry],
+    limits_of: Callable[[dict[str, Any] | None], Limits],
+    *,
+    shown: int | None = None,
 ) -> StreamReport:
     """Judge ``entries`` (in ``order_entries``'s order: see ``in_seq_order``) as
     ``invariants.check`` does, each run by ``limits_of(its header)``; the report's ``limits``
-    are the first run's (``limits_of(None)`` for a journal with no run)."""
-    totals = _Totals()
+    are the first run's (``limits_of(None)`` for a journal with no run). With ``shown``, the
+    report's ``violations`` are only the first that many (all a text report details): the
+    others are counted, and never written out nor kept past the end of their run."""
+    totals = _Totals(shown)
     runs: list[_Run] = []
     headers: list[dict[str, Any] | None] = []
     header: dict[str, Any] | None = None
@@ -214,15 +235,16 @@ def check_stream(
         _close_run(run, totals)
     applied = runs[0].limits if runs else limits_of(None)
     count = len(runs)
-    violations = tuple(v for r in runs for v in r.violations)
     return StreamReport(
-        violations=violations,
+        violations=tuple(totals.violations),
         metrics=_metrics(totals, count),
         coverage=(found := _coverage(totals, applied))[0],
         warnings=tuple(found[1]),
         limits=applied,
         headers=tuple(headers),
         tested=tested,
+        total=sum(totals.counts.values()),
+        counts=tuple(totals.counts.most_common()),
     )
 
 
@@ -280,22 +302,27 @@ def _request(run: _Run, e: Entry, totals: _Totals) -> None:
         run.clients[e.client] = client = _Client(run.limits, metrics, observed)
     client.judge.add(e)
     job_id = e.job_id
-    if job_id and e.true_status:
-        run.true_by_job.setdefault(job_id, set()).add(e.true_status)
-    _status_facts(run, e)
-    # metrics
-    m = client.metrics
-    m["requests"] += 1
+    true_status = e.true_status
+    if job_id is not None and true_status is not None:
+        if job_id and true_status:
+            run.true_by_job.setdefault(job_id, set()).add(true_status)
+        if e.status_since is not None:
+            _status_facts(run, e)
+    # metrics (added to the client's at the end of the run)
+    client.requests += 1
     kind = e.kind
     if kind == "status":
-        m["status_reads"] += 1
+        client.status_reads += 1
     code = e.status_code
     if code == 429:
-        m["rate_limit_hits"] += 1
+        client.rate_limit_hits += 1
     key = (kind, e.request_digest if kind == "submit" else job_id)
-    if client.failed_last.get(key, False):
+    failed_last = client.failed_last
+    if failed_last.get(key, False):
         client.retries += 1
-    client.failed_last[key] = e.failed
+    failed = e.failed
+    if failed or key in failed_last:
+        failed_last[key] = failed
     status = e.job_status
     if (
         job_id
@@ -324,22 +351,28 @@ def _request(run: _Run, e: Entry, totals: _Totals) -> None:
     listed = e.listed
     if listed and kind == "list":
         for shown, shown_status in listed:
-            client.last[shown] = e
+            client.last[shown] = None  # a list answer: never a read the client gave up after
             if shown_status in TERMINAL_STATUSES:
                 client.ended.add(shown)
     elif job_id is not None:
-        client.last[job_id] = e
+        client.last[job_id] = e if (kind == "status" or kind == "content") and failed else None
         if status in TERMINAL_STATUSES:
             client.ended.add(job_id)
 
 
 def _close_run(run: _Run, totals: _Totals) -> None:
-    found = [v for client in run.clients.values() for v in client.judge.close(run.hooks_of)]
-    found.extend(run.violations)  # webhook_ack's, after the clients' as ``_judge`` has them
-    order = {name: index for index, name in enumerate(INVARIANTS)}
-    found.sort(key=lambda v: (v.seqs[-1], order[v.invariant]))
+    found = [f for client in run.clients.values() for f in client.judge.close_found(run.hooks_of)]
+    # webhook_ack's, after the clients' as ``_judge`` has them
+    found.extend(found_as_is(v, _WEBHOOK_ACK) for v in run.violations)
+    found.sort(key=_ORDER)  # by the last entry each names, then the rule: as ``_judge`` sorts
     number = run.number
-    run.violations = [dataclasses.replace(v, run=number) for v in found] if number else found
+    kept, counts, shown = totals.violations, totals.counts, totals.shown
+    for f in found:
+        counts[INVARIANTS[f[1]]] += 1
+        if shown is None or len(kept) < shown:
+            v = violation(f)
+            kept.append(dataclasses.replace(v, run=number) if number else v)
+    run.violations = []
     for job_id, (points, last_seen) in run.status_changes.items():
         ordered = sorted(points.items())
         spent: dict[str, float] = {}
@@ -353,7 +386,10 @@ def _close_run(run: _Run, totals: _Totals) -> None:
     totals.terminal_jobs += len(run.terminal_at)
     totals.notified += len(run.notified & run.terminal_at.keys())
     for name, client in run.clients.items():
+        client.metrics["requests"] += client.requests
+        client.metrics["status_reads"] += client.status_reads
         client.metrics["retries"] += client.retries
+        client.metrics["rate_limit_hits"] += client.rate_limit_hits
         client.metrics["completions"] += len(client.seen)
         for job_id, at in client.seen.items():
             if job_id in run.terminal_at:
@@ -363,13 +399,12 @@ def _close_run(run: _Run, totals: _Totals) -> None:
         reached = totals.reached[name]
         for job_id in client.jobs:
             reached.update(run.true_by_job.get(job_id, ()))
-        for job_id, e in client.last.items():
-            if job_id not in client.known or job_id in client.ended:
+        for job_id, last in client.last.items():
+            if last is None or job_id not in client.known or job_id in client.ended:
                 continue
-            if job_id in run.notified_status or e.kind not in ("status", "content"):
+            if job_id in run.notified_status:
                 continue
-            if not e.failed:
-                continue
+            e = last
             status = f" while the job was {e.true_status!r}" if e.true_status else ""
             totals.gave_up.append(
                 f"the client {name!r} never asked about job {job_id} again after"
@@ -378,6 +413,13 @@ def _close_run(run: _Run, totals: _Totals) -> None:
             )
     run.clients = {}
     run.hooks_of = {}
+
+
+_WEBHOOK_ACK = INVARIANTS.index("webhook_ack")
+
+
+def _ORDER(found: Found) -> tuple[int, int]:
+    return (found[0], found[1])
 
 
 def _metrics(totals: _Totals, runs: int) -> dict[str, Any]:
@@ -468,6 +510,7 @@ def render_streamed(
         report.metrics,
         report.warnings,
         max_violations,
+        counted=(report.total, list(report.counts)),
     )
 
 

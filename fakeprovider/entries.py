@@ -770,12 +770,12 @@ def _decoded_entry(out: list[Any], strings: dict[str, str] | None) -> Entry:
 # -- whole chunks: hundreds of lines of the fake's shape at a time --------------------------
 #
 # A file is read in blocks (``entry_batches``); the whole lines of a block are decoded by
-# msgspec one after another in C (``map`` over the lines, the same struct as ``_line_decoder``)
-# and the structs become entries in one generated loop (``_chunk_builder``). Each line is
-# decoded on its own, so a chunk makes exactly the entries the line-by-line reader makes; a
-# chunk where msgspec refuses a line (not of the fake's shape, a blank line, a BOM) or a run
-# header ``_check_run`` refuses is read line by line instead (``_line_entries``), which yields
-# the entries before the bad line and words it.
+# msgspec one after another (the struct of ``_line_decoder``, mapped over the lines in C) and
+# made into entries in the same generated loop (``_chunk_reader``). Each line is decoded on
+# its own, so the entries are exactly those the line-by-line reader makes; the first line
+# msgspec refuses (not of the fake's shape, a blank line, a BOM) or whose run header
+# ``_check_run`` refuses ends the loop, and that line alone is read by the line-by-line
+# reader (``_line_entries``), which reads it or words why not; the loop then goes on.
 
 
 def _plain_twin(cls: type) -> type | None:
@@ -807,18 +807,24 @@ def _plain_twin(cls: type) -> type | None:
 
 
 @functools.cache
-def _chunk_builder() -> Callable[[list[Any], dict[str, str] | None], list[Entry]]:
-    """A function that makes the entries of a list of ``_line_struct`` structs, sharing equal
-    strings through the dict it is given (None: not at all). Raises ``BadEntry`` for a run
-    header ``_check_run`` refuses (the one check msgspec does not make).
+def _chunk_reader() -> Callable[[Iterator[bytes], dict[str, str] | None], list[Entry]] | None:
+    """A function that takes lines (without their line breaks) from an iterator and returns
+    the entries of those msgspec reads, up to the first it cannot: it has taken that line
+    too, and made no entry of it (the caller counts). Equal strings are shared through the
+    dict it is given (None: not at all). None where msgspec is not installed.
 
-    Made as source and compiled, as ``dataclasses`` makes ``__init__``: one loop, each field
-    read off the struct and set on a plain twin of ``Entry`` (``_plain_twin``), the nested
-    fields turned into what ``Entry`` holds (a ``RetryAfterRecord``, the ``listed`` pairs).
-    Without sharing (a reader that drops entries as it goes) a ``RetryAfterRecord`` is made
-    through its twin too, less than half the time, but it then holds its fields in a dict of
-    its own (about 64 bytes more); with sharing (a reader that keeps them) by its constructor.
+    Made as source and compiled, as ``dataclasses`` makes ``__init__``: one loop, each line
+    decoded into a ``_line_struct``, each field read off the struct and set on a plain twin of
+    ``Entry`` (``_plain_twin``), the nested fields turned into what ``Entry`` holds (a
+    ``RetryAfterRecord``, the ``listed`` pairs), a run header checked (``_check_run``, the one
+    check msgspec does not make). Without sharing (a reader that drops entries as it goes) a
+    ``RetryAfterRecord`` is made through its twin too, in less than half the time, but then
+    holds its fields in a dict of its own (about 64 bytes more); with sharing (a reader that
+    keeps them) by its constructor.
     """
+    line = _line_struct()
+    if line is None:  # pragma: no cover - the tests run both ways (monkeypatch)
+        return None
     import msgspec
 
     repeated = {FIELD_NAMES[index] for index in _REPEATED}
@@ -826,11 +832,11 @@ def _chunk_builder() -> Callable[[list[Any], dict[str, str] | None], list[Entry]
     record_twin = _plain_twin(RetryAfterRecord)
     record_fields = [field.name for field in dataclasses.fields(RetryAfterRecord)]
     scope: dict[str, Any] = {
+        "decode": msgspec.json.Decoder(line).decode,
         "Entry": Entry,
         "EntryTwin": entry_twin,
         "Record": RetryAfterRecord,
         "RecordTwin": record_twin,
-        "new": object.__new__,
         "astuple": msgspec.structs.astuple,
         "checked_run": _checked_run,
     }
@@ -847,7 +853,7 @@ def _chunk_builder() -> Callable[[list[Any], dict[str, str] | None], list[Entry]
                         "if (v := s.retry_after) is None:",
                         "    e.retry_after = None",
                         "else:",
-                        "    r = new(RecordTwin)",
+                        "    r = RecordTwin()",
                         *(f"    r.{field} = v.{field}" for field in record_fields),
                         "    r.__class__ = Record",
                         "    e.retry_after = r",
@@ -866,57 +872,34 @@ def _chunk_builder() -> Callable[[list[Any], dict[str, str] | None], list[Entry]
             values.append(value)
         if entry_twin is None:  # pragma: no cover - an Entry without slots: its constructor
             return [f"append(Entry({', '.join(values)}))"]
-        return ["e = new(EntryTwin)", *setters, "e.__class__ = Entry", "append(e)"]
+        return ["e = EntryTwin()", *setters, "e.__class__ = Entry", "append(e)"]
 
     source = "\n".join(
         [
-            "def build(structs, strings):",
+            "def read(lines, strings):",
             "    out = []",
             "    append = out.append",
-            "    if strings is None:",
-            "        for s in structs:",
-            *(" " * 12 + line for line in loop(sharing=False)),
-            "        return out",
-            "    share = strings.setdefault",
-            "    for s in structs:",
-            *(" " * 8 + line for line in loop(sharing=True)),
+            "    try:",
+            "        if strings is None:",
+            "            for s in map(decode, lines):",
+            *(" " * 16 + line for line in loop(sharing=False)),
+            "            return out",
+            "        share = strings.setdefault",
+            "        for s in map(decode, lines):",
+            *(" " * 12 + line for line in loop(sharing=True)),
+            "    except (ValueError, RecursionError):",  # msgspec's errors; BadEntry
+            "        pass",
             "    return out",
         ]
     )
     exec(source, scope)  # only field names go into the source
-    build: Callable[[list[Any], dict[str, str] | None], list[Entry]] = scope["build"]
-    return build
+    read: Callable[[Iterator[bytes], dict[str, str] | None], list[Entry]] = scope["read"]
+    return read
 
 
 def _checked_run(run: dict[str, Any]) -> dict[str, Any]:
     _check_run(run)
     return run
-
-
-@functools.cache
-def _chunk_decoder() -> Callable[[list[bytes], dict[str, str] | None], list[Entry] | None] | None:
-    """A function that makes the entries of whole lines (without their line breaks) of the
-    fake's shape, or returns None to leave them to the line-by-line reader; None where msgspec
-    is not installed."""
-    line = _line_struct()
-    if line is None:  # pragma: no cover - the tests run both ways (monkeypatch)
-        return None
-    import msgspec
-
-    decode = msgspec.json.Decoder(line).decode
-    build = _chunk_builder()
-
-    def entries(lines: list[bytes], strings: dict[str, str] | None) -> list[Entry] | None:
-        try:
-            structs = list(map(decode, lines))
-        except (ValueError, RecursionError):
-            return None  # a line msgspec refuses: the line-by-line reader reads or words it
-        try:
-            return build(structs, strings)
-        except BadEntry:
-            return None
-
-    return entries
 
 
 _ReadPlan = tuple[tuple[tuple[int, _Check], ...], tuple[int, ...], tuple[int, ...]]
@@ -1089,13 +1072,13 @@ def entry_batches(
     ``JournalError`` of ``iter_entries`` over the file's lines (split at ``\n`` only, as a
     binary file iterates). Holds a block, the line it ends in, and its entries until taken.
 
-    The whole lines of a block are read together where msgspec accepts every one of them
-    (``_chunk_decoder``), otherwise line by line (``_line_entries``): a bad line is reported
-    after a list of the entries before it, as ``iter_entries`` reports it.
+    The whole lines of a block are read together (``_chunk_reader``), but for any line msgspec
+    refuses, read alone (``_line_entries``): a bad line is reported after a list of the
+    entries before it, as ``iter_entries`` reports it.
     """
-    chunk_entries = _chunk_decoder() if _line_decoder() is not None else None
+    read = _chunk_reader() if _line_decoder() is not None else None
     strings: dict[str, str] | None = {} if share_strings else None
-    number = 1  # of the first line not read yet
+    number = 1  # of the first line of the block
     pending: list[bytes] = []  # the start of that line
     for block in blocks:
         lines = block.split(b"\n")
@@ -1111,10 +1094,22 @@ def entry_batches(
             pending.append(tail)
         if strings is not None and len(strings) > _SHARED:
             strings.clear()
-        batch = None if chunk_entries is None else chunk_entries(lines, strings)
-        if batch is None:
+        if read is None:
             whole = [line + b"\n" for line in lines]
-            batch = yield from _batch_of_lines(whole, name, strings, number)
+            yield (yield from _batch_of_lines(whole, name, strings, number))
+            number += len(lines)
+            continue
+        batch: list[Entry] = []
+        taken = 0
+        remaining = iter(lines)
+        while taken < len(lines):
+            made = read(remaining, strings)
+            batch += made
+            taken += len(made)
+            if taken < len(lines):  # msgspec refused line ``taken``: read it alone
+                refused = [lines[taken] + b"\n"]
+                batch += yield from _batch_of_lines(refused, name, strings, number + taken, batch)
+                taken += 1
         number += len(lines)
         yield batch
     if pending:  # a last line without its line break
@@ -1122,15 +1117,20 @@ def entry_batches(
 
 
 def _batch_of_lines(
-    lines: Iterable[bytes], name: str, strings: dict[str, str] | None, first: int
+    lines: Iterable[bytes],
+    name: str,
+    strings: dict[str, str] | None,
+    first: int,
+    before: list[Entry] | None = None,
 ) -> Generator[list[Entry], None, list[Entry]]:
-    """The entries of ``lines`` read one by one, returned as a list; for a bad line, the list
-    of the entries before it is yielded, then its ``JournalError`` raised."""
+    """The entries of ``lines`` read one by one, returned as a list; for a bad line, the
+    entries read before it (``before``, then these) are yielded as a list, then its
+    ``JournalError`` is raised."""
     batch: list[Entry] = []
     try:
         batch.extend(_line_entries(lines, name, strings, first))
     except JournalError:
-        yield batch
+        yield [*(before or ()), *batch]
         raise
     return batch
 

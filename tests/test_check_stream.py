@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import threading
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -103,6 +104,13 @@ def test_a_journal_judged_as_it_streams_by_gets_the_in_memory_report(
     assert found.warnings == expected.warnings
     assert found.limits == expected.limits
     assert all(h in headers for h in found.headers if h is not None)
+    counts = tuple(Counter(v.invariant for v in expected.violations).most_common())
+    assert (found.total, found.counts) == (len(expected.violations), counts)
+    for shown in (1, 2, 5):
+        first = check_stream(in_seq_order(ordered), _limits_of, shown=shown)
+        assert first.violations == expected.violations[:shown]
+        assert (first.total, first.counts) == (found.total, found.counts)
+        assert (first.metrics, first.warnings) == (found.metrics, found.warnings)
 
 
 @settings(max_examples=150, deadline=None)
@@ -168,7 +176,7 @@ def test_check_prints_what_it_printed_when_it_held_the_whole_journal(
     argv = ["check", str(path), "--format", fmt, *options]
     streamed = _run_check(argv, capsys)
     with monkeypatch.context() as patched:
-        patched.setattr(_check_cli, "judge_streamed", lambda journal, args: None)
+        patched.setattr(_check_cli, "judge_streamed", lambda journal, args, shown: None)
         in_memory = _run_check(argv, capsys)
     assert streamed == in_memory
 
@@ -285,8 +293,8 @@ def test_lines_appended_while_the_check_runs_are_neither_judged_nor_shown(
     path.write_bytes(_journal(OVERLAPPING))
     judge = _check_cli.judge_streamed
 
-    def judge_then_append(journal: Any, args: Any) -> Any:
-        found = judge(journal, args)
+    def judge_then_append(journal: Any, args: Any, shown: int | None) -> Any:
+        found = judge(journal, args, shown)
         with path.open("ab") as server:  # a server goes on writing: a later read, half a line
             server.write(_journal([_read(4, 3.0, 3.5)]) + b'{"seq":5,"kind":"sta')
         return found
@@ -304,8 +312,8 @@ def test_a_journal_replaced_while_the_check_runs_is_refused_not_misreported(
     path.write_bytes(_journal(OVERLAPPING))
     judge = _check_cli.judge_streamed
 
-    def judge_then_replace(journal: Any, args: Any) -> Any:
-        found = judge(journal, args)
+    def judge_then_replace(journal: Any, args: Any, shown: int | None) -> Any:
+        found = judge(journal, args, shown)
         fresh = tmp_path / "fresh.jsonl"
         fresh.write_bytes(_journal(OVERLAPPING[:2]))
         os.replace(fresh, path)  # log rotation, say

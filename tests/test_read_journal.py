@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import io
 import itertools
 import json
+import pickle
 import random
 import re
 import time
@@ -448,10 +450,10 @@ def from_blocks(blocks: list[bytes], share_strings: bool) -> Iterator[Entry]:
 
 
 def journal_of(rng: random.Random, good: list[bytes]) -> bytes:
-    """Up to 60 lines: mostly the fake's (some with CRLF), now and then a mutated one, a blank
-    or whitespace line; sometimes no last line break, or a BOM."""
+    """Up to 200 lines: mostly the fake's (some with CRLF), now and then a mutated one, a
+    blank or whitespace line; sometimes no last line break, or a BOM."""
     lines = []
-    for _ in range(rng.randint(1, 60)):
+    for _ in range(rng.randint(1, rng.choice([10, 60, 200]))):
         choice = rng.random()
         line = rng.choice(good)
         if choice < 0.03:
@@ -534,15 +536,60 @@ def test_a_journal_of_the_fakes_lines_is_read_a_block_at_a_time(
         raise AssertionError("read line by line")
 
     monkeypatch.setattr(entries, "_line_entries", no_line_by_line)
-    monkeypatch.setattr(journal, "_BLOCK", 1000)  # lines over block edges too
     if entries._line_decoder() is None:  # pragma: no cover - msgspec has a wheel here
         pytest.skip("msgspec is not installed: every line is read by json.loads")
-    for share in (False, True):
+    for share, block in itertools.product((False, True), (1000, 1 << 16)):
+        monkeypatch.setattr(journal, "_BLOCK", block)  # lines over block edges; all in one
         read = list(iter_journal(io.BytesIO(data), share_strings=share))
         assert read == expected
         assert [repr(one) for one in read] == [repr(one) for one in expected]
         assert {type(one) for one in read} == {Entry}
         assert {type(one.retry_after) for one in read} == {RetryAfterRecord, type(None)}
+
+
+def test_only_the_lines_msgspec_refuses_are_read_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A line not of the fake's shape (here: fields missing, as an older fake wrote them) or
+    a blank one in a block is read by the line-by-line reader alone, at its own number; the
+    lines around it are read with the block."""
+    if entries._line_decoder() is None:  # pragma: no cover - msgspec has a wheel here
+        pytest.skip("msgspec is not installed: every line is read by json.loads")
+    older = json.dumps(
+        {
+            "seq": 3,
+            "kind": "status",
+            "method": "GET",
+            "path": "/",
+            "client": "c",
+            "received_at": 3.0,
+        }
+    )
+    lines = [jsonl_line(entry(n)) for n in range(1, 7)]
+    lines[2] = older + "\n"
+    lines[4] = "\n"
+    alone: list[tuple[list[str | bytes], int]] = []
+    real = entries._line_entries
+
+    def recording(lines: list[str | bytes], name: str, strings: Any, first: int) -> Any:
+        alone.append((list(lines), first))
+        return real(lines, name, strings, first)
+
+    monkeypatch.setattr(entries, "_line_entries", recording)
+    read = list(iter_journal(io.BytesIO("".join(lines).encode())))
+    assert read == [entry(1), entry(2), entry(3, job_id=None, path="/"), entry(4), entry(6)]
+    assert alone == [([older.encode() + b"\n"], 3), ([b"\n"], 5)]
+
+
+@pytest.mark.parametrize("depth", [1, 70, 1100])
+def test_a_deeply_nested_run_header_in_a_block_reads_as_json_loads_reads_it(depth: int) -> None:
+    """msgspec gives up on deep nesting (RecursionError) where json.loads may not: the line is
+    then read alone, and read or refused as json.loads has it."""
+    run = b'{"scenario":' + b"[" * depth + b"]" * depth + b"}"
+    header = jsonl_line(HEADER).encode().replace(b'{"scenario":"x"}', run)
+    data = jsonl(entry(1)).encode() + header + jsonl(entry(2)).encode()
+    expected = prefix_and_error(reference_reading(io.BytesIO(data), "<journal>"))
+    assert prefix_and_error(iter_journal(io.BytesIO(data))) == expected
+    if depth == 1100:
+        assert expected[1] == "<journal>:2: not a journal entry: JSON nested too deeply"
 
 
 def test_entries_made_a_block_at_a_time_are_entries_made_by_their_constructor() -> None:
@@ -551,13 +598,12 @@ def test_entries_made_a_block_at_a_time_are_entries_made_by_their_constructor() 
     every way a caller can tell."""
     assert entries._plain_twin(Entry) is not None  # the fast way is the one taken
     assert entries._plain_twin(RetryAfterRecord) is not None
-    lines = [jsonl_line(sample).encode() for sample in SAMPLES]
-    decode = entries._chunk_decoder()
-    if decode is None:  # pragma: no cover - msgspec has a wheel here
+    lines = [jsonl_line(sample).encode().rstrip(b"\n") for sample in SAMPLES]
+    read = entries._chunk_reader()
+    if read is None:  # pragma: no cover - msgspec has a wheel here
         pytest.skip("msgspec is not installed")
     for strings in (None, {}):
-        made = decode(lines, strings)
-        assert made is not None
+        made = read(iter(lines), strings)
         for one, sample in zip(made, SAMPLES, strict=True):
             assert type(one) is Entry
             assert one == sample
@@ -566,6 +612,8 @@ def test_entries_made_a_block_at_a_time_are_entries_made_by_their_constructor() 
             assert repr(one) == repr(sample)
             assert jsonl_line(one) == jsonl_line(sample)
             assert dataclasses.replace(one, seq=9) == dataclasses.replace(sample, seq=9)
+            assert copy.copy(one) == pickle.loads(pickle.dumps(one)) == sample
+            assert dataclasses.asdict(one) == dataclasses.asdict(sample)
             with pytest.raises(dataclasses.FrozenInstanceError):
                 one.seq = 3  # type: ignore[misc]
             if sample.retry_after is not None:
