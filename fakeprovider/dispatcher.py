@@ -246,7 +246,8 @@ class Dispatcher:
         """A new engine (load or reset): forget everything planned for the old one."""
         self._engine = engine
         self._generation += 1
-        self._cursor = 0
+        # from the first change kept: 0, but for a run served in-process before this started
+        self._cursor = engine.changes_let_go
         self._history.clear()
         self._queue.clear()
         self._gone.clear()

@@ -256,6 +256,11 @@ class Engine:
         """How many state changes this engine made (kept or let go)."""
         return self._changes_gone + len(self._changes)
 
+    @property
+    def changes_let_go(self) -> int:
+        """How many of the first state changes were let go (the number of the first kept)."""
+        return self._changes_gone
+
     def changes_since(self, count: int) -> list[StateChange]:
         """The state changes from the ``count``-th on (0: the first this engine made).
 

@@ -771,6 +771,7 @@ def test_an_engine_told_to_follow_keeps_what_it_still_has_until_read() -> None:
     for index in range(100):
         submit(engine, float(index))
     gone = engine.change_count - len(engine.changes)
+    assert engine.changes_let_go == gone
     engine.follow()
     later = [submit(engine, 200.0) for _ in range(300)]
     read = engine.changes_since(gone)
