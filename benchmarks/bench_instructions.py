@@ -13,13 +13,14 @@ what wrk's throughput ratio follows.
 
 Needs ``valgrind`` (Debian: ``apt-get install valgrind``); a run takes a few minutes.
 
-    python benchmarks/bench_instructions.py [--n1 300] [--n2 1300] [--json]
+    python benchmarks/bench_instructions.py [--n1 300] [--n2 1300] [--json] [--baseline DIR]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import os
 import shutil
@@ -88,12 +89,17 @@ async def _child(kind: str, app_name: str, count: int) -> None:
     from bench_asgi_overhead import SUBMIT, _scope
 
     from fakeprovider.app import create_app
+    from fakeprovider.clock import RealClock
     from fakeprovider.journal import BatchedSink
     from fakeprovider.provider import FakeProvider
 
     with tempfile.TemporaryDirectory() as tmp:
         sink = BatchedSink((Path(tmp) / "journal.jsonl").open("w", encoding="utf-8"))
-        app = create_app(FakeProvider("long-render", journal_sink=sink))
+        # A clock that does not move: under valgrind a run lasts a minute, and a job that moved
+        # on part-way (long-render's first step is at 20 s) would make the two runs read
+        # different states. wrk's reads, 11 s from the submit, all find the job queued too.
+        frozen = RealClock(monotonic=itertools.repeat(1000.0).__next__)
+        app = create_app(FakeProvider("long-render", journal_sink=sink, clock=frozen))
         submit = _scope("POST", "/v1/jobs", body=True)
         submit_code, submit_body = await _answer(app, submit, SUBMIT)
         status = _scope("GET", f"/v1/jobs/{json.loads(submit_body)['job_id']}")
@@ -107,7 +113,7 @@ async def _child(kind: str, app_name: str, count: int) -> None:
         sink.close()
 
 
-def _measure(kind: str, app: str, count: int, valgrind: str) -> int:
+def _measure(kind: str, app: str, count: int, valgrind: str, tree: Path | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "callgrind.out"
         command = [
@@ -121,7 +127,12 @@ def _measure(kind: str, app: str, count: int, valgrind: str) -> int:
             app,
             str(count),
         ]
-        done = subprocess.run(command, capture_output=True, text=True, timeout=900, check=False)
+        env = dict(os.environ)
+        if tree is not None:  # that checkout's fakeprovider, this script
+            env["PYTHONPATH"] = os.pathsep.join([str(tree), env.get("PYTHONPATH", "")])
+        done = subprocess.run(
+            command, capture_output=True, text=True, timeout=900, check=False, env=env
+        )
         if done.returncode != 0:
             raise RuntimeError(f"{' '.join(command)} failed:\n{done.stderr[-2000:]}")
         return callgrind_total(out.read_text())
@@ -132,6 +143,12 @@ def main() -> int:
     parser.add_argument("--n1", type=int, default=300, help="requests in the short run")
     parser.add_argument("--n2", type=int, default=1300, help="requests in the long run")
     parser.add_argument("--json", action="store_true", help="print the results as JSON too")
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        metavar="DIR",
+        help="also measure the fakeprovider of another checkout (git worktree add DIR COMMIT)",
+    )
     parser.add_argument("--child", nargs=3, metavar=("KIND", "APP", "N"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -145,15 +162,27 @@ def main() -> int:
     if args.n2 <= args.n1:
         parser.error(f"--n2 must be larger than --n1, got {args.n1} and {args.n2}")
     results: dict[str, Any] = {}
-    for kind, app in CELLS:
-        totals = [_measure(kind, app, n, valgrind) for n in (args.n1, args.n2)]
+    cells = [(kind, app, None) for kind, app in CELLS]
+    if args.baseline is not None:
+        cells += [(kind, "baseline", args.baseline) for kind in ("status", "submit")]
+    for kind, app, tree in cells:
+        child_app = "fake" if app == "baseline" else app
+        totals = [_measure(kind, child_app, n, valgrind, tree) for n in (args.n1, args.n2)]
         results.setdefault(kind, {})[app] = round(per_request(*totals, args.n1, args.n2))
-    print("| request | bare Starlette | fakeprovider | x bare |")
-    print("|---|---|---|---|")
+    head = "| request | bare Starlette | fakeprovider | x bare |"
+    if args.baseline is not None:
+        head += " baseline | this / baseline |"
+    print(head)
+    print("|---" * head.count(" | ") + "|---|")
     for kind in ("status", "submit"):
-        bare, fake = results[kind]["bare"], results[kind]["fake"]
-        results[kind]["ratio"] = round(bare / fake, 3)
-        print(f"| {kind} | {bare:,} | {fake:,} | {bare / fake:.2f} |")
+        row = results[kind]
+        bare, fake = row["bare"], row["fake"]
+        row["ratio"] = round(bare / fake, 3)
+        line = f"| {kind} | {bare:,} | {fake:,} | {bare / fake:.2f} |"
+        if args.baseline is not None:
+            row["vs_baseline"] = round(fake / row["baseline"], 3)
+            line += f" {row['baseline']:,} | {fake / row['baseline']:.2f} |"
+        print(line)
     if args.json:
         print(json.dumps(results, indent=2))
     return 0
