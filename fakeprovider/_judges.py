@@ -187,7 +187,8 @@ class _Job:
 
 class ClientJudge(Judge):
     """Every per-client rule over one client's entries of one run, fed in order; with
-    ``bounded``, ``status_rate`` by ``BoundedStatusRate`` (which may raise ``Unjudgeable``).
+    ``bounded``, ``status_rate`` by ``BoundedStatusRate`` (which may raise ``Unjudgeable``),
+    keeping up to ``keep_gone`` (0: ``KEEP_GONE``) of the reads it lets go.
 
     ``add`` looks the entry's job up once and runs each rule's part in turn; what each rule
     keeps per job is in ``_Job``, and per client here:
@@ -235,7 +236,7 @@ class ClientJudge(Judge):
         "wanted",
     )
 
-    def __init__(self, limits: Limits, *, bounded: bool = False) -> None:
+    def __init__(self, limits: Limits, *, bounded: bool = False, keep_gone: int = 0) -> None:
         self.limits = limits
         self.count = 0  # entries added so far (their index)
         self.jobs: dict[str, _Job] = {}
@@ -258,6 +259,7 @@ class ClientJudge(Judge):
         self.ra_found: list[tuple[int, Violation]] = []
         self.rs_pending: list[tuple[_Job, float, bool, Entry | None]] = []  # the current seq's
         self.rs_pending_seq: int | None = None
+        # request body -> its last submit, when it failed under an Idempotency-Key
         self.rs_last: dict[str | None, Entry] = {}
         # request body -> job -> the submits that made it: (seq, Idempotency-Key, credential)
         self.rs_open: dict[str | None, dict[str, list[tuple[int, str | None, str | None]]]] = {}
@@ -270,7 +272,11 @@ class ClientJudge(Judge):
         ] = {}
         rates: Judge | None = None
         if limits.status_rate is not None:
-            rates = BoundedStatusRate(limits) if bounded else StatusRate(limits)
+            rates = (
+                BoundedStatusRate(limits, keep_gone=keep_gone or KEEP_GONE)
+                if bounded
+                else StatusRate(limits)
+            )
         self.rates = rates
 
     def extend(self, entries: Iterable[Entry]) -> None:
@@ -625,7 +631,10 @@ class ClientJudge(Judge):
         if candidates is None:
             self.rs_open[digest] = candidates = {}
         self._resubmitted(s, self.rs_last.get(digest), candidates)
-        self.rs_last[digest] = s
+        if failed and s.idempotency_key is not None:
+            self.rs_last[digest] = s  # the only last submit a retry is held to
+        else:
+            self.rs_last.pop(digest, None)
         job_id = s.job_id
         if job_id is not None:
             makers = candidates.get(job_id)
@@ -965,8 +974,9 @@ class Unjudgeable(Exception):
 
 
 #: How many status reads let go ``BoundedStatusRate`` keeps (24 bytes each) before it forgets
-#: the oldest half of them.
-KEEP_GONE = 1 << 20
+#: the oldest half of them (a read reaching back past those is ``Unjudgeable``: ``check``
+#: then judges the file again keeping them all).
+KEEP_GONE = 4096
 
 
 class BoundedStatusRate(Judge):
