@@ -7,10 +7,14 @@ so a busy machine slows the wall clock more than these), each stage over ``--ent
 - ``append+complete``: ``next_seq``, ``append`` and ``complete`` as a request and ``sent`` do
   them (no sink: the in-memory store only);
 - ``line``: ``jsonl_line`` of a completed status-read entry (its times all different);
+- ``lines``: the same entries encoded ``ENCODE_LINES`` (128) at a time, as ``BatchedSink``
+  does (``jsonl_lines``; a tree without it joins ``jsonl_line``'s lines);
 - ``journal``: ``append`` + ``complete`` through a ``BatchedSink`` writing to ``/dev/null``,
   its writer thread's CPU included (the sink is closed inside the timing);
 - ``status read``: ``FakeProvider.receive`` + ``sent`` of a ``long-render`` status read with
-  that sink, the whole request below the HTTP layer.
+  that sink, the whole request below the HTTP layer;
+- ``receive``: the same without ``sent`` (so ``sent``, the row printed last, is ``status
+  read`` minus ``receive``: what answering costs the journal, writer included).
 
 With ``--baseline DIR`` (a checkout of the code to compare with, e.g. ``git worktree add
 /tmp/base main``), each round runs the stages once in a child process on each tree, in turn
@@ -79,6 +83,7 @@ def _times(count: int) -> list[float]:
 
 def stages(count: int) -> dict[str, float]:
     """The per-entry CPU microseconds of each stage, on the tree this process imports."""
+    from fakeprovider import entries
     from fakeprovider.entries import Entry, jsonl_line
     from fakeprovider.http import HttpRequest
     from fakeprovider.journal import BatchedSink, Journal
@@ -112,13 +117,22 @@ def stages(count: int) -> dict[str, float]:
         for entry in completed[:count]:
             jsonl_line(entry)
 
+    def many(batch: list[Any]) -> str:
+        return "".join(map(jsonl_line, batch))
+
+    write_many = getattr(entries, "jsonl_lines", many)
+
+    def lines_at_once(count: int) -> None:
+        for start in range(0, count, 128):
+            write_many(completed[start : min(start + 128, count)])
+
     def batched(count: int) -> None:
         fresh = [Entry(**kw) for kw in kwargs[:count]]  # complete() fills entries in
         made[:count] = fresh
         with open(os.devnull, "w") as devnull:
             append_complete(count, BatchedSink(devnull))
 
-    def status_reads(count: int) -> None:
+    def status_reads(count: int, answer: bool = True) -> None:
         with open(os.devnull, "w") as devnull:
             provider = FakeProvider("long-render", journal_sink=BatchedSink(devnull))
             submit = HttpRequest(
@@ -147,16 +161,25 @@ def stages(count: int) -> dict[str, float]:
             clock = provider.clock
             for _ in range(count):
                 reply, _ = provider.receive(read)
-                provider.sent(reply, started=clock.now(), completed=clock.now(), status_code=200)
+                if answer:
+                    provider.sent(
+                        reply, started=clock.now(), completed=clock.now(), status_code=200
+                    )
+                else:  # the two clock readings all the same
+                    clock.now()
+                    clock.now()
             provider.journal.close()
 
     out = {
         "entry": _per_entry(count, make),
         "append+complete": _per_entry(count, lambda n: append_complete(n)),
         "line": _per_entry(count, lines),
+        "lines": _per_entry(count, lines_at_once),
         "journal": _per_entry(count, batched),
         "status read": _per_entry(count, status_reads),
+        "receive": _per_entry(count, lambda n: status_reads(n, answer=False)),
     }
+    out["sent"] = round(out["status read"] - out["receive"], 3)
     return out
 
 

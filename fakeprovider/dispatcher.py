@@ -99,6 +99,7 @@ class Dispatcher:
         # a state change that may send wakes the loop, so a delivery due now is not left for
         # the tick
         self._forget = self.provider.observe(self._changed)
+        self.provider.follow_changes()  # kept for this loop until read, however late it reads
         self._thread.start()
         if not self._started.wait(timeout):  # pragma: no cover - a broken event loop
             raise RuntimeError(f"the webhook dispatcher did not start: {self.error!r}")
@@ -245,7 +246,8 @@ class Dispatcher:
         """A new engine (load or reset): forget everything planned for the old one."""
         self._engine = engine
         self._generation += 1
-        self._cursor = 0
+        # from the first change kept: 0, but for a run served in-process before this started
+        self._cursor = engine.changes_let_go
         self._history.clear()
         self._queue.clear()
         self._gone.clear()

@@ -152,7 +152,7 @@ class Engine:
         queue_at_capacity: bool = False,
         store: JobStore | None = None,
         on_change: Callable[[StateChange], None] | None = None,
-        keep_changes: int = 1000,
+        keep_changes: int = 64,
         follow_changes: bool = False,
     ) -> None:
         if keep_changes < 0:
@@ -187,7 +187,7 @@ class Engine:
         ]
         #: Per request kind, the faults whose route takes it (index, fault): most requests
         #: meet no fault at all, and skip the scan.
-        self._faults_for: dict[str, tuple[tuple[int, Fault], ...]] = {}
+        self._faults_for: dict[str, tuple[tuple[int, Fault, frozenset[int] | None], ...]] = {}
         #: The specs a submit's body is matched against, in order, and the specs that take
         #: unmatched submits in turn.
         self._matchers = [(i, spec.match) for i, spec in enumerate(scenario.jobs) if spec.match]
@@ -256,6 +256,11 @@ class Engine:
         """How many state changes this engine made (kept or let go)."""
         return self._changes_gone + len(self._changes)
 
+    @property
+    def changes_let_go(self) -> int:
+        """How many of the first state changes were let go (the number of the first kept)."""
+        return self._changes_gone
+
     def changes_since(self, count: int) -> list[StateChange]:
         """The state changes from the ``count``-th on (0: the first this engine made).
 
@@ -280,6 +285,12 @@ class Engine:
         if len(self._changes) >= 2 * self.keep_changes + 64:
             self._trim()  # what was kept for this reader only may go now
         return changes
+
+    def follow(self) -> None:
+        """From now on keep every change not let go yet until a reader of ``changes_since``
+        has read it (what ``follow_changes=True`` does from the first change)."""
+        gone = self._changes_gone
+        self._wanted = gone if self._wanted is None else min(self._wanted, gone)
 
     def handle(self, request: Request, now: float) -> Reply:
         """Decide the answer to ``request`` received at clock reading ``now``; journal it."""
@@ -359,13 +370,31 @@ class Engine:
         """A well-formed status read of ``job`` (brought up to ``now``) that no fault, credential
         check or rate limit touches: the reply ``_decide`` makes, journaled as ``_entry`` would
         journal it, without their general cases (tests/test_engine_differential.py)."""
-        view = self._view(job, now)
+        shown = self._shown[job.spec_index][job.step][1 if job.cancelled else 0]
+        status, progress, poll_after, estimate, message, result, error, summary = shown
+        view = fast_view(  # what ``_view`` makes
+            job.id,
+            job.spec_index,
+            status,
+            progress,
+            job.created_at,
+            job.since,
+            now,
+            poll_after,
+            estimate,
+            message,
+            job.request,
+            result,
+            error,
+            summary,
+            job.callback_url,
+            job.started is None and not job.cancelled,
+        )
         if job.started is not None or job.cancelled:  # not throttled: a poll counts
             job.polls += 1
         if job.due <= now:
             self._advance(job, now)
-        reply = fast_reply(seq, request, 200, now + 0.0, job=view)
-        status = view.status
+        reply = fast_reply(seq, request, 200, now + 0.0, 0.0, "respond", view)
         hints = self.poll_hints
         inline = self.inline_result
         self.journal.append(
@@ -383,7 +412,7 @@ class Engine:
                 if job.cancelled
                 else self._statuses[job.spec_index][job.step],
                 status_since=job.since,
-                poll_after=view.poll_after
+                poll_after=poll_after
                 if (hints if hints.__class__ is bool else "status" in hints)  # type: ignore[operator]
                 else None,
                 inline_result=True
@@ -585,7 +614,7 @@ class Engine:
             number=len(self._by_number),
         )
         self._jobs.add(job, key)
-        self._reindex(job, self._status(job))
+        self._reindex(job, self._statuses[index][0])
         if full:
             self._waiting.setdefault(request.credential, deque()).append(job_id)
         created = self._changed(job, now)
@@ -866,14 +895,15 @@ class Engine:
         faults = self._faults_for.get(kind)
         if faults is None:
             faults = self._faults_for[kind] = tuple(
-                (index, fault)
+                (index, fault, None if fault.nth is None else fault.nth_set)  # (made per call)
                 for index, fault in enumerate(self.scenario.faults)
                 if fault.route == "any" or fault.route == kind
             )
         if not faults:
             return None
         chosen: Fault | None = None
-        for index, fault in faults:
+        elapsed = now - self.start
+        for index, fault, nth in faults:
             if fault.job is not None:
                 spec_index = (
                     job.spec_index
@@ -886,7 +916,6 @@ class Engine:
                 )
                 if spec_index != fault.job:
                     continue
-            elapsed = now - self.start
             if fault.start is not None and elapsed < fault.start:
                 continue
             if fault.end is not None and elapsed >= fault.end:
@@ -897,7 +926,7 @@ class Engine:
                 continue  # count the match, but the first firing fault wins
             if fault.times is not None and state.fired >= fault.times:
                 continue
-            if fault.nth is not None and state.matched not in fault.nth_set:
+            if nth is not None and state.matched not in nth:
                 continue
             if fault.every is not None and state.matched % fault.every:
                 continue

@@ -200,9 +200,10 @@ class FakeProvider:
                 inline_result=self.dialect.inline_result,
                 queue_at_capacity=self.dialect.queues_at_capacity,
                 on_change=self._changed,
-                # a reader of ``advance`` (the webhook dispatcher) gets every change of this
-                # run, however many come before it reads; without one, only the latest are kept
-                follow_changes=self._followed,
+                # a reader of ``advance`` (the webhook dispatcher, which reads while the
+                # scenario has webhooks) gets every change of this run, however many come
+                # before it reads; without one, only the latest are kept
+                follow_changes=self._followed and self.scenario.webhooks is not None,
             )
             if header:
                 first = not self._started
@@ -367,6 +368,15 @@ class FakeProvider:
                 entry = dataclasses.replace(entry, request_digest=request_digest(request.body))
         self.journal.append(entry)
         return reply
+
+    def follow_changes(self) -> None:
+        """Keep every state change of this run not let go yet, and of every later run from its
+        start, until ``advance`` has returned it, while the scenario has webhooks: a webhook
+        dispatcher calls this before it starts reading, however late its first read comes."""
+        with self._lock:
+            self._followed = True
+            if self.scenario.webhooks is not None:
+                self.engine.follow()
 
     def advance(self, since: int = 0) -> tuple[Engine, list[StateChange], float | None]:
         """Bring every job up to the clock's reading, so state changes happen on time.

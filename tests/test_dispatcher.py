@@ -17,6 +17,7 @@ from standardwebhooks.webhooks import Webhook
 
 from fakeprovider import FakeProvider
 from fakeprovider.dispatcher import redact_url
+from fakeprovider.http import HttpRequest
 from fakeprovider.journal import RetryAfterRecord, read_journal
 from fakeprovider.server import ServerThread
 
@@ -141,6 +142,28 @@ def webhook_rows(server: ServerThread) -> list[tuple[object, ...]]:
         for e in server.provider.journal
         if e.kind == "webhook"
     ]
+
+
+def test_a_provider_used_in_process_before_its_server_starts_is_followed_from_there_on(
+    receiver: Receiver,
+) -> None:
+    queued = "      - status: queued\n"  # one state change per job, none sent
+    provider = FakeProvider(scenario(receiver, "  events: [job.failed]\n", queued))
+    headers = {"content-type": "application/json"}
+    request = HttpRequest("POST", "/v1/jobs", headers=headers, body=b'{"prompt": "a cat"}')
+    for _ in range(300):  # more state changes than an engine keeps unread
+        reply = provider.receive(request)[0]
+        assert reply.created
+        provider.sent(reply, started=0.0, completed=0.0, status_code=202)
+    assert provider.engine.changes_let_go > 0  # before any dispatcher could read them
+    server = ServerThread(provider).start()
+    try:
+        submit(server)
+        settle(server, 0.2)  # every change from the first kept one on is planned
+        assert server.dispatcher.error is None
+        assert receiver.received == []
+    finally:
+        server.stop()
 
 
 def test_receiver_gets_every_scripted_delivery_and_duplicates_share_the_id(receiver, serve):

@@ -764,3 +764,16 @@ def test_keep_changes_cannot_be_negative() -> None:
     with pytest.raises(ValueError, match="keep_changes") as raised:
         Engine(parse_scenario(TIMED), keep_changes=-1)
     assert str(raised.value) == "keep_changes must be 0 or more, got -1"
+
+
+def test_an_engine_told_to_follow_keeps_what_it_still_has_until_read() -> None:
+    engine = Engine(parse_scenario(TIMED), epoch=DEFAULT_EPOCH, keep_changes=5)
+    for index in range(100):
+        submit(engine, float(index))
+    gone = engine.change_count - len(engine.changes)
+    assert engine.changes_let_go == gone
+    engine.follow()
+    later = [submit(engine, 200.0) for _ in range(300)]
+    read = engine.changes_since(gone)
+    assert [c.job_id for c in read][-300:] == later
+    assert len(read) == 400 - gone

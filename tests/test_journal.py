@@ -16,6 +16,7 @@ import pytest
 from fakeprovider.entries import jsonl_line
 from fakeprovider.journal import (
     _CHUNK,
+    ENCODE_LINES,
     BatchedSink,
     Entry,
     Journal,
@@ -380,6 +381,20 @@ def test_a_batched_sink_leaves_out_an_entry_with_no_line_and_says_why_once() -> 
     sink.flush()  # said once
     written.append(entry(4, completed_at=1.0))
     sink.write_entry(written[-1])
+    sink.close()
+    assert stream.getvalue() == "".join(map(jsonl_line, written))
+
+
+def test_a_batched_sink_encodes_every_so_many_entries_and_refuses_one_with_no_line_then() -> None:
+    stream = io.StringIO()
+    sink = BatchedSink(stream, interval=60)
+    written = [entry(n, completed_at=1.0) for n in range(1, ENCODE_LINES)]
+    sink.write_entry(entry(0, client=b"bytes", completed_at=1.0))  # type: ignore[arg-type]
+    for taken in written[:-1]:
+        sink.write_entry(taken)  # taken, not encoded yet
+    with pytest.raises(TypeError, match=r"^Object of type bytes is not JSON serializable$"):
+        sink.write_entry(written[-1])  # the ENCODE_LINES-th: all of them encoded now
+    assert stream.getvalue() == ""  # nothing written before the interval
     sink.close()
     assert stream.getvalue() == "".join(map(jsonl_line, written))
 

@@ -23,6 +23,11 @@ jobs:
       - {at: 20s, status: succeeded}
 """
 
+WEBHOOKS = """
+webhooks:
+  url: http://127.0.0.1:9/hooks
+"""
+
 
 def submit(provider: FakeProvider) -> str:
     headers = {"content-type": "application/json"}
@@ -108,22 +113,44 @@ def test_observers_hear_every_state_change_across_resets_until_they_stop() -> No
 
 
 def test_a_provider_read_through_advance_keeps_every_change_of_a_new_run_until_read() -> None:
-    provider = FakeProvider(parse_scenario(TIMED), clock=VirtualClock())
+    provider = FakeProvider(parse_scenario(TIMED + WEBHOOKS), clock=VirtualClock())
     provider.advance(0)  # someone (the webhook dispatcher) reads the changes
     provider.reset()
     made = [submit(provider) for _ in range(1500)]  # more than an engine keeps unread
     engine, changes, _ = provider.advance(0)
     assert [(c.job_id, c.status) for c in changes] == [(job_id, "queued") for job_id in made]
     assert provider.advance(1500)[1] == []
-    for _ in range(600):  # all read: the engine keeps only its latest ones again
-        submit(provider)
+    later = [submit(provider) for _ in range(600)]  # kept until read, then let go
+    assert [c.job_id for c in provider.advance(1500)[1]] == later
+    assert provider.advance(2100)[1] == []
     assert engine.change_count == 2100
-    assert 1000 <= len(engine.changes) < 2 * 1000 + 64
+    assert 64 <= len(engine.changes) < 2 * 64 + 64
     unread = FakeProvider(parse_scenario(TIMED), clock=VirtualClock())  # nobody reads them
     for _ in range(2100):
         submit(unread)
     assert unread.engine.change_count == 2100
-    assert 1000 <= len(unread.engine.changes) < 2 * 1000 + 64
+    assert 64 <= len(unread.engine.changes) < 2 * 64 + 64
+
+
+def test_a_provider_followed_before_its_first_read_keeps_every_change_until_read() -> None:
+    provider = FakeProvider(parse_scenario(TIMED + WEBHOOKS), clock=VirtualClock())
+    early = submit(provider)
+    provider.follow_changes()  # a webhook dispatcher starting: its first read may come late
+    made = [early] + [submit(provider) for _ in range(2100)]
+    changes = provider.advance(0)[1]
+    assert [(c.job_id, c.status) for c in changes] == [(job_id, "queued") for job_id in made]
+    provider.reset()  # and so is every later run, from its start
+    again = [submit(provider) for _ in range(2100)]
+    assert [c.job_id for c in provider.advance(0)[1]] == again
+
+
+def test_a_followed_provider_keeps_no_change_for_a_reader_while_no_webhooks_are_sent() -> None:
+    provider = FakeProvider(parse_scenario(TIMED), clock=VirtualClock())  # no webhooks
+    provider.follow_changes()  # the dispatcher reads nothing while there are no webhooks
+    provider.reset()
+    for _ in range(2100):
+        submit(provider)
+    assert 64 <= len(provider.engine.changes) < 2 * 64 + 64
 
 
 def test_load_with_other_settings_plays_that_run_and_the_next_with_them() -> None:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import io
 import itertools
 import json
+import pickle
 import random
 import re
 import time
@@ -610,6 +612,8 @@ def test_entries_made_a_block_at_a_time_are_entries_made_by_their_constructor() 
             assert repr(one) == repr(sample)
             assert jsonl_line(one) == jsonl_line(sample)
             assert dataclasses.replace(one, seq=9) == dataclasses.replace(sample, seq=9)
+            assert copy.copy(one) == pickle.loads(pickle.dumps(one)) == sample
+            assert dataclasses.asdict(one) == dataclasses.asdict(sample)
             with pytest.raises(dataclasses.FrozenInstanceError):
                 one.seq = 3  # type: ignore[misc]
             if sample.retry_after is not None:

@@ -219,7 +219,8 @@ class Dialect:
 
     #: Set by a dialect whose answer to a status read (``render_answer``) depends on nothing but
     #: the job's view less its ``now``, the request's ``base_url``, the reply's status and
-    #: headers, and the dialect's settings: no time that passes, no query, no sequence number.
+    #: headers, the dialect's settings and its ``status_input``: no time that passes, no query,
+    #: no sequence number but what ``status_input`` stands for.
     #: Its last answer about each job is then kept (``_KEPT_JOBS`` jobs at most, answers of up
     #: to ``_KEPT_BODY`` bytes) and sent again while all of those are the very same objects:
     #: the engine's views of one job at one step share them. ``test_base`` checks every dialect
@@ -337,8 +338,9 @@ class Dialect:
             and kept[14] is reply.headers
             and kept[15] == reply.status_code
             and kept[16] == http.base_url
+            and kept[17] is self.status_input(reply, http)
         ):
-            answer: HttpResponse = kept[17]
+            answer: HttpResponse = kept[18]
             return answer
         response = self.render_answer(reply, http)
         if len(response.body) <= _KEPT_BODY:
@@ -362,9 +364,15 @@ class Dialect:
                 reply.headers,
                 reply.status_code,
                 http.base_url,
+                self.status_input(reply, http),
                 response,
             )
         return response
+
+    def status_input(self, reply: Reply, http: HttpRequest) -> object:
+        """What else a status answer depends on, for a dialect that ``keeps_status_answers``:
+        an object that is the very same one (``is``) whenever that is the same. None here."""
+        return None
 
     def render_refusal(self, reply: Reply, http: HttpRequest) -> HttpResponse:
         """An engine refusal (``reply.error`` is set): the dialect's error shape by default."""

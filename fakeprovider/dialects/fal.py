@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .. import _ed25519
-from ..http import HttpRequest, HttpResponse, json_response
+from ..http import HttpRequest, HttpResponse, _response, json_response
 from ..messages import ApiError, JobView, Reply, Request, RequestKind
 from ..webhooks import STALE_AGE, Outgoing, WebhookMessage, json_body
 from . import _common
@@ -69,8 +69,14 @@ USER_ID = "fakeprovider"
 _FORGED_SEED = hashlib.sha256(b"fakeprovider forged fal webhook key").digest()
 
 
+def _with_logs(http: HttpRequest) -> bool:
+    """Whether a status read asks for the logs (``?logs=1``)."""
+    return http.query.get("logs", "").lower() in ("true", "1")
+
+
 class FalDialect(Dialect):
     name = "fal"
+    keeps_status_answers = True  # but for what status_input says
     poll_hints = False
     routes = (*_ROUTES.values(), _SUBMIT_ROUTE, _common.FILE_ROUTE, _JWKS_ROUTE)
 
@@ -136,7 +142,7 @@ class FalDialect(Dialect):
         response = super().render(reply, http)
         if reply.scripted and reply.fault is not None and reply.fault.body is not None:
             return response  # an ingress error: nginx does not add the app's request id
-        return HttpResponse(
+        return _response(
             response.status,
             response.body,
             response.media_type,
@@ -168,10 +174,17 @@ class FalDialect(Dialect):
             if _FILE.match(reply.request.path):
                 return video_response(reply)
             return json_response(200, self.result(job, http), reply.headers)
-        with_logs = http.query.get("logs", "").lower() in ("true", "1")
         return json_response(
-            200 if job.done else 202, self.status(job, urls, with_logs), reply.headers
+            200 if job.done else 202, self.status(job, urls, _with_logs(http)), reply.headers
         )
+
+    def status_input(self, reply: Reply, http: HttpRequest) -> object:
+        # whether logs are asked for (True or False); and a job that ended at reading 0
+        # shows the time it has taken as of now (``status``): answered afresh every time
+        job = reply.job
+        if job is not None and job.done and not job.completed_at:
+            return (job.now,)  # a new object: never the same, the answer is made afresh
+        return _with_logs(http)
 
     def _urls(self, job: JobView, http: HttpRequest) -> dict[str, str]:
         model = str(job.request.get("model") or "fal-ai/unknown")

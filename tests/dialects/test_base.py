@@ -363,7 +363,7 @@ _PARTS: dict[str, list[Any]] = {
     "status_code": [200, 203],
     "base_url": ["http://127.0.0.1:8000", "http://localhost:1"],
     "seq": [1, 2],
-    "query": [{}, {"logs": "1", "limit": "2"}],
+    "query": [{}, {"logs": "1", "limit": "2"}, {"logs": "TRUE"}, {"logs": "no"}],
 }
 _VIEW_PARTS = [f.name for f in dataclasses.fields(JobView)]
 
@@ -412,6 +412,7 @@ def test_a_kept_status_answer_is_the_answer_made_afresh(
 def test_the_dialects_keeping_status_answers_are_those_whose_answers_show_no_passing_time() -> None:
     assert sorted(_KEEPING) == [
         "ark",
+        "fal",
         "gemini",
         "google-veo",
         "luma",
@@ -489,3 +490,13 @@ def test_read_json_object_reads_what_json_loads_reads_from_the_bytes(body: bytes
         except BadRequest as refused:
             expected = (refused.status, refused.code, refused.message)
     assert got == expected
+
+
+def test_fal_answers_afresh_for_a_job_that_ended_at_reading_0_whatever_the_query() -> None:
+    # the same reading object both times: only the query (logs) differs between the reads
+    first = {name: pool[0] for name, pool in _PARTS.items()}
+    first.update(status="succeeded", created_at=0.0, status_since=0.0, now=0.0)
+    second = {**first, "query": {"logs": "1"}}
+    dialect = get_dialect("fal")
+    for read in (first, second, first):
+        assert _answer(dialect, read) == _answer(get_dialect("fal"), read)

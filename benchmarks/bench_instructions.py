@@ -1,0 +1,164 @@
+"""Instructions per status read and submit, fakeprovider's ASGI app against bare Starlette.
+
+Wall-clock and even CPU-time numbers swing by 30% on a shared or virtual machine; the number of
+instructions a request executes does not (about 1% from run to run). Each app runs in a child
+process under valgrind's callgrind, once with N1 and once with N2 requests after the same
+warm-up; the difference divided by N2 - N1 is the cost of one request, start-up and warm-up
+cancelled out. The bare app is ``bench_wrk.py``'s: Starlette routing to handlers that answer,
+as fixed bytes, exactly what the fake answered (same body, status code and media type).
+User-space instructions only: the kernel's part (sockets) is not counted, nor is uvicorn's (the
+apps are called directly, as in ``bench_asgi_overhead.py``). On the real server uvicorn and
+uvloop add about the same to every app, so the ratio of (ours + uvicorn) to (bare + uvicorn) is
+what wrk's throughput ratio follows.
+
+Needs ``valgrind`` (Debian: ``apt-get install valgrind``); a run takes a few minutes.
+
+    python benchmarks/bench_instructions.py [--n1 300] [--n2 1300] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+#: What is measured: (request kind, app).
+CELLS = (("status", "bare"), ("status", "fake"), ("submit", "bare"), ("submit", "fake"))
+WARMUP = 200
+
+
+def callgrind_total(text: str) -> int:
+    """The instructions a callgrind output file counted (its ``summary:`` or ``totals:`` line)."""
+    for line in text.splitlines():
+        if line.startswith(("summary:", "totals:")):
+            return int(line.split()[1])
+    raise ValueError("no 'summary:' or 'totals:' line in the callgrind output")
+
+
+def per_request(total_n1: int, total_n2: int, n1: int, n2: int) -> float:
+    """Instructions per request from two runs of ``n1`` and ``n2`` requests."""
+    if n2 <= n1:
+        raise ValueError(f"n2 must be larger than n1, got n1={n1}, n2={n2}")
+    return (total_n2 - total_n1) / (n2 - n1)
+
+
+def _bare_app(status_body: bytes, submit_body: bytes, submit_code: int) -> Any:
+    """``bench_wrk.py``'s bare app: Starlette answering fixed bytes."""
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import Response
+    from starlette.routing import Route
+
+    async def status(request: Request) -> Response:
+        return Response(status_body, media_type="application/json")
+
+    async def submit(request: Request) -> Response:
+        await request.body()
+        return Response(submit_body, status_code=submit_code, media_type="application/json")
+
+    return Starlette(
+        routes=[Route("/v1/jobs/{job_id}", status), Route("/v1/jobs", submit, methods=["POST"])]
+    )
+
+
+async def _answer(app: Any, scope: dict[str, Any], body: bytes = b"") -> tuple[int, bytes]:
+    """The status code and body ``app`` answers one request with."""
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    await app(dict(scope), receive, send)
+    code = next(m["status"] for m in sent if m["type"] == "http.response.start")
+    return code, b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+
+
+async def _child(kind: str, app_name: str, count: int) -> None:
+    from _asgi import call
+    from bench_asgi_overhead import SUBMIT, _scope
+
+    from fakeprovider.app import create_app
+    from fakeprovider.journal import BatchedSink
+    from fakeprovider.provider import FakeProvider
+
+    with tempfile.TemporaryDirectory() as tmp:
+        sink = BatchedSink((Path(tmp) / "journal.jsonl").open("w", encoding="utf-8"))
+        app = create_app(FakeProvider("long-render", journal_sink=sink))
+        submit = _scope("POST", "/v1/jobs", body=True)
+        submit_code, submit_body = await _answer(app, submit, SUBMIT)
+        status = _scope("GET", f"/v1/jobs/{json.loads(submit_body)['job_id']}")
+        if app_name == "bare":
+            app = _bare_app((await _answer(app, status))[1], submit_body, submit_code)
+        scope, body = (submit, SUBMIT) if kind == "submit" else (status, b"")
+        for _ in range(WARMUP):
+            await call(app, scope, body)
+        for _ in range(count):
+            await call(app, scope, body)
+        sink.close()
+
+
+def _measure(kind: str, app: str, count: int, valgrind: str) -> int:
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "callgrind.out"
+        command = [
+            valgrind,
+            "--tool=callgrind",
+            f"--callgrind-out-file={out}",
+            sys.executable,
+            __file__,
+            "--child",
+            kind,
+            app,
+            str(count),
+        ]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=900, check=False)
+        if done.returncode != 0:
+            raise RuntimeError(f"{' '.join(command)} failed:\n{done.stderr[-2000:]}")
+        return callgrind_total(out.read_text())
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--n1", type=int, default=300, help="requests in the short run")
+    parser.add_argument("--n2", type=int, default=1300, help="requests in the long run")
+    parser.add_argument("--json", action="store_true", help="print the results as JSON too")
+    parser.add_argument("--child", nargs=3, metavar=("KIND", "APP", "N"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        kind, app, count = args.child
+        asyncio.run(_child(kind, app, int(count)))
+        return 0
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        print("bench_instructions: needs valgrind (Debian: apt-get install valgrind)")
+        return 2
+    if args.n2 <= args.n1:
+        parser.error(f"--n2 must be larger than --n1, got {args.n1} and {args.n2}")
+    results: dict[str, Any] = {}
+    for kind, app in CELLS:
+        totals = [_measure(kind, app, n, valgrind) for n in (args.n1, args.n2)]
+        results.setdefault(kind, {})[app] = round(per_request(*totals, args.n1, args.n2))
+    print("| request | bare Starlette | fakeprovider | x bare |")
+    print("|---|---|---|---|")
+    for kind in ("status", "submit"):
+        bare, fake = results[kind]["bare"], results[kind]["fake"]
+        results[kind]["ratio"] = round(bare / fake, 3)
+        print(f"| {kind} | {bare:,} | {fake:,} | {bare / fake:.2f} |")
+    if args.json:
+        print(json.dumps(results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    raise SystemExit(main())
