@@ -333,7 +333,16 @@ def judge_streamed(
 
     try:
         with paused_gc():
-            found = check_stream(in_seq_order(journal.entries()), limits_of, shown=shown)
+            try:
+                found = check_stream(in_seq_order(journal.entries()), limits_of, shown=shown)
+            except Unordered:
+                raise
+            except Unjudgeable:
+                # a status read far back in time: judge again keeping every read let go
+                # (numbers in arrays, 24 bytes a read) rather than every entry
+                found = check_stream(
+                    in_seq_order(journal.entries()), limits_of, shown=shown, keep_gone=sys.maxsize
+                )
     except Unjudgeable:
         return None
     except OSError as exc:

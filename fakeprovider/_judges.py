@@ -18,6 +18,7 @@ reads of its job), the judge keeps the candidates and decides at ``close``.
 
 from __future__ import annotations
 
+import array
 import bisect
 import heapq
 import math
@@ -186,7 +187,8 @@ class _Job:
 
 class ClientJudge(Judge):
     """Every per-client rule over one client's entries of one run, fed in order; with
-    ``bounded``, ``status_rate`` by ``BoundedStatusRate`` (which may raise ``Unjudgeable``).
+    ``bounded``, ``status_rate`` by ``BoundedStatusRate`` (which may raise ``Unjudgeable``),
+    keeping up to ``keep_gone`` (0: ``KEEP_GONE``) of the reads it lets go.
 
     ``add`` looks the entry's job up once and runs each rule's part in turn; what each rule
     keeps per job is in ``_Job``, and per client here:
@@ -234,7 +236,7 @@ class ClientJudge(Judge):
         "wanted",
     )
 
-    def __init__(self, limits: Limits, *, bounded: bool = False) -> None:
+    def __init__(self, limits: Limits, *, bounded: bool = False, keep_gone: int = 0) -> None:
         self.limits = limits
         self.count = 0  # entries added so far (their index)
         self.jobs: dict[str, _Job] = {}
@@ -257,6 +259,7 @@ class ClientJudge(Judge):
         self.ra_found: list[tuple[int, Violation]] = []
         self.rs_pending: list[tuple[_Job, float, bool, Entry | None]] = []  # the current seq's
         self.rs_pending_seq: int | None = None
+        # request body -> its last submit, when it failed under an Idempotency-Key
         self.rs_last: dict[str | None, Entry] = {}
         # request body -> job -> the submits that made it: (seq, Idempotency-Key, credential)
         self.rs_open: dict[str | None, dict[str, list[tuple[int, str | None, str | None]]]] = {}
@@ -269,7 +272,11 @@ class ClientJudge(Judge):
         ] = {}
         rates: Judge | None = None
         if limits.status_rate is not None:
-            rates = BoundedStatusRate(limits) if bounded else StatusRate(limits)
+            rates = (
+                BoundedStatusRate(limits, keep_gone=keep_gone or KEEP_GONE)
+                if bounded
+                else StatusRate(limits)
+            )
         self.rates = rates
 
     def extend(self, entries: Iterable[Entry]) -> None:
@@ -624,7 +631,10 @@ class ClientJudge(Judge):
         if candidates is None:
             self.rs_open[digest] = candidates = {}
         self._resubmitted(s, self.rs_last.get(digest), candidates)
-        self.rs_last[digest] = s
+        if failed and s.idempotency_key is not None:
+            self.rs_last[digest] = s  # the only last submit a retry is held to
+        else:
+            self.rs_last.pop(digest, None)
         job_id = s.job_id
         if job_id is not None:
             makers = candidates.get(job_id)
@@ -963,16 +973,38 @@ class Unjudgeable(Exception):
     back too far): judge the journal as a whole instead."""
 
 
+#: How many status reads let go ``BoundedStatusRate`` keeps (24 bytes each) before it forgets
+#: the oldest half of them (a read reaching back past those is ``Unjudgeable``: ``check``
+#: then judges the file again keeping them all).
+KEEP_GONE = 4096
+
+
 class BoundedStatusRate(Judge):
     """The status reads received within two windows of the latest (the rule is reported once,
     at the first breach, so until then at most about twice the budget), sorted by when they
-    were received. Raises ``Unjudgeable`` for a read whose window reaches back past the
-    reads already let go (a clock reading more than a window older than the latest)."""
+    were received; the reads let go, up to ``KEEP_GONE`` of them, as three numbers each in
+    arrays (for a read whose clock reading is more than a window older than the latest).
+    Raises ``Unjudgeable`` for a read whose window reaches back past the reads forgotten."""
 
-    __slots__ = ("allowed", "at", "count", "done", "dropped", "limits", "times", "window")
+    __slots__ = (
+        "allowed",
+        "at",
+        "count",
+        "done",
+        "dropped",
+        "forgotten",
+        "gone_at",
+        "gone_index",
+        "gone_seq",
+        "keep_gone",
+        "limits",
+        "times",
+        "window",
+    )
 
-    def __init__(self, limits: Limits) -> None:
+    def __init__(self, limits: Limits, *, keep_gone: int = KEEP_GONE) -> None:
         self.limits = limits
+        self.keep_gone = keep_gone
         self.window = limits.status_rate_window
         rate = limits.status_rate
         self.allowed = 0 if rate is None else max(1, math.floor(rate * self.window + EPSILON))
@@ -980,6 +1012,11 @@ class BoundedStatusRate(Judge):
         self.times: list[tuple[float, int, int]] = []  # (received at, arrival, seq), alike
         self.count = 0
         self.dropped = -math.inf  # the latest reading among the reads let go
+        self.forgotten = -math.inf  # the latest reading among the reads forgotten
+        # the reads let go, sorted by when they were received (all no later than ``at``'s)
+        self.gone_at = array.array("d")
+        self.gone_index = array.array("q")
+        self.gone_seq = array.array("q")
         self.done: Violation | None = None
 
     def add(self, e: Entry) -> None:
@@ -989,10 +1026,25 @@ class BoundedStatusRate(Judge):
         self.count = index + 1
         received = e.received_at
         start = received - self.window
-        if start < self.dropped:
-            raise Unjudgeable(f"status read #{e.seq} reaches back past the reads let go")
         at, times = self.at, self.times
-        if not at or at[-1] <= received:
+        if start < self.dropped:
+            if start < self.forgotten:
+                raise Unjudgeable(f"status read #{e.seq} reaches back past the reads forgotten")
+            if received < self.dropped:  # among the reads let go
+                where = bisect.bisect_right(self.gone_at, received)
+                self.gone_at.insert(where, received)
+                self.gone_index.insert(where, index)
+                self.gone_seq.insert(where, e.seq)
+                received_gone = True
+            else:
+                received_gone = False
+            gone = len(self.gone_at) - bisect.bisect_right(self.gone_at, start)
+        else:
+            received_gone = False
+            gone = 0
+        if received_gone:
+            pass
+        elif not at or at[-1] <= received:
             at.append(received)
             times.append((received, index, e.seq))
         else:
@@ -1000,8 +1052,19 @@ class BoundedStatusRate(Judge):
             at.insert(where, received)
             times.insert(where, (received, index, e.seq))
         above = bisect.bisect_right(at, start)
-        if len(at) - above > self.allowed:
-            inside = sorted(times[above:], key=_SECOND)
+        if len(at) - above + gone > self.allowed:
+            inside = times[above:]
+            if gone:
+                first_gone = len(self.gone_at) - gone
+                inside.extend(
+                    zip(
+                        self.gone_at[first_gone:],
+                        self.gone_index[first_gone:],
+                        self.gone_seq[first_gone:],
+                        strict=True,
+                    )
+                )
+            inside.sort(key=_SECOND)
             first_received, _, first_seq = inside[0]
             self.done = Violation(
                 "status_rate",
@@ -1014,13 +1077,27 @@ class BoundedStatusRate(Judge):
                 e.client,
             )
             self.at, self.times = [], []
+            self.gone_at, self.gone_index, self.gone_seq = (
+                array.array("d"),
+                array.array("q"),
+                array.array("q"),
+            )
             return
         # let go of the reads more than two windows older than this one
         keep = bisect.bisect_right(at, start - self.window)
         if keep > 64 and keep * 2 > len(at):
             self.dropped = max(self.dropped, at[keep - 1])
+            self.gone_at.extend(at[:keep])
+            self.gone_index.extend(index for _, index, _ in times[:keep])
+            self.gone_seq.extend(seq for _, _, seq in times[:keep])
             del at[:keep]
             del times[:keep]
+            if len(self.gone_at) > self.keep_gone:
+                half = len(self.gone_at) // 2
+                self.forgotten = self.gone_at[half - 1]
+                del self.gone_at[:half]
+                del self.gone_index[:half]
+                del self.gone_seq[:half]
 
     def close(self, hooks: Hooks) -> list[Violation]:
         return [] if self.done is None else [self.done]

@@ -389,6 +389,7 @@ def _timeline(v: Violation, index: _Windowed) -> list[str]:
         lines.append("      ...")
     changes_seen: set[tuple[str | None, float]] = set()
     previous: Entry | None = None
+    named = frozenset(v.seqs)  # a status_rate violation can name every read of a window
     for e in shown:
         change = (e.true_status, e.status_since or 0.0)
         if (
@@ -403,7 +404,7 @@ def _timeline(v: Violation, index: _Windowed) -> list[str]:
             )
         changes_seen.add(change)
         previous = e
-        lines.append("    " + _line(e, ">>" if e.seq in v.seqs else "  "))
+        lines.append("    " + _line(e, ">>" if e.seq in named else "  "))
     if after:
         lines.append("      ...")
     return lines

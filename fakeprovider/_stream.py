@@ -114,8 +114,10 @@ class _Client:
         "status_reads",
     )
 
-    def __init__(self, limits: Limits, metrics: dict[str, Any], observed: set[str]) -> None:
-        self.judge = ClientJudge(limits, bounded=True)
+    def __init__(
+        self, limits: Limits, metrics: dict[str, Any], observed: set[str], keep_gone: int
+    ) -> None:
+        self.judge = ClientJudge(limits, bounded=True, keep_gone=keep_gone)
         self.metrics = metrics
         self.observed = observed
         self.failed_last: dict[tuple[str, str | None], bool] = {}
@@ -166,8 +168,9 @@ class _Run:
 class _Totals:
     """What the metrics and coverage count over every run, and the violations kept."""
 
-    def __init__(self, shown: int | None) -> None:
+    def __init__(self, shown: int | None, keep_gone: int) -> None:
         self.shown = shown  # how many violations to make (None: all)
+        self.keep_gone = keep_gone
         self.violations: list[Violation] = []
         self.counts: Counter[str] = Counter()  # per rule, in the order they first come
         self.per_client: dict[str, dict[str, Any]] = {}
@@ -194,13 +197,16 @@ def check_stream(
     limits_of: Callable[[dict[str, Any] | None], Limits],
     *,
     shown: int | None = None,
+    keep_gone: int = 0,
 ) -> StreamReport:
     """Judge ``entries`` (in ``order_entries``'s order: see ``in_seq_order``) as
     ``invariants.check`` does, each run by ``limits_of(its header)``; the report's ``limits``
     are the first run's (``limits_of(None)`` for a journal with no run). With ``shown``, the
     report's ``violations`` are only the first that many (all a text report details): the
-    others are counted, and never written out nor kept past the end of their run."""
-    totals = _Totals(shown)
+    others are counted, and never written out nor kept past the end of their run.
+    ``keep_gone``: how many status reads let go each client's ``status_rate`` judge keeps
+    (0: ``_judges.KEEP_GONE``); past that, a read far back in time raises ``Unjudgeable``."""
+    totals = _Totals(shown, keep_gone)
     runs: list[_Run] = []
     headers: list[dict[str, Any] | None] = []
     header: dict[str, Any] | None = None
@@ -299,7 +305,7 @@ def _request(run: _Run, e: Entry, totals: _Totals) -> None:
         )
         observed = totals.observed.setdefault(e.client, set())
         totals.reached.setdefault(e.client, set())
-        run.clients[e.client] = client = _Client(run.limits, metrics, observed)
+        run.clients[e.client] = client = _Client(run.limits, metrics, observed, totals.keep_gone)
     client.judge.add(e)
     job_id = e.job_id
     true_status = e.true_status

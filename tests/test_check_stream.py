@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import sys
 import threading
 from collections import Counter
 from collections.abc import Iterator
@@ -21,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fakeprovider import _check_cli
+from fakeprovider import _check_cli, _judges
 from fakeprovider._formats import FORMATS
 from fakeprovider._stream import Unordered, check_stream, in_seq_order, render_streamed
 from fakeprovider.cli import main
@@ -326,3 +327,30 @@ def test_a_journal_replaced_while_the_check_runs_is_refused_not_misreported(
         f"fakeprovider check: {path} changed while it was being checked (replaced, truncated"
         " or rewritten); check a copy of it\n"
     )
+
+
+def test_a_read_far_back_past_the_reads_kept_is_judged_again_keeping_them_all(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    limits = Limits(status_rate=20.0, status_rate_window=1.0)
+    journal = [
+        _admin(0, "/__admin/start", {"scenario": "a", "limits": limits.to_dict()}),
+        *(_read(seq, seq / 10, seq / 10 + 0.01) for seq in range(1, 1001)),
+        _read(1001, 5.0, 5.01),  # its window reaches back past the reads let go
+    ]
+    monkeypatch.setattr(_judges, "KEEP_GONE", 8)
+    passes: list[int] = []
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        passes.append(kwargs.get("keep_gone", 0))
+        return check_stream(*args, **kwargs)
+
+    monkeypatch.setattr(_check_cli, "check_stream", counted)
+    streamed = _check_file(tmp_path, _journal(journal), capsys)
+    assert passes == [0, sys.maxsize]
+    with monkeypatch.context() as patched:
+        patched.setattr(_check_cli, "judge_streamed", lambda journal, args, shown: None)
+        in_memory = _check_file(tmp_path, _journal(journal), capsys)
+    assert streamed == in_memory
+    assert streamed[0] == 1
+    assert "status_rate 1" in streamed[1]

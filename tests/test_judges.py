@@ -185,15 +185,46 @@ def jittered_reads(draw: st.DrawFn) -> list[Entry]:
         status_rate=st.sampled_from((5.0, 20.0, 60.0)),
         status_rate_window=st.sampled_from((0.5, 1.0, 2.0)),
     ),
+    st.sampled_from((None, 64, 200)),
 )
 def test_the_bounded_status_rate_finds_what_the_rule_finds_or_says_it_cannot(
-    reads: list[Entry], limits: Limits
+    reads: list[Entry], limits: Limits, keep_gone: int | None
 ) -> None:
-    judge = _judges.BoundedStatusRate(limits)
+    """Reads far back in time are judged against the reads let go (kept as numbers); only
+    past ``KEEP_GONE`` of those (made small here) may a read reach back too far to judge."""
+    judge = _judges.BoundedStatusRate(limits, keep_gone=keep_gone or _judges.KEEP_GONE)
     try:
         for e in reads:
             judge.add(e)
     except _judges.Unjudgeable:
+        assert keep_gone is not None
         return
     assert judge.close({}) == list(_rules.status_rate(reads, limits))
     assert len(judge.at) == len(judge.times) <= 2 * (2 * judge.allowed + 64) + 1
+    assert len(judge.gone_at) == len(judge.gone_index) == len(judge.gone_seq)
+
+
+def test_a_read_far_back_in_time_is_judged_against_the_reads_let_go() -> None:
+    """1,000 reads 0.1 s apart, then one whose clock reads 5 s: its window reaches back past
+    the reads kept, so the reads let go are counted and named too."""
+    limits = Limits(status_rate=20.0, status_rate_window=1.0)
+    reads = [
+        Entry(
+            seq=seq,
+            kind="status",
+            job_id="j_1",
+            method="GET",
+            path="/v1/jobs/j_1",
+            client="c",
+            received_at=seq / 10 if seq <= 1000 else 5.0,
+        )
+        for seq in range(1, 1002)
+    ]
+    judge = _judges.BoundedStatusRate(limits)
+    for e in reads[:1000]:
+        judge.add(e)
+    assert len(judge.gone_at) > 900
+    judge.add(reads[1000])
+    found = judge.close({})
+    assert found == list(_rules.status_rate(reads, limits))
+    assert found[0].seqs == (*range(41, 1001), 1001)
