@@ -91,6 +91,7 @@ class Dispatcher:
         self._gone: set[str] = set()
         self._forget: Callable[[], None] | None = None
         self._client: httpx.AsyncClient | None = None
+        self._failed_turns = 0
         self.error: BaseException | None = None
 
     # -- control --------------------------------------------------------------------------
@@ -185,7 +186,7 @@ class Dispatcher:
         self._started.set()
         try:
             while not self._stopping:
-                wait = self._turn()
+                wait = self._safe_turn()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), timeout=wait)
                 self._wake.clear()
@@ -208,6 +209,21 @@ class Dispatcher:
             self._client = httpx.AsyncClient(follow_redirects=False, trust_env=False)
         return self._client
 
+    def _safe_turn(self) -> float:
+        """``_turn``, but a bug in it costs that turn, not every webhook for the rest of the
+        server's life: it is logged and the loop starts again from the current engine."""
+        try:
+            return self._turn()
+        except Exception:
+            self._failed_turns += 1
+            if self._failed_turns & (self._failed_turns - 1) == 0:  # the 1st, 2nd, 4th, 8th...
+                log.exception(
+                    "the webhook dispatcher failed a turn (%d so far); it starts again from now",
+                    self._failed_turns,
+                )
+            self._restart(self.provider.engine)
+            return self.tick
+
     def _turn(self) -> float:
         """Plan new changes, start due sends; return how long to sleep (clock seconds)."""
         provider = self.provider
@@ -217,8 +233,10 @@ class Dispatcher:
         if config is None:
             return self.tick
         self._http()  # made before the first send is due, not while it waits
-        engine, changes, next_due = provider.advance(self._cursor)
-        if engine is not self._engine:  # reset between the check above and now
+        # the engine the cursor counts in: a reset or load since the check above is told apart
+        # under the provider's lock, and the new engine is left alone until the next turn
+        engine, changes, next_due = provider.advance(self._cursor, self._engine)
+        if engine is not self._engine:
             return 0.0
         self._cursor += len(changes)
         for change in changes:

@@ -378,18 +378,24 @@ class FakeProvider:
             if self.scenario.webhooks is not None:
                 self.engine.follow()
 
-    def advance(self, since: int = 0) -> tuple[Engine, list[StateChange], float | None]:
+    def advance(
+        self, since: int = 0, engine: Engine | None = None
+    ) -> tuple[Engine, list[StateChange], float | None]:
         """Bring every job up to the clock's reading, so state changes happen on time.
 
         Returns the engine, its state changes from the ``since``-th on
         (``Engine.changes_since``), and the clock reading at which the next timed step is due
-        (None when none is).
+        (None when none is). ``engine``: the engine ``since`` counts the changes of; when a
+        reset or scenario load has replaced it, the current engine is returned with no changes
+        and nothing done to it (``since`` means nothing there: the caller starts again).
         """
         with self._lock:
             self._followed = True
-            engine = self.engine
-            engine.advance_all(self.clock.now())
-            return engine, engine.changes_since(since), engine.next_due()
+            current = self.engine
+            if engine is not None and current is not engine:
+                return current, [], None
+            current.advance_all(self.clock.now())
+            return current, current.changes_since(since), current.next_due()
 
     def date_header(self, reply: Reply) -> str:
         return _http_date(math.floor(self.settings.epoch + reply.respond_at))

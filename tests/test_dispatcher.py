@@ -458,3 +458,68 @@ def test_a_send_in_flight_at_a_reset_is_written_to_the_journal_file(receiver, se
         ("job.succeeded", None, None, None)  # sent, never answered: judged by no rule
     ]
     assert webhook_rows(server) == []  # the new run starts clean
+
+
+def test_a_scenario_load_between_the_dispatchers_check_and_its_read_is_told_apart(
+    receiver: Receiver, serve: Callable[..., ServerThread]
+) -> None:
+    # The dispatcher checks the engine, then reads its changes; a load landing in between used
+    # to have the old engine's cursor read on the new engine: a ValueError that ended the
+    # dispatcher for good, or an engine without webhooks told to keep every change for ever.
+    server = serve("slow-success")
+    dispatcher, provider = server.dispatcher, server.provider
+    make_client = dispatcher._http
+    loads: list[str] = []
+
+    def load_meanwhile() -> object:
+        if not loads:
+            loads.append("slow-success")
+            provider.load("slow-success")  # no webhooks: nothing may be kept for a reader
+        return make_client()
+
+    dispatcher._http = load_meanwhile  # type: ignore[method-assign]
+    provider.load(scenario(receiver, "  events: [job.succeeded]\n"))
+    dispatcher.wake()
+    deadline = time.monotonic() + 5
+    while (not loads or provider.engine is not dispatcher._engine) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert loads == ["slow-success"]
+    for _ in range(200):  # more state changes than the engine keeps
+        submit(server)
+    assert provider.engine._wanted is None
+    assert len(provider.engine.changes) < 2 * provider.engine.keep_changes + 64
+    assert dispatcher.error is None
+    provider.load(scenario(receiver, "  events: [job.succeeded]\n"))
+    submit(server)
+    settle(server, 0.5)
+    assert [r.type for r in receiver.received] == ["job.succeeded"]
+
+
+def test_a_failed_turn_is_logged_and_the_dispatcher_goes_on(
+    receiver: Receiver, serve: Callable[..., ServerThread], caplog: pytest.LogCaptureFixture
+) -> None:
+    server = serve(scenario(receiver, "  events: [job.succeeded]\n"))
+    dispatcher = server.dispatcher
+    turn = dispatcher._turn
+    failures: list[int] = []
+
+    def failing_turn() -> float:
+        if len(failures) < 3:
+            failures.append(1)
+            raise RuntimeError("a bug in a turn")
+        return turn()
+
+    with caplog.at_level(logging.ERROR, logger="fakeprovider.webhooks"):
+        dispatcher._turn = failing_turn  # type: ignore[method-assign]
+        dispatcher.wake()
+        deadline = time.monotonic() + 5
+        while len(failures) < 3 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        submit(server)
+        settle(server, 0.5)
+    assert [r.type for r in receiver.received] == ["job.succeeded"]
+    assert dispatcher.error is None
+    assert [r.getMessage() for r in caplog.records] == [
+        "the webhook dispatcher failed a turn (1 so far); it starts again from now",
+        "the webhook dispatcher failed a turn (2 so far); it starts again from now",
+    ]
