@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 
-async def call(app: Any, scope: dict[str, Any], body: bytes = b"") -> bytes:
-    """The response body ``app`` sends for one request (``scope`` is copied: callers reuse it)."""
+async def answer(app: Any, scope: dict[str, Any], body: bytes = b"") -> tuple[int, bytes]:
+    """The status code and body ``app`` answers one request with (``scope`` is copied: callers
+    reuse it)."""
     sent: list[dict[str, Any]] = []
 
     async def receive() -> dict[str, Any]:
@@ -16,4 +17,10 @@ async def call(app: Any, scope: dict[str, Any], body: bytes = b"") -> bytes:
         sent.append(message)
 
     await app(dict(scope), receive, send)
-    return b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+    status = next((m["status"] for m in sent if m["type"] == "http.response.start"), 0)
+    return status, b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+
+
+async def call(app: Any, scope: dict[str, Any], body: bytes = b"") -> bytes:
+    """The response body ``app`` sends for one request."""
+    return (await answer(app, scope, body))[1]

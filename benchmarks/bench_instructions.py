@@ -69,23 +69,8 @@ def _bare_app(status_body: bytes, submit_body: bytes, submit_code: int) -> Any:
     )
 
 
-async def _answer(app: Any, scope: dict[str, Any], body: bytes = b"") -> tuple[int, bytes]:
-    """The status code and body ``app`` answers one request with."""
-    sent: list[dict[str, Any]] = []
-
-    async def receive() -> dict[str, Any]:
-        return {"type": "http.request", "body": body, "more_body": False}
-
-    async def send(message: dict[str, Any]) -> None:
-        sent.append(message)
-
-    await app(dict(scope), receive, send)
-    code = next(m["status"] for m in sent if m["type"] == "http.response.start")
-    return code, b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
-
-
 async def _child(kind: str, app_name: str, count: int) -> None:
-    from _asgi import call
+    from _asgi import answer, call
     from bench_asgi_overhead import SUBMIT, _scope
 
     from fakeprovider.app import create_app
@@ -101,10 +86,10 @@ async def _child(kind: str, app_name: str, count: int) -> None:
         frozen = RealClock(monotonic=itertools.repeat(1000.0).__next__)
         app = create_app(FakeProvider("long-render", journal_sink=sink, clock=frozen))
         submit = _scope("POST", "/v1/jobs", body=True)
-        submit_code, submit_body = await _answer(app, submit, SUBMIT)
+        submit_code, submit_body = await answer(app, submit, SUBMIT)
         status = _scope("GET", f"/v1/jobs/{json.loads(submit_body)['job_id']}")
         if app_name == "bare":
-            app = _bare_app((await _answer(app, status))[1], submit_body, submit_code)
+            app = _bare_app((await answer(app, status))[1], submit_body, submit_code)
         scope, body = (submit, SUBMIT) if kind == "submit" else (status, b"")
         for _ in range(WARMUP):
             await call(app, scope, body)

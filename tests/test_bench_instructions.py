@@ -62,7 +62,8 @@ def test_bare_app_answers_the_given_bytes_and_status() -> None:
         "headers": [],
         "query_string": b"",
     }
-    status = asyncio.run(bench._answer(app, scope))
-    submit = asyncio.run(bench._answer(app, dict(scope, method="POST", path="/v1/jobs"), b"{}"))
+    answer = load_script("_asgi").answer
+    status = asyncio.run(answer(app, scope))
+    submit = asyncio.run(answer(app, dict(scope, method="POST", path="/v1/jobs"), b"{}"))
     assert status == (200, b'{"status": "queued"}')
     assert submit == (202, b'{"job_id": "j"}')
