@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import bisect
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ._rules import Violation, _answer, _with_listed, describe, fmt_time, told, was_sent
@@ -190,15 +190,43 @@ def coverage(runs: Sequence[Sequence[Entry]], limits: Limits) -> tuple[dict[str,
             for job_id in {e.job_id for e in mine if e.job_id}:
                 watched.update(true_by_job.get(job_id, set()))
     codes = Counter(e.status_code for e in requests if e.status_code is not None)
-    forms = Counter(e.retry_after.form for e in requests if e.retry_after is not None)
-    faults = Counter(e.fault for e in requests if e.fault)
-    dropped = sum(e.dropped is not None or e.status_code is None for e in requests)
+    return summarise_coverage(
+        limits,
+        requests=len(requests),
+        observed=observed,
+        reached=reached,
+        codes=codes,
+        forms=Counter(e.retry_after.form for e in requests if e.retry_after is not None),
+        faults=Counter(e.fault for e in requests if e.fault),
+        dropped=sum(e.dropped is not None or e.status_code is None for e in requests),
+        webhook_sent=any(e.kind == "webhook" and was_sent(e) for e in entries),
+        gave_up=(warning for run in runs for warning in _gave_up(run)),
+    )
+
+
+def summarise_coverage(
+    limits: Limits,
+    *,
+    requests: int,
+    observed: Mapping[str, set[str]],
+    reached: Mapping[str, set[str]],
+    codes: Mapping[int, int],
+    forms: Mapping[str, int],
+    faults: Mapping[str, int],
+    dropped: int,
+    webhook_sent: bool,
+    gave_up: Iterable[str],
+) -> tuple[dict[str, Any], list[str]]:
+    """The coverage section and its warnings from what a journal's requests were answered
+    with (``requests`` of them), what each client saw (``observed``) and what the jobs it read
+    went through (``reached``): the in-memory and the streamed check both build it here.
+    ``gave_up`` is read only when there were requests."""
     not_checked: dict[str, str] = {}
     if limits.deadline is None:
         not_checked["deadline"] = "no deadline was set"
     if limits.status_rate is None:
         not_checked["status_rate"] = "opt-in: no status_rate budget was set"
-    if not any(e.kind == "webhook" and was_sent(e) for e in entries):
+    if not webhook_sent:
         not_checked["webhook_ack"] = "no webhook was delivered"
     found = {
         "statuses_observed": {c: sorted(s) for c, s in sorted(observed.items())},
@@ -225,8 +253,7 @@ def coverage(runs: Sequence[Sequence[Entry]], limits: Limits) -> tuple[dict[str,
     for client in sorted(observed):
         for status in sorted(reached.get(client, set()) - observed[client]):
             warnings.append(f"the client {client!r} never observed {status!r}")
-    for run in runs:
-        warnings.extend(_gave_up(run))
+    warnings.extend(gave_up)
     warnings.extend(f"{name} was not checked: {why}" for name, why in not_checked.items())
     return found, warnings
 

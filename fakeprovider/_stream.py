@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
 from ._judges import ClientJudge, Found, Unjudgeable, found_as_is, violation
-from ._report import job_key, render_indexed, summarise_metrics
+from ._report import job_key, render_indexed, summarise_coverage, summarise_metrics
 from ._rules import Violation, _answer, describe, told, was_sent, webhook_ack
 from ._runs import _RUN_STARTS
 from .invariants import INVARIANTS
@@ -447,42 +447,18 @@ def _metrics(totals: _Totals, runs: int) -> dict[str, Any]:
 
 
 def _coverage(totals: _Totals, limits: Limits) -> tuple[dict[str, Any], list[str]]:
-    observed, reached, codes, forms = totals.observed, totals.reached, totals.codes, totals.forms
-    not_checked: dict[str, str] = {}
-    if limits.deadline is None:
-        not_checked["deadline"] = "no deadline was set"
-    if limits.status_rate is None:
-        not_checked["status_rate"] = "opt-in: no status_rate budget was set"
-    if not totals.sent:
-        not_checked["webhook_ack"] = "no webhook was delivered"
-    found = {
-        "statuses_observed": {c: sorted(s) for c, s in sorted(observed.items())},
-        "status_codes": {str(code): n for code, n in sorted(codes.items())},
-        "faults_served": dict(sorted(totals.faults.items())),
-        "retry_after_forms": dict(sorted(forms.items())),
-        "dropped_connections": totals.dropped,
-        "not_checked": not_checked,
-    }
-    warnings: list[str] = []
-    if not totals.requests:
-        warnings.append("the journal holds no requests, so nothing was checked")
-        return found, warnings
-    if not codes.get(429):
-        warnings.append("no 429 was served, so rate-limit handling was not exercised")
-    if not totals.dropped and not any(code >= 500 for code in codes):
-        warnings.append(
-            "no 5xx or dropped connection was served, so retry handling was not exercised"
-        )
-    if not forms:
-        warnings.append("no Retry-After was served, so honours_retry_after was not exercised")
-    if not any(s & TERMINAL_STATUSES for s in observed.values()):
-        warnings.append("no client saw a job end, so stops_at_terminal was not exercised")
-    for client in sorted(observed):
-        for status in sorted(reached.get(client, set()) - observed[client]):
-            warnings.append(f"the client {client!r} never observed {status!r}")
-    warnings.extend(totals.gave_up)
-    warnings.extend(f"{name} was not checked: {why}" for name, why in not_checked.items())
-    return found, warnings
+    return summarise_coverage(
+        limits,
+        requests=totals.requests,
+        observed=totals.observed,
+        reached=totals.reached,
+        codes=totals.codes,
+        forms=totals.forms,
+        faults=totals.faults,
+        dropped=totals.dropped,
+        webhook_sent=bool(totals.sent),
+        gave_up=totals.gave_up,
+    )
 
 
 def render_streamed(
