@@ -370,26 +370,8 @@ class Engine:
         """A well-formed status read of ``job`` (brought up to ``now``) that no fault, credential
         check or rate limit touches: the reply ``_decide`` makes, journaled as ``_entry`` would
         journal it, without their general cases (tests/test_engine_differential.py)."""
-        shown = self._shown[job.spec_index][job.step][1 if job.cancelled else 0]
-        status, progress, poll_after, estimate, message, result, error, summary = shown
-        view = fast_view(  # what ``_view`` makes
-            job.id,
-            job.spec_index,
-            status,
-            progress,
-            job.created_at,
-            job.since,
-            now,
-            poll_after,
-            estimate,
-            message,
-            job.request,
-            result,
-            error,
-            summary,
-            job.callback_url,
-            job.started is None and not job.cancelled,
-        )
+        view = self._view(job, now)
+        status, poll_after = view.status, view.poll_after
         if job.started is not None or job.cancelled:  # not throttled: a poll counts
             job.polls += 1
         if job.due <= now:
