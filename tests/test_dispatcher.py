@@ -523,3 +523,29 @@ def test_a_failed_turn_is_logged_and_the_dispatcher_goes_on(
         "the webhook dispatcher failed a turn (1 so far); it starts again from now",
         "the webhook dispatcher failed a turn (2 so far); it starts again from now",
     ]
+
+
+def test_without_reorder_the_dispatcher_keeps_no_changes_once_planned(
+    receiver: Receiver, serve: Callable[..., ServerThread]
+) -> None:
+    # Only ``reorder`` sends a job's earlier changes again. A server used to keep every change
+    # of every job for ever (a view and two dicts each), which grew with every submit and made
+    # the collector's middle-generation scans of a submit stream last tens of milliseconds.
+    server = serve(scenario(receiver, "  events: [job.processing, job.succeeded]\n"))
+    for _ in range(3):
+        submit(server)
+    settle(server, 0.6)
+    assert sorted(r.type for r in receiver.received) == 3 * ["job.processing"] + 3 * [
+        "job.succeeded"
+    ]
+    assert server.dispatcher._history == {}
+
+
+def test_with_reorder_the_earlier_changes_are_sent_after_the_terminal_one(
+    receiver: Receiver, serve: Callable[..., ServerThread]
+) -> None:
+    webhooks = "  events: [job.processing, job.succeeded]\n  reorder: true\n"
+    server = serve(scenario(receiver, webhooks))
+    submit(server)
+    settle(server, 0.6)
+    assert [r.type for r in receiver.received] == ["job.succeeded", "job.processing"]
