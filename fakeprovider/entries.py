@@ -806,12 +806,23 @@ def _plain_twin(cls: type) -> type | None:
     return twin
 
 
+_ChunkFunctions = tuple[
+    Callable[[Iterator[bytes], dict[str, str] | None], list[Entry]],
+    Callable[[list[Any], dict[str, str] | None], list[Entry]],
+    Callable[[Any], list[Any]],
+]
+
+
 @functools.cache
-def _chunk_reader() -> Callable[[Iterator[bytes], dict[str, str] | None], list[Entry]] | None:
-    """A function that takes lines (without their line breaks) from an iterator and returns
-    the entries of those msgspec reads, up to the first it cannot: it has taken that line
-    too, and made no entry of it (the caller counts). Equal strings are shared through the
-    dict it is given (None: not at all). None where msgspec is not installed.
+def _chunk_functions() -> _ChunkFunctions | None:
+    """``(read, build, decode_wrapped)``, or None where msgspec is not installed.
+
+    ``read`` takes lines (without their line breaks) from an iterator and returns the entries
+    of those msgspec reads, up to the first it cannot: it has taken that line too, and made no
+    entry of it (the caller counts). Equal strings are shared through the dict it is given
+    (None: not at all). ``decode_wrapped`` decodes lines each wrapped in ``[`` ``]``
+    (``_wrapped_lines``) into 1-tuples of structs, and ``build`` makes their entries as
+    ``read`` does, raising ``BadEntry`` for a run header ``_check_run`` refuses.
 
     Made as source and compiled, as ``dataclasses`` makes ``__init__``: one loop, each line
     decoded into a ``_line_struct``, each field read off the struct and set on a plain twin of
@@ -890,11 +901,28 @@ def _chunk_reader() -> Callable[[Iterator[bytes], dict[str, str] | None], list[E
             "    except (ValueError, RecursionError):",  # msgspec's errors; BadEntry
             "        pass",
             "    return out",
+            # the same loop over structs msgspec decoded already, each in a 1-tuple
+            "def build(wrapped, strings):",
+            "    out = []",
+            "    append = out.append",
+            "    if strings is None:",
+            "        for s, in wrapped:",
+            *(" " * 12 + line for line in loop(sharing=False)),
+            "        return out",
+            "    share = strings.setdefault",
+            "    for s, in wrapped:",
+            *(" " * 8 + line for line in loop(sharing=True)),
+            "    return out",
         ]
     )
     exec(source, scope)  # only field names go into the source
-    read: Callable[[Iterator[bytes], dict[str, str] | None], list[Entry]] = scope["read"]
-    return read
+    return scope["read"], scope["build"], msgspec.json.Decoder(tuple[line]).decode_lines  # type: ignore[valid-type]
+
+
+def _chunk_reader() -> Callable[[Iterator[bytes], dict[str, str] | None], list[Entry]] | None:
+    """``_chunk_functions``'s line reader, or None where msgspec is not installed."""
+    made = _chunk_functions()
+    return None if made is None else made[0]
 
 
 def _checked_run(run: dict[str, Any]) -> dict[str, Any]:
@@ -1072,48 +1100,117 @@ def entry_batches(
     ``JournalError`` of ``iter_entries`` over the file's lines (split at ``\n`` only, as a
     binary file iterates). Holds a block, the line it ends in, and its entries until taken.
 
-    The whole lines of a block are read together (``_chunk_reader``), but for any line msgspec
-    refuses, read alone (``_line_entries``): a bad line is reported after a list of the
-    entries before it, as ``iter_entries`` reports it.
+    The whole lines inside a block are decoded by one msgspec call (``_wrapped_lines``) when
+    every one of them is of the fake's shape; otherwise, and for the line that runs into the
+    block from the one before, each line is decoded on its own (``_chunk_reader``), but for
+    any line msgspec refuses, read alone (``_line_entries``): a bad line is reported after a
+    list of the entries before it, as ``iter_entries`` reports it.
     """
-    read = _chunk_reader() if _line_decoder() is not None else None
+    functions = _chunk_functions() if _line_decoder() is not None else None
     strings: dict[str, str] | None = {} if share_strings else None
-    number = 1  # of the first line of the block
+    number = 1  # of the next line
     pending: list[bytes] = []  # the start of that line
     for block in blocks:
-        lines = block.split(b"\n")
-        if len(lines) == 1:
+        first = block.find(b"\n")
+        if first < 0:
             pending.append(block)
             continue
-        if pending:
-            pending.append(lines[0])
-            lines[0] = b"".join(pending)
-            pending.clear()
-        tail = lines.pop()
-        if tail:
-            pending.append(tail)
         if strings is not None and len(strings) > _SHARED:
             strings.clear()
-        if read is None:
+        last = block.rfind(b"\n")
+        head = block[:first]
+        if pending:
+            pending.append(head)
+            head = b"".join(pending)
+            pending.clear()
+        tail = block[last + 1 :]
+        if tail:
+            pending.append(tail)
+        if functions is None:
+            lines = [head, *block[first + 1 : last].split(b"\n")] if last > first else [head]
             whole = [line + b"\n" for line in lines]
             yield (yield from _batch_of_lines(whole, name, strings, number))
             number += len(lines)
             continue
-        batch: list[Entry] = []
-        taken = 0
-        remaining = iter(lines)
-        while taken < len(lines):
-            made = read(remaining, strings)
-            batch += made
-            taken += len(made)
-            if taken < len(lines):  # msgspec refused line ``taken``: read it alone
-                refused = [lines[taken] + b"\n"]
-                batch += yield from _batch_of_lines(refused, name, strings, number + taken, batch)
-                taken += 1
-        number += len(lines)
+        read, build, decode_wrapped = functions
+        batch = yield from _lines_read(read, [head], name, strings, number, [])
+        number += 1
+        if last > first:
+            made = _wrapped_lines(block, first, last, decode_wrapped, build, strings)
+            if made is None:
+                lines = block[first + 1 : last].split(b"\n")
+                batch = yield from _lines_read(read, lines, name, strings, number, batch)
+                number += len(lines)
+            else:
+                batch += made
+                number += len(made)
         yield batch
     if pending:  # a last line without its line break
         yield (yield from _batch_of_lines([b"".join(pending)], name, strings, number))
+
+
+def _wrapped_lines(
+    block: bytes,
+    first: int,
+    last: int,
+    decode_wrapped: Callable[[Any], list[Any]],
+    build: Callable[[list[Any], dict[str, str] | None], list[Entry]],
+    strings: dict[str, str] | None,
+) -> list[Entry] | None:
+    """The entries of the whole lines of ``block`` after its first line break (at ``first``)
+    up to its last (at ``last``), decoded by one msgspec call; None unless every one of those
+    lines is one msgspec reads alone (the caller then reads them one by one).
+
+    Every line break becomes ``]\n[``, so that the lines are ``[line]`` values one after the
+    other, and msgspec decodes them as 1-tuples of the line's struct. They are read exactly as
+    each line alone is: a line break cannot be inside a JSON string (a control character), so
+    each ``]`` and ``[`` put in is outside strings; ``]`` then ``[`` with only whitespace
+    between them is valid JSON only between two top-level values, so every line break is
+    between two of them; each line then holds at least one value, and as many values as lines
+    means each holds exactly one: ``[line]``, a 1-tuple, which only a line holding one JSON
+    object of the struct's shape (whitespace around it) decodes to. A blank line (``[]``), a
+    BOM, two objects on a line or one over two lines fails, as does deeper nesting than
+    msgspec takes (one level more than the line alone: then read alone, as it would be).
+    """
+    wrapped = block.replace(b"\n", b"]\n[")
+    breaks = (len(wrapped) - len(block)) >> 1
+    # from the "[" after the first line break to the "]" before the last one (each break
+    # before a position moves it by two)
+    region = memoryview(wrapped)[first + 2 : last + 2 * breaks - 1]
+    try:
+        values = decode_wrapped(region)
+        if len(values) != breaks - 1:
+            return None
+        return build(values, strings)
+    except (ValueError, RecursionError):  # msgspec's errors; BadEntry for a run header
+        return None
+    finally:
+        region.release()
+
+
+def _lines_read(
+    read: Callable[[Iterator[bytes], dict[str, str] | None], list[Entry]],
+    lines: list[bytes],
+    name: str,
+    strings: dict[str, str] | None,
+    first: int,
+    batch: list[Entry],
+) -> Generator[list[Entry], None, list[Entry]]:
+    """``batch`` and the entries of ``lines`` (numbered from ``first``) after it, each line
+    decoded on its own by ``read`` but for any line msgspec refuses, read alone
+    (``_batch_of_lines``: for a bad line, what was read before it is yielded, then its
+    ``JournalError`` raised)."""
+    taken = 0
+    remaining = iter(lines)
+    while taken < len(lines):
+        made = read(remaining, strings)
+        batch += made
+        taken += len(made)
+        if taken < len(lines):  # msgspec refused line ``taken``: read it alone
+            refused = [lines[taken] + b"\n"]
+            batch += yield from _batch_of_lines(refused, name, strings, first + taken, batch)
+            taken += 1
+    return batch
 
 
 def _batch_of_lines(

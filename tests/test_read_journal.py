@@ -504,6 +504,99 @@ def test_blocks_of_any_size_read_as_lines_do(monkeypatch: pytest.MonkeyPatch) ->
     assert tally["refused"] > 20
 
 
+def reshaped(rng: random.Random, lines: list[bytes]) -> bytes:
+    """``lines`` with their line breaks moved about where a block's one msgspec call must not
+    be fooled: a line over two lines (broken after a comma, a colon or inside a string, or
+    inside a nested array of a run header), two lines on one (nothing, a space, a tab, or
+    ``][``, which the one call's wrapping would read as two values), both near each other (as many values as lines in all), blank lines and CRLF."""
+    out = list(lines)
+    for _ in range(rng.randint(1, 3)):
+        at = rng.randrange(len(out))
+        line = out[at]
+        choice = rng.random()
+        if choice < 0.35:  # one line over two
+            marks = [m.end() for m in re.finditer(rb'[,:]|"a|\[1', line)]
+            if marks:
+                cut = rng.choice(marks)
+                out[at : at + 1] = [line[:cut] + b"\n", line[cut:]]
+        elif choice < 0.7 and at + 1 < len(out):  # two lines on one
+            between = rng.choice([b"", b" ", b"\t", b"][", b"] ["])  # "][": two "[line]"
+            out[at : at + 2] = [line[:-1] + between + out[at + 1]]
+        elif choice < 0.85:
+            out.insert(at, rng.choice([b"\n", b" \n", b"\r\n"]))
+        else:
+            out[at] = line[:-1] + b"\r\n"
+    return b"".join(out)
+
+
+def test_lines_moved_about_in_a_block_read_as_lines_do() -> None:
+    """A block's whole lines are decoded by one msgspec call (``entries._wrapped_lines``)
+    only when that reads exactly what each line alone reads: lines broken in two, two lines
+    on one, both at once (as many JSON values as lines), blank lines; the entries before the
+    first bad line and its error are the line-by-line reference's, whatever the cuts into
+    blocks (bounded: 3 seconds)."""
+    rng = random.Random(1516)
+    nested = jsonl_line(
+        entry(0, kind="admin", job_id=None, path="/__admin/reset", run={"a": [1, [2, 3]]})
+    ).encode()
+    good = [jsonl_line(sample).encode() for sample in SAMPLES] + [nested]
+    stop = time.monotonic() + 3.0
+    tally: Counter[str] = Counter()
+    for number in range(3000):
+        if time.monotonic() > stop:
+            break
+        data = reshaped(rng, [rng.choice(good) for _ in range(rng.randint(2, 40))])
+        expected = prefix_and_error(reference_reading(io.BytesIO(data), "<journal>"))
+        tally["refused" if expected[1] else "read"] += 1
+        cuts = sorted(rng.sample(range(1, len(data)), min(len(data) - 1, rng.randint(0, 3))))
+        for share in (False, True):
+            got = prefix_and_error(from_blocks(in_blocks(data, cuts), share))
+            assert got == expected, (number, data, cuts)
+    assert tally["read"] > 20
+    assert tally["refused"] > 20
+
+
+def test_as_many_values_as_lines_over_the_wrong_lines_is_not_read_as_a_block() -> None:
+    """A line broken in two and two lines on one make as many JSON values as lines: the
+    block is then read line by line, which names the broken line."""
+    one, two, three = (jsonl_line(entry(seq)).encode() for seq in (1, 2, 3))
+    cut = one.index(b',"method"') + 1
+    data = b"\n" + one[:cut] + b"\n" + one[cut:-1] + two + three + b"\n"
+    assert prefix_and_error(from_blocks([data], share_strings=False)) == (
+        [],
+        "<journal>:2: not JSON (Expecting property name enclosed in double quotes at column 44);"
+        " each line must be one journal entry",
+    )
+    joined = b"\n" + one[:-1] + b"][" + two + three  # "[one][two]" on line 2: two values
+    assert prefix_and_error(from_blocks([joined], share_strings=False)) == (
+        [],
+        "<journal>:2: not JSON (Extra data at column 490); each line must be one journal entry",
+    )
+
+
+def test_a_block_of_the_fakes_lines_is_decoded_by_one_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Past the line a block starts inside, every whole line of a block of the fake's lines
+    goes through the one msgspec call, and what it makes is what the lines alone make."""
+    if entries._line_decoder() is None:  # pragma: no cover - msgspec has a wheel here
+        pytest.skip("msgspec is not installed: every line is read by json.loads")
+    lines = [jsonl_line(sample).encode() for sample in SAMPLES * 20]
+    data = b"".join(lines)
+    made: list[int] = []
+    real = entries._wrapped_lines
+
+    def counting(*args: Any) -> list[Entry] | None:
+        found = real(*args)
+        made.append(-1 if found is None else len(found))
+        return found
+
+    monkeypatch.setattr(entries, "_wrapped_lines", counting)
+    read = list(from_blocks([b"\n" + data], share_strings=False))
+    assert made == [len(lines)]
+    assert [repr(one) for one in read] == [repr(one) for one in reference_reading(lines, "x")]
+
+
 @pytest.mark.parametrize("where", ["first", "last whole", "over the edge", "after the edge"])
 def test_a_bad_line_at_a_block_edge_is_named_after_the_entries_before_it(where: str) -> None:
     lines = [jsonl_line(entry(seq)).encode() for seq in range(1, 7)]
