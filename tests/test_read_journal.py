@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import gc
 import io
 import itertools
 import json
@@ -20,7 +21,14 @@ from typing import Any
 import pytest
 
 from fakeprovider import entries, journal
-from fakeprovider.entries import BadEntry, JournalError, _show, entry_from_dict, jsonl_line
+from fakeprovider.entries import (
+    FIELD_NAMES,
+    BadEntry,
+    JournalError,
+    _show,
+    entry_from_dict,
+    jsonl_line,
+)
 from fakeprovider.journal import Entry, Journal, RetryAfterRecord, iter_journal, read_journal
 from tests.bench_scripts import load_script
 
@@ -771,3 +779,119 @@ def test_the_read_benchmark_reads_each_shape_each_way(capsys: pytest.CaptureFixt
     assert out[2].split() == ["shape", "B/line", *" ".join(ways).split(), "ratio"]
     assert [line.split()[0] for line in out[3:5]] == ["many-jobs", "retry-storm"]
     assert all(len(line.split()) == len(ways) + 3 for line in out[3:5])
+
+
+# -- records: the decoded structs themselves, for a reader of fields (fakeprovider check) ----
+
+PROPERTIES = ("is_header", "latency", "failed")
+
+
+def what_it_holds(one: entries.EntryLike) -> tuple[object, ...]:
+    """Every field and property of ``one`` as a reader of ``EntryLike`` sees them (a
+    Retry-After as its four values), with the types of the values."""
+    values: list[object] = [getattr(one, name) for name in FIELD_NAMES + PROPERTIES]
+    ra = one.retry_after
+    at = FIELD_NAMES.index("retry_after")
+    values[at] = None if ra is None else (ra.raw, ra.not_before, ra.header, ra.form)
+    return tuple((value, type(value)) for value in values)
+
+
+def held_and_error(read: Iterator[entries.EntryLike]) -> tuple[list[object], str | None]:
+    """What each entry read holds (``what_it_holds``) up to the first error, and the error."""
+    held: list[object] = []
+    try:
+        for one in read:
+            held.append(what_it_holds(one))
+    except ValueError as exc:
+        return held, str(exc)
+    return held, None
+
+
+def records_from_blocks(blocks: list[bytes]) -> Iterator[entries.EntryLike]:
+    for batch in entries.record_batches(blocks, "<journal>"):
+        yield from batch
+
+
+def test_records_hold_what_the_entries_of_the_same_lines_hold(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``record_batches`` over journals cut into blocks at random (mutated, blank, CRLF and
+    moved-about lines, a BOM, no last line break): the same lines read, each holding the same
+    field values (of the same types) and properties as the line-by-line reference's entry,
+    the same error after them; ``as_entry`` makes that very entry. With msgspec and without
+    (bounded: 4 seconds)."""
+    rng = random.Random(1517)
+    good = [jsonl_line(sample).encode() for sample in SAMPLES]
+    stop = time.monotonic() + 4.0
+    tally: Counter[str] = Counter()
+    for number in range(2000):
+        if time.monotonic() > stop:
+            break
+        data = journal_of(rng, good)
+        if rng.random() < 0.3:
+            data = reshaped(rng, data.splitlines(keepends=True) or [b"\n"])
+        reference = list(_prefix(reference_reading(io.BytesIO(data), "<journal>")))
+        expected = held_and_error(iter(reference[:-1])), reference[-1]
+        tally["refused" if reference[-1] else "read"] += 1
+        cuts = sorted(rng.sample(range(1, len(data)), min(len(data) - 1, rng.randint(0, 12))))
+        blocks = in_blocks(data, cuts)
+        got = list(_prefix(records_from_blocks(blocks)))
+        assert (held_and_error(iter(got[:-1])), got[-1]) == expected, (number, cuts)
+        assert [entries.as_entry(one) for one in got[:-1]] == reference[:-1], number
+        if number % 5 == 0:
+            with monkeypatch.context() as patch:
+                patch.setattr(entries, "_line_decoder", lambda: None)
+                got = list(_prefix(records_from_blocks(blocks)))
+                assert {type(one) for one in got[:-1]} <= {Entry}
+                assert got == reference, number
+    assert tally["read"] > 20
+    assert tally["refused"] > 20
+
+
+def _prefix(read: Iterator[Any]) -> Iterator[Any]:
+    """What ``read`` yields up to its first error, then that error's text (None: none)."""
+    try:
+        yield from read
+    except ValueError as exc:
+        yield str(exc)
+        return
+    yield None
+
+
+def test_a_line_of_the_fakes_shape_is_given_as_its_record(tmp_path: Path) -> None:
+    """``iter_records`` gives the lines a block's one msgspec call read as the structs it
+    made (not tracked by the collector: they hold no cycle), holding what the ``Entry`` holds;
+    ``as_entry`` gives an ``Entry`` back as it is."""
+    if entries._line_decoder() is None:  # pragma: no cover - msgspec has a wheel here
+        pytest.skip("msgspec is not installed: every line is read as an Entry")
+    path = tmp_path / "run.jsonl"
+    path.write_text(jsonl(*SAMPLES) * 2)
+    read = list(journal.iter_records(path))
+    assert [type(one).__name__ for one in read] == ["Entry"] + ["EntryRecord"] * (
+        2 * len(SAMPLES) - 1
+    )
+    for one, sample in zip(read, SAMPLES * 2, strict=True):
+        assert what_it_holds(one) == what_it_holds(sample)
+        assert entries.as_entry(one) == sample
+    assert not any(map(gc.is_tracked, read[1:]))
+    assert entries.as_entry(SAMPLES[1]) is SAMPLES[1]
+    assert type(entries.as_entry(read[len(SAMPLES) + 2]).retry_after) is RetryAfterRecord
+
+
+def test_records_of_a_text_stream_are_its_entries() -> None:
+    """A text stream is read line by line (``iter_entries``): its records are ``Entry``s."""
+    read = list(journal.iter_records(io.StringIO(jsonl(*SAMPLES))))
+    assert read == SAMPLES
+    assert {type(one) for one in read} == {Entry}
+
+
+def test_a_bad_line_in_records_is_named_after_the_records_before_it(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    lines = [jsonl_line(entry(seq)) for seq in range(1, 300)]
+    lines[250] = '{"seq": 251, "kind": "status", "received_at": NaN}\n'
+    path.write_text("".join(lines))
+    got = list(_prefix(journal.iter_records(path)))
+    assert [entries.as_entry(one) for one in got[:-1]] == [entry(seq) for seq in range(1, 251)]
+    assert got[-1] == (
+        f"{path}:251: received_at: expected a finite number (clock seconds), got nan"
+    )
