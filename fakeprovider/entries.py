@@ -13,6 +13,7 @@ module and re-exports its public names.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import itertools
@@ -42,6 +43,7 @@ __all__ = [
     "jsonl_line",
     "jsonl_lines",
     "parse_lines",
+    "readable_entries",
     "record_batches",
 ]
 
@@ -921,7 +923,7 @@ def _plain_twin(cls: type) -> type | None:
 
 
 _ChunkFunctions = tuple[
-    Callable[[Iterator[bytes], dict[str, str] | None], list[Entry]],
+    Callable[[Iterator[str | bytes], dict[str, str] | None], list[Entry]],
     Callable[[list[Any], dict[str, str] | None], list[Entry]],
     Callable[[Any], list[Any]],
 ]
@@ -1033,7 +1035,7 @@ def _chunk_functions() -> _ChunkFunctions | None:
     return scope["read"], scope["build"], msgspec.json.Decoder(tuple[line]).decode_lines  # type: ignore[valid-type]
 
 
-def _chunk_reader() -> Callable[[Iterator[bytes], dict[str, str] | None], list[Entry]] | None:
+def _chunk_reader() -> Callable[[Iterator[str | bytes], dict[str, str] | None], list[Entry]] | None:
     """``_chunk_functions``'s line reader, or None where msgspec is not installed."""
     made = _chunk_functions()
     return None if made is None else made[0]
@@ -1351,7 +1353,7 @@ def _records(wrapped: list[tuple[Any]]) -> list[Any]:
 
 
 def _lines_read(
-    read: Callable[[Iterator[bytes], dict[str, str] | None], list[Entry]],
+    read: Callable[[Iterator[str | bytes], dict[str, str] | None], list[Entry]],
     lines: list[bytes],
     name: str,
     strings: dict[str, str] | None,
@@ -1392,6 +1394,31 @@ def _batch_of_lines(
         yield [*(before or ()), *batch]
         raise
     return batch
+
+
+def readable_entries(lines: list[str]) -> list[Entry]:
+    """The entries of those of ``lines`` (text, each with its line break) that are entries,
+    the others skipped: ``entry_from_line`` of each line that does not raise ``ValueError``
+    (or ``TypeError``), in order. The lines msgspec reads are decoded together (``_chunk_reader``), any other
+    alone (``entry_from_line``): what ``Journal.run_entries`` reads its file with."""
+    read = _chunk_reader() if _line_decoder() is not None else None
+    out: list[Entry] = []
+    taken = 0
+    remaining = iter(lines)
+    while taken < len(lines):
+        if read is not None:
+            made = read(remaining, None)
+            out += made
+            taken += len(made)
+            if taken == len(lines):
+                break
+        else:
+            next(remaining)
+        # msgspec refused line ``taken``: as entry_from_line reads it, or skipped
+        with contextlib.suppress(ValueError, TypeError):
+            out.append(entry_from_line(lines[taken]))
+        taken += 1
+    return out
 
 
 def entry_from_line(line: str | bytes) -> Entry:

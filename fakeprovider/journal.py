@@ -33,10 +33,10 @@ from .entries import (
     RetryAfterRecord,
     _flat_values,
     entry_batches,
-    entry_from_line,
     iter_entries,
     jsonl_line,
     jsonl_lines,
+    readable_entries,
     record_batches,
 )
 
@@ -819,15 +819,17 @@ class Journal(Sequence[Entry]):
         with open(path, encoding="utf-8") as handle:
             if offset:
                 handle.seek(offset)  # a byte offset at a line's start: a fresh decoder
-            for line in handle:
-                if not line.endswith("\n"):
-                    break  # a line being written right now
-                try:
-                    entry = entry_from_line(line)
-                except (ValueError, TypeError):
-                    continue  # not ours (the file may hold anything before this server's lines)
-                if entry.seq >= start:
-                    found[entry.seq] = entry
+            while lines := handle.readlines(_BLOCK):
+                whole = lines[-1].endswith("\n")
+                if not whole:
+                    lines.pop()  # a line being written right now: the end
+                # lines not entries are not ours (the file may hold anything before this
+                # server's lines): skipped
+                for entry in readable_entries(lines):
+                    if entry.seq >= start:
+                        found[entry.seq] = entry
+                if not whole:
+                    break
         for entry in listed:  # in flight (not written yet)
             found.setdefault(entry.seq, entry)
         return sorted(found.values(), key=_SEQ)

@@ -773,7 +773,7 @@ def test_the_read_benchmark_reads_each_shape_each_way(capsys: pytest.CaptureFixt
     bench.read_table(["many-jobs", "retry-storm"], 40, 1, time.monotonic() + 60)
     out = capsys.readouterr().out.splitlines()
     ways = ["json+checks", "json+plan", "iter_entries", "not shared", "iter_journal"]
-    ways += ["blocks shared", "json.loads", "msgspec"]
+    ways += ["blocks shared", "iter_records", "json.loads", "msgspec"]
     if entries._line_decoder() is None:
         ways.remove("msgspec")
     assert out[2].split() == ["shape", "B/line", *" ".join(ways).split(), "ratio"]
@@ -895,3 +895,65 @@ def test_a_bad_line_in_records_is_named_after_the_records_before_it(tmp_path: Pa
     assert got[-1] == (
         f"{path}:251: received_at: expected a finite number (clock seconds), got nan"
     )
+
+
+# -- a bounded journal's own file: the lines that are entries, the others skipped ----------
+
+
+def entries_of_lines(lines: list[str]) -> list[Entry]:
+    """The reference: ``entry_from_line`` of each line, those it refuses skipped."""
+    out = []
+    for line in lines:
+        try:
+            out.append(entries.entry_from_line(line))
+        except ValueError:
+            continue
+    return out
+
+
+def test_readable_entries_are_the_lines_entry_from_line_reads(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Text lines of every kind (the fake's, mutated, blank, CRLF, broken in two or joined):
+    the entries of those ``entry_from_line`` reads, in order, the others skipped, with
+    msgspec and without (bounded: 3 seconds)."""
+    rng = random.Random(1518)
+    good = [jsonl_line(sample).encode() for sample in SAMPLES]
+    stop = time.monotonic() + 3.0
+    skipped = 0
+    for number in range(2000):
+        if time.monotonic() > stop:
+            break
+        data = journal_of(rng, good)
+        if rng.random() < 0.3:
+            data = reshaped(rng, data.splitlines(keepends=True) or [b"\n"])
+        lines = data.decode("utf-8", "replace").splitlines(keepends=True)
+        expected = entries_of_lines(lines)
+        skipped += len(lines) - len(expected)
+        assert entries.readable_entries(lines) == expected, number
+        if number % 5 == 0:
+            with monkeypatch.context() as patch:
+                patch.setattr(entries, "_line_decoder", lambda: None)
+                assert entries.readable_entries(lines) == expected, number
+    assert skipped > 50
+
+
+def test_a_bounded_journal_reads_a_long_file_a_block_at_a_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``run_entries`` reads its file some lines at a time (``_BLOCK`` bytes of them): across
+    the edges, lines not its own and a last line being written read as line by line."""
+    path = tmp_path / "journal.jsonl"
+    mixed = ['{"seq": 1}\n', "\n", "not json\n", jsonl_line(entry(90, completed_at=1.0))]
+    path.write_text("".join(mixed * 5))
+    monkeypatch.setattr(journal, "_BLOCK", 150)
+    with path.open("a", encoding="utf-8") as stream:
+        bounded = Journal(sink=stream, memory=1)
+        for _ in range(40):
+            bounded.append(entry(bounded.next_seq(), completed_at=1.0))
+        bounded.flush()
+        stream.write(jsonl_line(entry(95, completed_at=1.0)).rstrip("\n"))  # being written
+        stream.flush()
+        expected = [entry(n, completed_at=1.0) for n in [*range(1, 41), 90]]
+        assert bounded.run_entries() == expected
+        bounded.close()
