@@ -926,19 +926,21 @@ _ChunkFunctions = tuple[
     Callable[[Iterator[str | bytes], dict[str, str] | None], list[Entry]],
     Callable[[list[Any], dict[str, str] | None], list[Entry]],
     Callable[[Any], list[Any]],
+    Callable[[bytes], Any],
 ]
 
 
 @functools.cache
 def _chunk_functions() -> _ChunkFunctions | None:
-    """``(read, build, decode_wrapped)``, or None where msgspec is not installed.
+    """``(read, build, decode_wrapped, decode)``, or None where msgspec is not installed.
 
     ``read`` takes lines (without their line breaks) from an iterator and returns the entries
     of those msgspec reads, up to the first it cannot: it has taken that line too, and made no
     entry of it (the caller counts). Equal strings are shared through the dict it is given
     (None: not at all). ``decode_wrapped`` decodes lines each wrapped in ``[`` ``]``
     (``_wrapped_lines``) into 1-tuples of structs, and ``build`` makes their entries as
-    ``read`` does, raising ``BadEntry`` for a run header ``_check_run`` refuses.
+    ``read`` does, raising ``BadEntry`` for a run header ``_check_run`` refuses. ``decode``
+    decodes one line into its struct.
 
     Made as source and compiled, as ``dataclasses`` makes ``__init__``: one loop, each line
     decoded into a ``_line_struct``, each field read off the struct and set on a plain twin of
@@ -1032,7 +1034,8 @@ def _chunk_functions() -> _ChunkFunctions | None:
         ]
     )
     exec(source, scope)  # only field names go into the source
-    return scope["read"], scope["build"], msgspec.json.Decoder(tuple[line]).decode_lines  # type: ignore[valid-type]
+    wrapped = msgspec.json.Decoder(tuple[line]).decode_lines  # type: ignore[valid-type]
+    return scope["read"], scope["build"], wrapped, scope["decode"]
 
 
 def _chunk_reader() -> Callable[[Iterator[str | bytes], dict[str, str] | None], list[Entry]] | None:
@@ -1230,9 +1233,9 @@ def record_batches(blocks: Iterable[bytes], name: str) -> Iterator[list[EntryLik
     """``entry_batches`` (strings not shared) for a reader that only reads the entries' fields
     and properties (``EntryLike``): the lines a block's one msgspec call decodes are given as
     the structs it made (``_line_struct``: no ``Entry`` built, about half the cost of a line),
-    any other line as the ``Entry`` ``entry_batches`` makes of it. Same lines read, same
-    values, same ``JournalError`` after the same entries; ``as_entry`` turns a record into
-    its ``Entry``."""
+    and so is the line a block starts inside when msgspec reads it; any other line is given
+    as the ``Entry`` ``entry_batches`` makes of it. Same lines read, same values, same
+    ``JournalError`` after the same entries; ``as_entry`` turns a record into its ``Entry``."""
     return _batches(blocks, name, None, records=True)
 
 
@@ -1273,8 +1276,13 @@ def _batches(
             yield (yield from _batch_of_lines(whole, name, strings, number))
             number += len(lines)
             continue
-        read, _, decode_wrapped = functions
-        batch: list[Any] = yield from _lines_read(read, [head], name, strings, number, [])
+        read, _, decode_wrapped, decode = functions
+        batch: list[Any] = []
+        if records:  # the line the block starts inside, as a record where it can be one
+            with contextlib.suppress(ValueError, RecursionError):  # BadEntry: a run header
+                batch = _records([(decode(head),)])
+        if not batch:
+            batch = yield from _lines_read(read, [head], name, strings, number, batch)
         number += 1
         if last > first:
             made = _wrapped_lines(block, first, last, decode_wrapped, make)
