@@ -99,11 +99,15 @@ class _Job:
 
     __slots__ = (
         "dl_found",
+        "dl_limit",
         "dl_maxima",
         "dl_received",
         "dl_seq",
         "dl_submitted",
+        "ended",
         "job_id",
+        "last",
+        "last_rank",
         "ov_found",
         "ov_negated",
         "ov_reads",
@@ -120,7 +124,11 @@ class _Job:
         "pr_pending_success",
         "pr_success",
         "rs_ended",
+        "rs_old_ended",
+        "rs_old_read",
         "rs_read",
+        "rs_seq",
+        "seen_at",
         "shown",
         "sr_count",
         "sr_extra",
@@ -170,15 +178,29 @@ class _Job:
         self.st_status: str | None = None
         self.st_at = _INF
         self.st_found: Found | None = None
-        # no_resubmission, over the entries before the current seq: the earliest moment an
-        # answer showed the client the job ended, and the last status read when it failed
+        # no_resubmission: the earliest moment an answer showed the client the job ended, and
+        # the last status read when it failed; a submit is held to the entries of the seqs
+        # before its own, so the seq of the latest entry that told, and both as they were
+        # before that seq
         self.rs_ended = _INF
         self.rs_read: Entry | None = None
+        self.rs_seq: int | None = None
+        self.rs_old_ended = _INF
+        self.rs_old_read: Entry | None = None
+        # for the stream (``_stream``): when an answer first showed the client the job ended
+        # (job ids that are not empty), whether one did, the job's last entry (list answers
+        # included) when it was a failed status read or content fetch, and the rank of the
+        # job's first such entry among the client's jobs (-1: none yet)
+        self.seen_at: float | None = None
+        self.ended = False
+        self.last: Entry | None = None
+        self.last_rank = -1
         # deadline: the start (the first submit, or the first entry until one comes), and
         # until a submit comes, the entries received later than all before them
         self.dl_seq = 0
         self.dl_received = 0.0
         self.dl_submitted = False
+        self.dl_limit = _INF  # dl_received + deadline + slack + EPSILON
         self.dl_maxima: list[tuple[float, int, str, str]] | None = (
             None  # received, seq, kind, client
         )
@@ -213,26 +235,35 @@ class ClientJudge(Judge):
         "au_retried",
         "br_found",
         "br_groups",
+        "codes",
         "count",
         "deadline",
+        "dropped",
         "entry_jobs",
+        "failed_last",
+        "faults",
+        "forms",
         "jobs",
         "keep",
         "limits",
         "max_retries",
+        "observed",
         "poll_tolerance",
         "ra_found",
         "ra_kinds",
         "ra_pending",
+        "ranked",
+        "rate_limit_hits",
         "rates",
+        "retries",
         "rs_found",
         "rs_last",
         "rs_open",
-        "rs_pending",
-        "rs_pending_seq",
+        "seen_jobs",
         "shown_jobs",
         "slack",
         "status_jobs",
+        "status_reads",
         "wanted",
     )
 
@@ -257,8 +288,6 @@ class ClientJudge(Judge):
         # scope group -> heap of (headers at, index, source)
         self.ra_pending: dict[tuple[object, ...], list[tuple[float, int, Entry]]] = {}
         self.ra_found: list[tuple[int, Violation]] = []
-        self.rs_pending: list[tuple[_Job, float, bool, Entry | None]] = []  # the current seq's
-        self.rs_pending_seq: int | None = None
         # request body -> its last submit, when it failed under an Idempotency-Key
         self.rs_last: dict[str | None, Entry] = {}
         # request body -> job -> the submits that made it: (seq, Idempotency-Key, credential)
@@ -278,6 +307,19 @@ class ClientJudge(Judge):
                 else StatusRate(limits)
             )
         self.rates = rates
+        # what ``_stream`` counts for the metrics and coverage: the entries are ``count``
+        self.status_reads = 0
+        self.rate_limit_hits = 0
+        self.retries = 0
+        # per (kind, request body or job) once one of its entries failed: whether the last did
+        self.failed_last: dict[tuple[str, str | None], bool] = {}
+        self.codes: dict[int, int] = {}
+        self.forms: dict[str, int] = {}
+        self.faults: dict[str, int] = {}
+        self.dropped = 0
+        self.observed: set[str] = set()  # the job statuses its answers showed
+        self.seen_jobs: list[_Job] = []  # by the first answer that showed them ended
+        self.ranked = 0  # the jobs with a ``last_rank``
 
     def extend(self, entries: Iterable[Entry]) -> None:
         for e in entries:
@@ -294,46 +336,111 @@ class ClientJudge(Judge):
         code = e.status_code
         completed = e.completed_at
         seen = _INF if completed is None else completed
-        failed = e.failed
-        ok = code is not None and 200 <= code < 300 and e.dropped is None
+        dropped = e.dropped
+        # ``Entry.failed``, and the answer's being a 2xx (``_rules._ok``)
+        failed = dropped is not None or code is None or code == 429 or code >= 500
+        ok = not failed and 200 <= code < 300  # type: ignore[operator]
+        terminal = status in TERMINAL_STATUSES
+        record = e.retry_after
+
+        # what the metrics and coverage count (``_stream``)
+        if code is not None:
+            codes = self.codes
+            codes[code] = codes.get(code, 0) + 1
+        if failed:
+            if code == 429:
+                self.rate_limit_hits += 1
+            if dropped is not None or code is None:
+                self.dropped += 1
+        if record is not None:
+            forms = self.forms
+            forms[record.form] = forms.get(record.form, 0) + 1
+        fault = e.fault
+        if fault:
+            faults = self.faults
+            faults[fault] = faults.get(fault, 0) + 1
+        if status:
+            self.observed.add(status)
+
+        jobs = self.jobs
         job: _Job | None = None
         started = False
         if job_id is not None:
-            job = self.jobs.get(job_id)
+            job = jobs.get(job_id)
             if job is None:
-                self.jobs[job_id] = job = _Job(job_id)
+                jobs[job_id] = job = _Job(job_id)
             if not job.own:
                 job.own = True
                 self.entry_jobs.append(job)
                 started = True
 
         # single_retrieval and no_premature_retrieval: an entry shows its own job, a list
-        # answer each job it lists (``_with_listed``)
-        retrieval = ok and (kind == "content" or e.inline_result is True)
+        # answer each job it lists (``_with_listed``); with them what the stream keeps of
+        # each job's last entry (``_stream``'s gave-up warning) and no_resubmission's news
+        # of the job's end or of a status read, which the submits of later seqs are held to
         listed = e.listed
+        retrieval = ok and (kind == "content" or e.inline_result is True)
         if listed and kind == "list":
-            jobs = self.jobs
             for shown_id, shown_status in listed:
                 other = jobs.get(shown_id)
                 if other is None:
                     jobs[shown_id] = other = _Job(shown_id)
                 self._shown(e, other, shown_status, seen, retrieval)
+                if other.last_rank < 0:
+                    other.last_rank = self.ranked
+                    self.ranked += 1
+                other.last = None  # a list answer: never a read the client gave up after
+                if shown_status in TERMINAL_STATUSES:
+                    other.ended = True
+                    if other.rs_seq != seq:
+                        other.rs_seq = seq
+                        other.rs_old_ended = other.rs_ended
+                        other.rs_old_read = other.rs_read
+                    if seen < other.rs_ended:
+                        other.rs_ended = seen
         elif job is not None:
             self._shown(e, job, status, seen, retrieval)
+            if job.last_rank < 0:
+                job.last_rank = self.ranked
+                self.ranked += 1
+            job.last = e if failed and (kind == "status" or kind == "content") else None
+            if terminal:
+                job.ended = True
+            if kind == "status" or terminal:
+                if job.rs_seq != seq:
+                    job.rs_seq = seq
+                    job.rs_old_ended = job.rs_ended
+                    job.rs_old_read = job.rs_read
+                if terminal and seen < job.rs_ended:
+                    job.rs_ended = seen
+                if kind == "status":
+                    job.rs_read = e if failed else None
 
-        # bounded_retries
+        if terminal and job_id and completed is not None and job.seen_at is None:  # type: ignore[union-attr]
+            job.seen_at = completed  # type: ignore[union-attr]
+            self.seen_jobs.append(job)  # type: ignore[arg-type]
+
+        # bounded_retries, and the retries the metrics count (the same groups, of any key)
         key = e.request_digest if kind == "submit" else job_id
-        if key is not None:
-            self._retried(
-                e,
-                (kind, key),
-                failed or (code is not None and 400 <= code < 500 and code != 401 and code != 403),
-            )
+        failed_last = self.failed_last
+        if key is not None or failed or failed_last:
+            group = (kind, key)
+            if failed_last or failed:
+                if failed_last.get(group, False):
+                    self.retries += 1
+                if failed or group in failed_last:
+                    failed_last[group] = failed
+            if key is not None:
+                unsuccessful = failed or (
+                    400 <= code < 500 and code != 401 and code != 403  # type: ignore[operator]
+                )
+                failures = self.br_groups.get(group, _NEW)  # type: ignore[arg-type]
+                if unsuccessful or failures is not _NONE:  # else: nothing changes
+                    self._retried(e, group, failures, unsuccessful)  # type: ignore[arg-type]
 
         # honours_retry_after
         if self.ra_pending:
             self._after_retry_after(e, received)
-        record = e.retry_after
         if record is not None and record.not_before is not None:
             scope_kind = _scope_kind(e, _scope(e, self.limits))
             if scope_kind not in self.ra_kinds:
@@ -345,39 +452,43 @@ class ClientJudge(Judge):
                 (_headers_at(e), index, e),
             )
 
-        # no_resubmission: what the entries of earlier seqs told
-        if self.rs_pending_seq != seq:
-            if self.rs_pending:
-                self._told()
-            self.rs_pending_seq = seq
-        if listed and kind == "list":
-            for shown_id, shown_status in listed:
-                if shown_status in TERMINAL_STATUSES:
-                    self.rs_pending.append((self.jobs[shown_id], seen, False, None))
-        elif job is not None and (kind == "status" or status in TERMINAL_STATUSES):
-            self.rs_pending.append(
-                (
-                    job,
-                    seen if status in TERMINAL_STATUSES else _INF,
-                    kind == "status",
-                    e if failed else None,
-                )
-            )
+        # no_resubmission
         if kind == "submit":
-            self._submitted(e, failed)
+            self._submitted(e, failed, seq)
 
         # no_retry_on_auth_error
         if self.au_pending or code == 401 or code == 403:
             self._auth(e, index, code)
 
-        if self.rates is not None and kind == "status":
-            self.rates.add(e)
-
         if job is None:
+            if kind == "status":
+                self.status_reads += 1
+                if self.rates is not None:
+                    self.rates.add(e)
             return
 
-        # no_overlap
+        # deadline
+        deadline = self.deadline
+        if deadline is not None:
+            if started:
+                job.dl_seq, job.dl_received, job.dl_submitted = seq, received, kind == "submit"
+                job.dl_limit = received + deadline + self.slack + EPSILON
+            elif not job.dl_submitted and kind == "submit":
+                self._submit_starts(job, seq, received)
+            if not job.dl_submitted:
+                maxima = job.dl_maxima
+                if maxima is None:
+                    job.dl_maxima = maxima = []
+                if not maxima or received > maxima[-1][0]:
+                    maxima.append((received, seq, kind, e.client))
+            if job.dl_found is None and received > job.dl_limit:
+                job.dl_found = self._late(job, kind, seq, received, e.client)
+
         if kind == "status":
+            self.status_reads += 1
+            if self.rates is not None:
+                self.rates.add(e)
+            # no_overlap
             negated = job.ov_negated
             if negated is None:
                 job.ov_negated = negated = []
@@ -407,10 +518,8 @@ class ClientJudge(Judge):
                 reads.pop()
             negated.append(-value)
             reads.append((seq, received))
-
-        # honours_poll_after
-        if kind == "status" or kind == "submit":
-            if kind == "status" and job.pa_seq is not None:
+            # honours_poll_after
+            if job.pa_seq is not None:
                 hint = job.pa_hint
                 answered = job.pa_seen
                 if hint is not None and received >= answered:
@@ -441,18 +550,15 @@ class ClientJudge(Judge):
                                 ),
                             )
                         )
+        if kind == "status" or kind == "submit":
             job.pa_seq = seq
             job.pa_seen = seen
             poll_after = e.poll_after
-            job.pa_hint = (
-                poll_after
-                if poll_after is not None and ok and status not in TERMINAL_STATUSES
-                else None
-            )
+            job.pa_hint = poll_after if poll_after is not None and ok and not terminal else None
 
         # stops_at_terminal
         first = job.st_seq
-        if status in TERMINAL_STATUSES and (first is None or seen < job.st_at):
+        if terminal and (first is None or seen < job.st_at):
             job.st_seq, job.st_status, job.st_at, job.st_found = seq, status, seen, None
         elif (
             first is not None
@@ -467,10 +573,6 @@ class ClientJudge(Judge):
                 _ended,
                 (job.job_id, first, seq, received, job.st_status, job.st_at, e.client),
             )
-
-        # deadline
-        if self.deadline is not None:
-            self._deadline(e, job, started, kind, seq, received)
 
     def _shown(self, e: Entry, job: _Job, status: str | None, seen: float, retrieval: bool) -> None:
         """``single_retrieval``'s and ``no_premature_retrieval``'s parts for a job ``e``
@@ -548,10 +650,12 @@ class ClientJudge(Judge):
         seqs = (*(seq for seq, _ in fetched[:allowed]), extra.seq)
         return Violation("single_retrieval", job_id, seqs, message, extra.client)
 
-    def _retried(self, e: Entry, group: tuple[str, str], unsuccessful: bool) -> None:
-        """``bounded_retries``' part: ``group`` is the entry's (kind, job or request body)."""
+    def _retried(
+        self, e: Entry, group: tuple[str, str], failures: list[int] | None, unsuccessful: bool
+    ) -> None:
+        """``bounded_retries``' part: ``group`` is the entry's (kind, job or request body),
+        ``failures`` what ``br_groups`` holds for it (``_NEW`` for nothing)."""
         groups = self.br_groups
-        failures = groups.get(group, _NEW)
         if failures is None:
             return
         if len(failures) > self.max_retries:
@@ -615,22 +719,13 @@ class ClientJudge(Judge):
                 )
             )
 
-    def _told(self) -> None:
-        """``no_resubmission``: what the previous seq's entries told, now before."""
-        for job, ended, is_read, failed_read in self.rs_pending:
-            if ended < job.rs_ended:
-                job.rs_ended = ended
-            if is_read:
-                job.rs_read = failed_read
-        self.rs_pending = []
-
-    def _submitted(self, s: Entry, failed: bool) -> None:
-        """``no_resubmission``'s part for a submit."""
+    def _submitted(self, s: Entry, failed: bool, seq: int) -> None:
+        """``no_resubmission``'s part for a submit (of ``seq``)."""
         digest = s.request_digest
         candidates = self.rs_open.get(digest)
         if candidates is None:
             self.rs_open[digest] = candidates = {}
-        self._resubmitted(s, self.rs_last.get(digest), candidates)
+        self._resubmitted(s, self.rs_last.get(digest), candidates, seq)
         if failed and s.idempotency_key is not None:
             self.rs_last[digest] = s  # the only last submit a retry is held to
         else:
@@ -649,6 +744,7 @@ class ClientJudge(Judge):
         s: Entry,
         previous: Entry | None,
         candidates: dict[str, list[tuple[int, str | None, str | None]]],
+        seq: int,
     ) -> None:
         if previous is not None and previous.failed and previous.idempotency_key is not None:
             failed = previous
@@ -669,7 +765,9 @@ class ClientJudge(Judge):
         key, credential = s.idempotency_key, s.credential
         for job_id in list(candidates):
             job = jobs[job_id]
-            if job.rs_ended <= s.received_at:
+            # what the entries of the seqs before this submit's told
+            before = job.rs_seq == seq
+            if (job.rs_old_ended if before else job.rs_ended) <= s.received_at:
                 del candidates[job_id]  # the client had seen the job end
                 continue
             if job_id == s.job_id:
@@ -685,7 +783,7 @@ class ClientJudge(Judge):
             )
             if origin is None:
                 continue
-            read = job.rs_read
+            read = job.rs_old_read if before else job.rs_read
             made = f"created job {s.job_id}" if s.job_id is not None else "was sent"
             if read is not None:
                 message = (
@@ -726,30 +824,20 @@ class ClientJudge(Judge):
                 self.au_pending[credential] = heap = []
             heapq.heappush(heap, (_headers_at(e), index, e.seq, e.kind, e.job_id, code))
 
-    def _deadline(
-        self, e: Entry, job: _Job, started: bool, kind: str, seq: int, received: float
-    ) -> None:
-        """``deadline``'s part for an entry of ``job`` (``started``: its first)."""
-        deadline, slack = self.deadline, self.slack
+    def _submit_starts(self, job: _Job, seq: int, received: float) -> None:
+        """``deadline``'s part for the first submit of a job whose first entry was not one:
+        the deadline now runs from it, and any entry kept since may be late by it."""
+        deadline = self.deadline
         assert deadline is not None  # only judged with one
-        if started:
-            job.dl_seq, job.dl_received, job.dl_submitted = seq, received, kind == "submit"
-        elif not job.dl_submitted and kind == "submit":
-            job.dl_seq, job.dl_received, job.dl_submitted, job.dl_found = seq, received, True, None
-            limit = received + deadline + slack
-            for at, other_seq, other_kind, client in job.dl_maxima or ():
-                if at > limit + EPSILON:
-                    job.dl_found = self._late(job, other_kind, other_seq, at, client)
-                    break
-            job.dl_maxima = None
-        if not job.dl_submitted:
-            maxima = job.dl_maxima
-            if maxima is None:
-                job.dl_maxima = maxima = []
-            if not maxima or received > maxima[-1][0]:
-                maxima.append((received, seq, kind, e.client))
-        if job.dl_found is None and received > job.dl_received + deadline + slack + EPSILON:
-            job.dl_found = self._late(job, kind, seq, received, e.client)
+        slack = self.slack
+        job.dl_seq, job.dl_received, job.dl_submitted, job.dl_found = seq, received, True, None
+        job.dl_limit = received + deadline + slack + EPSILON
+        limit = received + deadline + slack
+        for at, other_seq, other_kind, client in job.dl_maxima or ():
+            if at > limit + EPSILON:
+                job.dl_found = self._late(job, other_kind, other_seq, at, client)
+                break
+        job.dl_maxima = None
 
     def _late(self, job: _Job, kind: str, seq: int, received: float, client: str) -> Violation:
         deadline = self.deadline
@@ -769,8 +857,6 @@ class ClientJudge(Judge):
     def close_rules(self, hooks: Hooks) -> list[list[Found]]:
         """What each rule found (in ``CLIENT_RULES``' order), each rule's in the order its
         function yields its violations."""
-        if self.rs_pending:
-            self._told()
         return [
             [f for job in self.status_jobs if job.ov_found for f in job.ov_found],
             _made(self._close_single_retrieval(), 1),

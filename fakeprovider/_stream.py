@@ -96,23 +96,10 @@ class StreamReport:
 
 
 class _Client:
-    """One client's state in one run (beyond its judges): metrics, coverage, warnings."""
+    """One client's state in one run: its judge (which counts what the metrics, coverage and
+    warnings need too), and where its counts go at the end of the run."""
 
-    __slots__ = (
-        "ended",
-        "failed_last",
-        "jobs",
-        "judge",
-        "known",
-        "last",
-        "metrics",
-        "observed",
-        "rate_limit_hits",
-        "requests",
-        "retries",
-        "seen",
-        "status_reads",
-    )
+    __slots__ = ("judge", "metrics", "observed")
 
     def __init__(
         self, limits: Limits, metrics: dict[str, Any], observed: set[str], keep_gone: int
@@ -120,18 +107,6 @@ class _Client:
         self.judge = ClientJudge(limits, bounded=True, keep_gone=keep_gone)
         self.metrics = metrics
         self.observed = observed
-        self.failed_last: dict[tuple[str, str | None], bool] = {}
-        self.retries = 0
-        self.requests = 0
-        self.status_reads = 0
-        self.rate_limit_hits = 0
-        self.seen: dict[str, float] = {}  # job -> first completed answer showing it ended
-        self.jobs: set[str] = set()  # the jobs its entries name
-        self.known: set[str] = set()  # as ``_with_listed`` counts them
-        # job -> its last entry, list answers expanded, when it was a failed status read or
-        # content fetch (what ``_gave_up`` may name), else None
-        self.last: dict[str, Entry | None] = {}
-        self.ended: set[str] = set()
 
 
 class _Run:
@@ -306,7 +281,7 @@ def _request(run: _Run, e: Entry, totals: _Totals) -> None:
         observed = totals.observed.setdefault(e.client, set())
         totals.reached.setdefault(e.client, set())
         run.clients[e.client] = client = _Client(run.limits, metrics, observed, totals.keep_gone)
-    client.judge.add(e)
+    client.judge.add(e)  # the rules, and the client's metrics and coverage
     job_id = e.job_id
     true_status = e.true_status
     if job_id is not None and true_status is not None:
@@ -314,56 +289,6 @@ def _request(run: _Run, e: Entry, totals: _Totals) -> None:
             run.true_by_job.setdefault(job_id, set()).add(true_status)
         if e.status_since is not None:
             _status_facts(run, e)
-    # metrics (added to the client's at the end of the run)
-    client.requests += 1
-    kind = e.kind
-    if kind == "status":
-        client.status_reads += 1
-    code = e.status_code
-    if code == 429:
-        client.rate_limit_hits += 1
-    key = (kind, e.request_digest if kind == "submit" else job_id)
-    failed_last = client.failed_last
-    if failed_last.get(key, False):
-        client.retries += 1
-    failed = e.failed
-    if failed or key in failed_last:
-        failed_last[key] = failed
-    status = e.job_status
-    if (
-        job_id
-        and status in TERMINAL_STATUSES
-        and e.completed_at is not None
-        and job_id not in client.seen
-    ):
-        client.seen[job_id] = e.completed_at
-    # coverage
-    totals.requests += 1
-    if code is not None:
-        totals.codes[code] += 1
-    if e.retry_after is not None:
-        totals.forms[e.retry_after.form] += 1
-    if e.fault:
-        totals.faults[e.fault] += 1
-    if e.dropped is not None or code is None:
-        totals.dropped += 1
-    if status:
-        client.observed.add(status)
-    if job_id:
-        client.jobs.add(job_id)
-    # _gave_up: each job's last entry, list answers expanded for the jobs the client knows
-    if job_id is not None:
-        client.known.add(job_id)
-    listed = e.listed
-    if listed and kind == "list":
-        for shown, shown_status in listed:
-            client.last[shown] = None  # a list answer: never a read the client gave up after
-            if shown_status in TERMINAL_STATUSES:
-                client.ended.add(shown)
-    elif job_id is not None:
-        client.last[job_id] = e if (kind == "status" or kind == "content") and failed else None
-        if status in TERMINAL_STATUSES:
-            client.ended.add(job_id)
 
 
 def _close_run(run: _Run, totals: _Totals) -> None:
@@ -392,25 +317,47 @@ def _close_run(run: _Run, totals: _Totals) -> None:
     totals.terminal_jobs += len(run.terminal_at)
     totals.notified += len(run.notified & run.terminal_at.keys())
     for name, client in run.clients.items():
-        client.metrics["requests"] += client.requests
-        client.metrics["status_reads"] += client.status_reads
-        client.metrics["retries"] += client.retries
-        client.metrics["rate_limit_hits"] += client.rate_limit_hits
-        client.metrics["completions"] += len(client.seen)
-        for job_id, at in client.seen.items():
+        judge = client.judge
+        metrics = client.metrics
+        metrics["requests"] += judge.count
+        metrics["status_reads"] += judge.status_reads
+        metrics["retries"] += judge.retries
+        metrics["rate_limit_hits"] += judge.rate_limit_hits
+        metrics["completions"] += len(judge.seen_jobs)
+        totals.requests += judge.count
+        totals.codes.update(judge.codes)
+        totals.forms.update(judge.forms)
+        totals.faults.update(judge.faults)
+        totals.dropped += judge.dropped
+        client.observed.update(judge.observed)
+        for job in judge.seen_jobs:
+            job_id = job.job_id
             if job_id in run.terminal_at:
+                at = job.seen_at
+                assert at is not None  # seen_jobs have seen_at
                 totals.delays.append(
                     (name, job_id, number, round(max(0.0, at - run.terminal_at[job_id]), 6))
                 )
         reached = totals.reached[name]
-        for job_id in client.jobs:
-            reached.update(run.true_by_job.get(job_id, ()))
-        for job_id, last in client.last.items():
-            if last is None or job_id not in client.known or job_id in client.ended:
-                continue
+        true_by_job = run.true_by_job
+        if true_by_job:
+            for job in judge.entry_jobs:
+                if job.job_id:
+                    reached.update(true_by_job.get(job.job_id, ()))
+        gave_up = sorted(
+            (
+                job
+                for job in judge.jobs.values()
+                if job.last is not None and job.own and not job.ended
+            ),
+            key=_RANK,
+        )
+        for job in gave_up:
+            job_id = job.job_id
             if job_id in run.notified_status:
                 continue
-            e = last
+            e = job.last
+            assert e is not None  # as filtered
             status = f" while the job was {e.true_status!r}" if e.true_status else ""
             totals.gave_up.append(
                 f"the client {name!r} never asked about job {job_id} again after"
@@ -422,6 +369,7 @@ def _close_run(run: _Run, totals: _Totals) -> None:
 
 
 _WEBHOOK_ACK = INVARIANTS.index("webhook_ack")
+_RANK = operator.attrgetter("last_rank")
 
 
 def _ORDER(found: Found) -> tuple[int, int]:
