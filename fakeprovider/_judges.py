@@ -23,7 +23,7 @@ import bisect
 import heapq
 import math
 import operator
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._rules import (
@@ -148,7 +148,9 @@ class _Job:
         # of suffix maxima of their response starts (negated), with each read's seq and time
         self.ov_negated: list[float] | None = None
         self.ov_reads: list[tuple[int, float]] | None = None
-        self.ov_found: list[Found] | None = None
+        self.ov_found: list[Any] | None = (
+            None  # per overlap: seq, prev_seq, received, prev_received
+        )
         # single_retrieval: the first retrievals (as many as the limits look at), how many,
         # the violation of the first one too many, the first entry that showed success
         self.sr_fetched: list[tuple[int, float]] | None = None
@@ -171,7 +173,8 @@ class _Job:
         self.pa_seq: int | None = None
         self.pa_seen = _INF
         self.pa_hint: float | None = None
-        self.pa_found: list[tuple[float, float, Found]] | None = None
+        # per poll: answered, received, hint, prev_seq, seq
+        self.pa_found: list[Any] | None = None
         # stops_at_terminal: the entry that first showed the job ended (so far), and the
         # first status read after it
         self.st_seq: int | None = None
@@ -235,6 +238,7 @@ class ClientJudge(Judge):
         "au_retried",
         "br_found",
         "br_groups",
+        "client",
         "codes",
         "count",
         "deadline",
@@ -270,6 +274,7 @@ class ClientJudge(Judge):
     def __init__(self, limits: Limits, *, bounded: bool = False, keep_gone: int = 0) -> None:
         self.limits = limits
         self.count = 0  # entries added so far (their index)
+        self.client = ""  # whose entries (the first's client)
         self.jobs: dict[str, _Job] = {}
         # each rule's jobs in the order the rule function meets them
         self.entry_jobs: list[_Job] = []  # by their first own entry
@@ -328,6 +333,8 @@ class ClientJudge(Judge):
     def add(self, e: Entry) -> None:
         index = self.count
         self.count = index + 1
+        if not index:
+            self.client = e.client
         kind = e.kind
         job_id = e.job_id
         seq = e.seq
@@ -406,7 +413,9 @@ class ClientJudge(Judge):
             job.last = e if failed and (kind == "status" or kind == "content") else None
             if terminal:
                 job.ended = True
-            if kind == "status" or terminal:
+            # (a status read that did not fail, of a job whose last read did not, changes
+            # nothing here)
+            if terminal or (kind == "status" and (failed or job.rs_read is not None)):
                 if job.rs_seq != seq:
                     job.rs_seq = seq
                     job.rs_old_ended = job.rs_ended
@@ -503,14 +512,7 @@ class ClientJudge(Judge):
                     found = job.ov_found
                     if found is None:
                         job.ov_found = found = []
-                    found.append(
-                        (
-                            seq,
-                            0,
-                            _overlap,
-                            (job.job_id, prev_seq, seq, received, prev_received, e.client),
-                        )
-                    )
+                    found += (seq, prev_seq, received, prev_received)
             started_at = e.response_started_at
             value = (_INF if started_at is None else started_at) - EPSILON
             while negated and -negated[-1] <= value:
@@ -529,27 +531,7 @@ class ClientJudge(Judge):
                         polls = job.pa_found
                         if polls is None:
                             job.pa_found = polls = []
-                        polls.append(
-                            (
-                                answered,
-                                received,
-                                (
-                                    seq,
-                                    5,
-                                    _too_soon,
-                                    (
-                                        job.job_id,
-                                        job.pa_seq,
-                                        seq,
-                                        received,
-                                        gap,
-                                        hint,
-                                        tolerance,
-                                        e.client,
-                                    ),
-                                ),
-                            )
-                        )
+                        polls += (answered, received, hint, job.pa_seq, seq)
         if kind == "status" or kind == "submit":
             job.pa_seq = seq
             job.pa_seen = seen
@@ -858,12 +840,12 @@ class ClientJudge(Judge):
         """What each rule found (in ``CLIENT_RULES``' order), each rule's in the order its
         function yields its violations."""
         return [
-            [f for job in self.status_jobs if job.ov_found for f in job.ov_found],
+            list(self._close_overlap()),
             _made(self._close_single_retrieval(), 1),
             _made(self._close_premature(hooks), 2),
             _made([self.br_found[g] for g in self.br_groups if g in self.br_found], 3),
             _made([v for _, v in sorted(self.ra_found, key=_FIRST)], 4),
-            self._close_poll_after(hooks),
+            list(self._close_poll_after(hooks)),
             [job.st_found for job in self.entry_jobs if job.st_found is not None],
             _made(self.rs_found, 7),
             _made(self._close_auth(), 8),
@@ -873,7 +855,23 @@ class ClientJudge(Judge):
 
     def close_found(self, hooks: Hooks) -> list[Found]:
         """What ``close`` returns, each violation's message not yet written (see ``Found``)."""
-        return [f for found in self.close_rules(hooks) for f in found]
+        return list(self.iter_found(hooks))
+
+    def iter_found(self, hooks: Hooks) -> Iterator[Found]:
+        """``close_found``'s violations one at a time (the most numerous are not all made at
+        once: a text report keeps only the first few)."""
+        yield from self._close_overlap()
+        yield from _made(self._close_single_retrieval(), 1)
+        yield from _made(self._close_premature(hooks), 2)
+        yield from _made([self.br_found[g] for g in self.br_groups if g in self.br_found], 3)
+        yield from _made([v for _, v in sorted(self.ra_found, key=_FIRST)], 4)
+        yield from self._close_poll_after(hooks)
+        yield from (job.st_found for job in self.entry_jobs if job.st_found is not None)
+        yield from _made(self.rs_found, 7)
+        yield from _made(self._close_auth(), 8)
+        yield from _made([job.dl_found for job in self.entry_jobs if job.dl_found is not None], 9)
+        if self.rates is not None:
+            yield from _made(self.rates.close(hooks), 10)
 
     def close(self, hooks: Hooks) -> list[Violation]:
         """The violations, rule by rule, each rule's in the order its function yields them."""
@@ -921,17 +919,45 @@ class ClientJudge(Judge):
                     break
         return found
 
-    def _close_poll_after(self, hooks: Hooks) -> list[Found]:
-        out: list[Found] = []
-        for job in self.entry_jobs:
-            if not job.pa_found:
+    def _close_overlap(self) -> Iterator[Found]:
+        client = self.client
+        for job in self.status_jobs:
+            found = job.ov_found
+            if not found:
                 continue
-            times = sorted(w.received_at for w in hooks.get(job.job_id, ()) if told(w))
-            for answered, received, violation in job.pa_found:
+            job_id = job.job_id
+            for at in range(0, len(found), 4):
+                seq, prev_seq, received, prev_received = found[at : at + 4]
+                yield (seq, 0, _overlap, (job_id, prev_seq, seq, received, prev_received, client))
+
+    def _close_poll_after(self, hooks: Hooks) -> Iterator[Found]:
+        client = self.client
+        tolerance = self.poll_tolerance
+        for job in self.entry_jobs:
+            polls = job.pa_found
+            if not polls:
+                continue
+            job_id = job.job_id
+            times = sorted(w.received_at for w in hooks.get(job_id, ()) if told(w))
+            for at in range(0, len(polls), 5):
+                answered, received, hint, prev_seq, seq = polls[at : at + 5]
                 after = bisect.bisect_left(times, answered)
                 if not (after < len(times) and times[after] <= received):
-                    out.append(violation)
-        return out
+                    yield (
+                        seq,
+                        5,
+                        _too_soon,
+                        (
+                            job_id,
+                            prev_seq,
+                            seq,
+                            received,
+                            received - answered,
+                            hint,
+                            tolerance,
+                            client,
+                        ),
+                    )
 
     def _close_auth(self) -> list[Violation]:
         found: list[Violation] = []
@@ -1169,7 +1195,10 @@ class BoundedStatusRate(Judge):
                 array.array("q"),
             )
             return
-        # let go of the reads more than two windows older than this one
+        # let go of the reads more than two windows older than this one (looked at every
+        # 64th read: when they go changes what is kept, never the verdict)
+        if index & 63:
+            return
         keep = bisect.bisect_right(at, start - self.window)
         if keep > 64 and keep * 2 > len(at):
             self.dropped = max(self.dropped, at[keep - 1])

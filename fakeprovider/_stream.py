@@ -19,6 +19,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import heapq
+import itertools
 import operator
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
@@ -68,6 +69,10 @@ def in_seq_order(entries: Iterable[Entry], window: int = WINDOW) -> Iterator[Ent
             headers += 1
         if seq < last:
             raise Unordered(f"seq {seq} after seq {last}")
+        if seq <= last + 1 and not heap:  # next in order (the usual case): through at once
+            last = seq
+            yield e
+            continue
         heapq.heappush(heap, (seq, position, e))
         while heap and (heap[0][0] <= last + 1 or len(heap) > window):
             last, _, out = heapq.heappop(heap)
@@ -187,6 +192,8 @@ def check_stream(
     header: dict[str, Any] | None = None
     run: _Run | None = None
     tested = False
+    name: str | None = None  # the client of the last request, and its judge's ``add``
+    add: Callable[[Entry], None] | None = None
     for e in entries:
         kind = e.kind
         if kind == "admin":
@@ -194,6 +201,7 @@ def check_stream(
                 if run is not None:
                     _close_run(run, totals)
                     run = None
+                    name = add = None
                     header = e.run
                 elif e.run is not None:
                     header = e.run
@@ -207,7 +215,12 @@ def check_stream(
             continue
         tested = True
         if kind != "unknown":
-            _request(run, e, totals)
+            if e.client != name or add is None:
+                name = e.client
+                add = _client(run, name, totals).judge.add
+            add(e)  # the rules, and the client's metrics and coverage
+            if e.true_status is not None and e.job_id is not None:
+                _truths(run, e)
             continue
         if e.job_id and e.true_status:
             run.true_by_job.setdefault(e.job_id, set()).add(e.true_status)
@@ -265,11 +278,12 @@ def _webhook(run: _Run, e: Entry, totals: _Totals) -> None:
         run.notified_status.add(job_id)
 
 
-def _request(run: _Run, e: Entry, totals: _Totals) -> None:
-    client = run.clients.get(e.client)
+def _client(run: _Run, name: str, totals: _Totals) -> _Client:
+    """The run's state of client ``name``, made on its first request."""
+    client = run.clients.get(name)
     if client is None:
         metrics = totals.per_client.setdefault(
-            e.client,
+            name,
             {
                 "requests": 0,
                 "status_reads": 0,
@@ -278,31 +292,53 @@ def _request(run: _Run, e: Entry, totals: _Totals) -> None:
                 "rate_limit_hits": 0,
             },
         )
-        observed = totals.observed.setdefault(e.client, set())
-        totals.reached.setdefault(e.client, set())
-        run.clients[e.client] = client = _Client(run.limits, metrics, observed, totals.keep_gone)
-    client.judge.add(e)  # the rules, and the client's metrics and coverage
-    job_id = e.job_id
-    true_status = e.true_status
-    if job_id is not None and true_status is not None:
-        if job_id and true_status:
-            run.true_by_job.setdefault(job_id, set()).add(true_status)
-        if e.status_since is not None:
-            _status_facts(run, e)
+        observed = totals.observed.setdefault(name, set())
+        totals.reached.setdefault(name, set())
+        run.clients[name] = client = _Client(run.limits, metrics, observed, totals.keep_gone)
+    return client
+
+
+def _truths(run: _Run, e: Entry) -> None:
+    """What a request with a ``true_status`` and a job tells of the job (``_status_facts``)."""
+    job_id, true_status = e.job_id, e.true_status
+    assert job_id is not None  # as the caller tests
+    assert true_status is not None
+    if job_id and true_status:
+        run.true_by_job.setdefault(job_id, set()).add(true_status)
+    if e.status_since is not None:
+        _status_facts(run, e)
 
 
 def _close_run(run: _Run, totals: _Totals) -> None:
-    found = [f for client in run.clients.values() for f in client.judge.close_found(run.hooks_of)]
-    # webhook_ack's, after the clients' as ``_judge`` has them
-    found.extend(found_as_is(v, _WEBHOOK_ACK) for v in run.violations)
-    found.sort(key=_ORDER)  # by the last entry each names, then the rule: as ``_judge`` sorts
+    hooks = run.hooks_of
+    found: Iterable[Found] = itertools.chain(
+        itertools.chain.from_iterable(c.judge.iter_found(hooks) for c in run.clients.values()),
+        # webhook_ack's, after the clients' as ``_judge`` has them
+        (found_as_is(v, _WEBHOOK_ACK) for v in run.violations),
+    )
     number = run.number
     kept, counts, shown = totals.violations, totals.counts, totals.shown
-    for f in found:
-        counts[INVARIANTS[f[1]]] += 1
-        if shown is None or len(kept) < shown:
-            v = violation(f)
-            kept.append(dataclasses.replace(v, run=number) if number else v)
+    # by the last entry each names, then the rule: as ``_judge`` sorts
+    if shown is None:
+        chosen = sorted(found, key=_ORDER)
+        for f in chosen:
+            counts[INVARIANTS[f[1]]] += 1
+    else:
+        # the first ``shown`` still wanted, without holding (nor writing) the others
+        tally = [0] * len(INVARIANTS)
+        low = [0] * len(INVARIANTS)  # each rule's first seq (where the sorted list meets it)
+        wanted = shown - len(kept)
+        tallied = _tallied(found, tally, low)
+        if wanted > 0:
+            chosen = heapq.nsmallest(wanted, tallied, key=_ORDER)
+        else:
+            chosen = []
+            collections.deque(tallied, maxlen=0)  # counted only
+        for rule in sorted((r for r, n in enumerate(tally) if n), key=lambda r: (low[r], r)):
+            counts[INVARIANTS[rule]] += tally[rule]
+    for f in chosen:
+        v = violation(f)
+        kept.append(dataclasses.replace(v, run=number) if number else v)
     run.violations = []
     for job_id, (points, last_seen) in run.status_changes.items():
         ordered = sorted(points.items())
@@ -366,6 +402,17 @@ def _close_run(run: _Run, totals: _Totals) -> None:
             )
     run.clients = {}
     run.hooks_of = {}
+
+
+def _tallied(found: Iterable[Found], tally: list[int], low: list[int]) -> Iterator[Found]:
+    """``found`` as it comes, counting each rule's (``tally``) and its lowest last seq."""
+    for f in found:
+        rule = f[1]
+        n = tally[rule]
+        if not n or f[0] < low[rule]:
+            low[rule] = f[0]
+        tally[rule] = n + 1
+        yield f
 
 
 _WEBHOOK_ACK = INVARIANTS.index("webhook_ack")
