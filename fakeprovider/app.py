@@ -86,6 +86,8 @@ class FakeProviderApp:
         self.admin_token = admin_token
         self._stopping: asyncio.Event | None = None
         self.stopping = False
+        #: What ``_request`` made of the last scopes, by their parts.
+        self._requests: dict[tuple[Any, ...], HttpRequest] = {}
 
     def begin_shutdown(self) -> None:
         """Answer every request waiting out a scripted delay now (call on the server's loop)."""
@@ -140,21 +142,18 @@ class FakeProviderApp:
                         body += message.get("body", b"")
                         too_large = len(body) > limit
                     more = message.get("more_body", False)
-            headers = {
-                k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]
-            }
-            raw_query = scope.get("query_string", b"")
-            client = scope.get("client")
-            http = _http_request(
-                scope["method"],
-                scope["path"],
-                dict(parse_qsl(raw_query.decode("latin-1"))) if raw_query else {},
-                headers,
-                b"" if too_large else bytes(body),
-                f"{client[0]}:{client[1]}" if client else "unknown",
-                f"{scope.get('scheme', 'http')}://{headers.get('host', '127.0.0.1')}",
-                limit if too_large else None,
-            )
+            http = self._request(scope)
+            if body or too_large:
+                http = _http_request(
+                    http.method,
+                    http.path,
+                    http.query,
+                    http.headers,
+                    b"" if too_large else bytes(body),
+                    http.peer,
+                    http.base_url,
+                    limit if too_large else None,
+                )
             reply, response = provider.receive(http)
             cut_short = reply.delay > 0 and await self._pause(reply.delay)
             clock = provider.clock
@@ -186,6 +185,42 @@ class FakeProviderApp:
         except Exception as exc:  # never a traceback to the client; the server keeps going
             self._failed(scope, exc)
             await _Exchange(provider, send, reply, started).fail(receive)
+
+    def _request(self, scope: Scope) -> HttpRequest:
+        """The ``HttpRequest`` for ``scope`` without a body: the very object made for the same
+        scope before (method, path, query, headers in order, peer and scheme), while it is
+        kept, so that the dialect finds the request it parsed of it (``Dialect.parse``). The
+        last ``_REQUESTS_KEPT`` scopes' are kept (a client polls one path again and again on
+        one connection), forgotten all at once when full."""
+        client = scope.get("client")
+        scheme = scope.get("scheme", "http")
+        raw_query = scope.get("query_string", b"")
+        known = self._requests
+        key = (scope["method"], scope["path"], raw_query, client, scheme, *scope["headers"])
+        try:
+            made = known.get(key)
+        except TypeError:  # a part that cannot be a key (a header as a list): made afresh
+            made, keep = None, False
+        else:
+            if made is not None:
+                return made
+            keep = True
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        made = _http_request(
+            scope["method"],
+            scope["path"],
+            dict(parse_qsl(raw_query.decode("latin-1"))) if raw_query else {},
+            headers,
+            b"",
+            f"{client[0]}:{client[1]}" if client else "unknown",
+            f"{scheme}://{headers.get('host', '127.0.0.1')}",
+            None,
+        )
+        if keep:
+            if len(known) >= _REQUESTS_KEPT:
+                known.clear()
+            known[key] = made
+        return made
 
     async def _other(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Everything but an API request: the admin API (and what Starlette refuses)."""
@@ -325,6 +360,8 @@ else:
 #: scenario's); at most ``_FIELDS_CACHED`` kept, the others encoded per answer.
 _CONTENT_TYPES: dict[str, tuple[bytes, bytes]] = {}
 _FIELDS_CACHED = 64
+#: Scopes whose ``HttpRequest`` the app keeps at most (``FakeProviderApp._request``).
+_REQUESTS_KEPT = 512
 
 
 async def _read_capped(request: StarletteRequest, limit: int) -> bytes | None:

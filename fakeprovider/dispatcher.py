@@ -239,17 +239,18 @@ class Dispatcher:
         if engine is not self._engine:
             return 0.0
         self._cursor += len(changes)
-        history, keep = self._history, config.reorder
+        history, keep, events = self._history, config.reorder, config.events
         for change in changes:
             # only ``reorder`` sends a job's earlier changes again, so only it keeps them: a
             # server kept every change of every job (a view and two dicts each) for nothing,
             # and the collector's middle generation scanned them all under a stream of submits
             earlier = history.setdefault(change.job_id, []) if keep else []
-            planned = plan_change(
-                config, change, earlier, seed=provider.scenario.seed, shape=provider.dialect
-            )
-            for delivery in planned:
-                self._push(_Attempt(delivery, 1, delivery.at, self._generation))
+            if event_for(change.status) in events:  # plan_change plans nothing for the others
+                planned = plan_change(
+                    config, change, earlier, seed=provider.scenario.seed, shape=provider.dialect
+                )
+                for delivery in planned:
+                    self._push(_Attempt(delivery, 1, delivery.at, self._generation))
             if keep:
                 earlier.append(change)
         now = provider.clock.now()

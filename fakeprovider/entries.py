@@ -13,23 +13,28 @@ module and re-exports its public names.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
+import itertools
 import json
 import math
 import operator
 from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 __all__ = [
     "FIELD_NAMES",
     "KINDS",
     "BadEntry",
     "Entry",
+    "EntryLike",
     "JournalError",
     "Kind",
+    "RetryAfterLike",
     "RetryAfterRecord",
+    "as_entry",
     "entry_batches",
     "entry_from_dict",
     "entry_from_line",
@@ -38,6 +43,8 @@ __all__ = [
     "jsonl_line",
     "jsonl_lines",
     "parse_lines",
+    "readable_entries",
+    "record_batches",
 ]
 
 Kind = Literal["submit", "status", "content", "cancel", "list", "webhook", "admin", "unknown"]
@@ -151,6 +158,104 @@ class Entry:
 
 
 FIELD_NAMES = tuple(f.name for f in dataclasses.fields(Entry))
+
+
+class RetryAfterLike(Protocol):
+    """What a ``RetryAfterRecord`` holds, read-only: the record itself, or the struct a
+    journal read by ``record_batches`` holds in its place."""
+
+    @property
+    def raw(self) -> str: ...
+    @property
+    def not_before(self) -> float | None: ...
+    @property
+    def header(self) -> str: ...
+    @property
+    def form(self) -> str: ...
+
+
+class EntryLike(Protocol):
+    """What an ``Entry`` holds and tells, read-only: an ``Entry``, or the record a journal line
+    is decoded into by ``record_batches`` (a msgspec struct with the same field names, values
+    and properties; ``retry_after`` a ``RetryAfterLike``). Not an ``Entry`` for ``==``, hashing,
+    ``dataclasses.replace`` or ``to_dict``: ``as_entry`` makes the ``Entry``."""
+
+    @property
+    def seq(self) -> int: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def job_id(self) -> str | None: ...
+    @property
+    def method(self) -> str: ...
+    @property
+    def path(self) -> str: ...
+    @property
+    def client(self) -> str: ...
+    @property
+    def received_at(self) -> float: ...
+    @property
+    def response_started_at(self) -> float | None: ...
+    @property
+    def completed_at(self) -> float | None: ...
+    @property
+    def status_code(self) -> int | None: ...
+    @property
+    def job_status(self) -> str | None: ...
+    @property
+    def retry_after(self) -> RetryAfterLike | None: ...
+    @property
+    def fault(self) -> str | None: ...
+    @property
+    def true_status(self) -> str | None: ...
+    @property
+    def status_since(self) -> float | None: ...
+    @property
+    def poll_after(self) -> float | None: ...
+    @property
+    def error_code(self) -> str | None: ...
+    @property
+    def credential(self) -> str | None: ...
+    @property
+    def idempotency_key(self) -> str | None: ...
+    @property
+    def request_digest(self) -> str | None: ...
+    @property
+    def dropped(self) -> str | None: ...
+    @property
+    def event(self) -> str | None: ...
+    @property
+    def webhook_id(self) -> str | None: ...
+    @property
+    def attempt(self) -> int | None: ...
+    @property
+    def delivery(self) -> str | None: ...
+    @property
+    def listed(self) -> tuple[tuple[str, str], ...] | None: ...
+    @property
+    def run(self) -> dict[str, Any] | None: ...
+    @property
+    def inline_result(self) -> bool | None: ...
+    @property
+    def is_header(self) -> bool: ...
+    @property
+    def latency(self) -> float | None: ...
+    @property
+    def failed(self) -> bool: ...
+
+
+def as_entry(entry: EntryLike) -> Entry:
+    """The ``Entry`` that ``entry`` stands for: itself if it is one, else an ``Entry`` of its
+    values (what the line it was read from reads as)."""
+    if isinstance(entry, Entry):
+        return entry
+    values = [getattr(entry, name) for name in FIELD_NAMES]
+    ra = entry.retry_after
+    if ra is not None:
+        values[FIELD_NAMES.index("retry_after")] = RetryAfterRecord(
+            ra.raw, ra.not_before, ra.header, ra.form
+        )
+    return Entry(*values)
 
 
 def _values_functions() -> tuple[Callable[[Entry], tuple[Any, ...]], Callable[..., list[Any]]]:
@@ -678,7 +783,8 @@ _RUN_AT = FIELD_NAMES.index("run")
 @functools.cache
 def _line_struct() -> Any:
     """The msgspec struct type of a line of the fake's shape (every field; each type and range
-    ``_entry`` accepts), or None where msgspec is not installed."""
+    ``_entry`` accepts), with ``Entry``'s properties, or None where msgspec is not installed.
+    ``record_batches`` gives it as it decodes it (``listed`` made pairs), an ``EntryLike``."""
     try:
         import msgspec
     except ImportError:  # pragma: no cover - the tests run both ways (monkeypatch)
@@ -719,8 +825,18 @@ def _line_struct() -> Any:
         else:
             kind = Union[str, None] if _NONE in types else str  # noqa: UP007
         fields.append((name, kind))
-    # gc=False: a decoded line holds strings, numbers and plain dicts, never a cycle
-    return msgspec.defstruct("Line", fields, forbid_unknown_fields=True, gc=False)
+    # gc=False: a decoded line holds strings, numbers and plain dicts, never a cycle. Entry's
+    # own properties (they read fields only), for the struct to be read as an entry
+    # (``record_batches``).
+    properties = {name: getattr(Entry, name) for name in ("is_header", "latency", "failed")}
+    return msgspec.defstruct(
+        "EntryRecord",
+        fields,
+        namespace=properties,
+        module=__name__,
+        forbid_unknown_fields=True,
+        gc=False,
+    )
 
 
 @functools.cache
@@ -806,12 +922,25 @@ def _plain_twin(cls: type) -> type | None:
     return twin
 
 
+_ChunkFunctions = tuple[
+    Callable[[Iterator[str | bytes], dict[str, str] | None], list[Entry]],
+    Callable[[list[Any], dict[str, str] | None], list[Entry]],
+    Callable[[Any], list[Any]],
+    Callable[[bytes], Any],
+]
+
+
 @functools.cache
-def _chunk_reader() -> Callable[[Iterator[bytes], dict[str, str] | None], list[Entry]] | None:
-    """A function that takes lines (without their line breaks) from an iterator and returns
-    the entries of those msgspec reads, up to the first it cannot: it has taken that line
-    too, and made no entry of it (the caller counts). Equal strings are shared through the
-    dict it is given (None: not at all). None where msgspec is not installed.
+def _chunk_functions() -> _ChunkFunctions | None:
+    """``(read, build, decode_wrapped, decode)``, or None where msgspec is not installed.
+
+    ``read`` takes lines (without their line breaks) from an iterator and returns the entries
+    of those msgspec reads, up to the first it cannot: it has taken that line too, and made no
+    entry of it (the caller counts). Equal strings are shared through the dict it is given
+    (None: not at all). ``decode_wrapped`` decodes lines each wrapped in ``[`` ``]``
+    (``_wrapped_lines``) into 1-tuples of structs, and ``build`` makes their entries as
+    ``read`` does, raising ``BadEntry`` for a run header ``_check_run`` refuses. ``decode``
+    decodes one line into its struct.
 
     Made as source and compiled, as ``dataclasses`` makes ``__init__``: one loop, each line
     decoded into a ``_line_struct``, each field read off the struct and set on a plain twin of
@@ -890,11 +1019,29 @@ def _chunk_reader() -> Callable[[Iterator[bytes], dict[str, str] | None], list[E
             "    except (ValueError, RecursionError):",  # msgspec's errors; BadEntry
             "        pass",
             "    return out",
+            # the same loop over structs msgspec decoded already, each in a 1-tuple
+            "def build(wrapped, strings):",
+            "    out = []",
+            "    append = out.append",
+            "    if strings is None:",
+            "        for s, in wrapped:",
+            *(" " * 12 + line for line in loop(sharing=False)),
+            "        return out",
+            "    share = strings.setdefault",
+            "    for s, in wrapped:",
+            *(" " * 8 + line for line in loop(sharing=True)),
+            "    return out",
         ]
     )
     exec(source, scope)  # only field names go into the source
-    read: Callable[[Iterator[bytes], dict[str, str] | None], list[Entry]] = scope["read"]
-    return read
+    wrapped = msgspec.json.Decoder(tuple[line]).decode_lines  # type: ignore[valid-type]
+    return scope["read"], scope["build"], wrapped, scope["decode"]
+
+
+def _chunk_reader() -> Callable[[Iterator[str | bytes], dict[str, str] | None], list[Entry]] | None:
+    """``_chunk_functions``'s line reader, or None where msgspec is not installed."""
+    made = _chunk_functions()
+    return None if made is None else made[0]
 
 
 def _checked_run(run: dict[str, Any]) -> dict[str, Any]:
@@ -1072,48 +1219,170 @@ def entry_batches(
     ``JournalError`` of ``iter_entries`` over the file's lines (split at ``\n`` only, as a
     binary file iterates). Holds a block, the line it ends in, and its entries until taken.
 
-    The whole lines of a block are read together (``_chunk_reader``), but for any line msgspec
-    refuses, read alone (``_line_entries``): a bad line is reported after a list of the
-    entries before it, as ``iter_entries`` reports it.
+    The whole lines inside a block are decoded by one msgspec call (``_wrapped_lines``) when
+    every one of them is of the fake's shape; otherwise, and for the line that runs into the
+    block from the one before, each line is decoded on its own (``_chunk_reader``), but for
+    any line msgspec refuses, read alone (``_line_entries``): a bad line is reported after a
+    list of the entries before it, as ``iter_entries`` reports it.
     """
-    read = _chunk_reader() if _line_decoder() is not None else None
     strings: dict[str, str] | None = {} if share_strings else None
-    number = 1  # of the first line of the block
+    return _batches(blocks, name, strings, records=False)
+
+
+def record_batches(blocks: Iterable[bytes], name: str) -> Iterator[list[EntryLike]]:
+    """``entry_batches`` (strings not shared) for a reader that only reads the entries' fields
+    and properties (``EntryLike``): the lines a block's one msgspec call decodes are given as
+    the structs it made (``_line_struct``: no ``Entry`` built, about half the cost of a line),
+    and so is the line a block starts inside when msgspec reads it; any other line is given
+    as the ``Entry`` ``entry_batches`` makes of it. Same lines read, same values, same
+    ``JournalError`` after the same entries; ``as_entry`` turns a record into its ``Entry``."""
+    return _batches(blocks, name, None, records=True)
+
+
+def _batches(
+    blocks: Iterable[bytes], name: str, strings: dict[str, str] | None, records: bool
+) -> Iterator[list[Any]]:
+    """``entry_batches`` (``records``: ``record_batches``) with the dict of shared strings given
+    (None: none shared)."""
+    functions = _chunk_functions() if _line_decoder() is not None else None
+    make: Callable[[list[Any]], list[Any]] = _records
+    if functions is not None and not records:
+        build = functions[1]
+
+        def make(wrapped: list[Any]) -> list[Any]:
+            return build(wrapped, strings)
+
+    number = 1  # of the next line
     pending: list[bytes] = []  # the start of that line
     for block in blocks:
-        lines = block.split(b"\n")
-        if len(lines) == 1:
+        first = block.find(b"\n")
+        if first < 0:
             pending.append(block)
             continue
-        if pending:
-            pending.append(lines[0])
-            lines[0] = b"".join(pending)
-            pending.clear()
-        tail = lines.pop()
-        if tail:
-            pending.append(tail)
         if strings is not None and len(strings) > _SHARED:
             strings.clear()
-        if read is None:
+        last = block.rfind(b"\n")
+        head = block[:first]
+        if pending:
+            pending.append(head)
+            head = b"".join(pending)
+            pending.clear()
+        tail = block[last + 1 :]
+        if tail:
+            pending.append(tail)
+        if functions is None:
+            lines = [head, *block[first + 1 : last].split(b"\n")] if last > first else [head]
             whole = [line + b"\n" for line in lines]
             yield (yield from _batch_of_lines(whole, name, strings, number))
             number += len(lines)
             continue
-        batch: list[Entry] = []
-        taken = 0
-        remaining = iter(lines)
-        while taken < len(lines):
-            made = read(remaining, strings)
-            batch += made
-            taken += len(made)
-            if taken < len(lines):  # msgspec refused line ``taken``: read it alone
-                refused = [lines[taken] + b"\n"]
-                batch += yield from _batch_of_lines(refused, name, strings, number + taken, batch)
-                taken += 1
-        number += len(lines)
+        read, _, decode_wrapped, decode = functions
+        batch: list[Any] = []
+        if records:  # the line the block starts inside, as a record where it can be one
+            with contextlib.suppress(ValueError, RecursionError):  # BadEntry: a run header
+                batch = _records([(decode(head),)])
+        if not batch:
+            batch = yield from _lines_read(read, [head], name, strings, number, batch)
+        number += 1
+        if last > first:
+            made = _wrapped_lines(block, first, last, decode_wrapped, make)
+            if made is None:
+                lines = block[first + 1 : last].split(b"\n")
+                batch = yield from _lines_read(read, lines, name, strings, number, batch)
+                number += len(lines)
+            else:
+                batch += made
+                number += len(made)
         yield batch
     if pending:  # a last line without its line break
         yield (yield from _batch_of_lines([b"".join(pending)], name, strings, number))
+
+
+def _wrapped_lines(
+    block: bytes,
+    first: int,
+    last: int,
+    decode_wrapped: Callable[[Any], list[Any]],
+    make: Callable[[list[Any]], list[Any]],
+) -> list[Any] | None:
+    """What ``make`` makes of the structs of the whole lines of ``block`` after its first line
+    break (at ``first``) up to its last (at ``last``), decoded by one msgspec call, each in a
+    1-tuple; None unless every one of those lines is one msgspec reads alone, or when ``make``
+    raises ``BadEntry`` (a run header ``_check_run`` refuses): the caller then reads them one
+    by one.
+
+    Every line break becomes ``]\n[``, so that the lines are ``[line]`` values one after the
+    other, and msgspec decodes them as 1-tuples of the line's struct. They are read exactly as
+    each line alone is: a line break cannot be inside a JSON string (a control character), so
+    each ``]`` and ``[`` put in is outside strings; ``]`` then ``[`` with only whitespace
+    between them is valid JSON only between two top-level values, so every line break is
+    between two of them; each line then holds at least one value, and as many values as lines
+    means each holds exactly one: ``[line]``, a 1-tuple, which only a line holding one JSON
+    object of the struct's shape (whitespace around it) decodes to. A blank line (``[]``), a
+    BOM, two objects on a line or one over two lines fails, as does deeper nesting than
+    msgspec takes (one level more than the line alone: then read alone, as it would be).
+    """
+    wrapped = block.replace(b"\n", b"]\n[")
+    breaks = (len(wrapped) - len(block)) >> 1
+    # from the "[" after the first line break to the "]" before the last one (each break
+    # before a position moves it by two)
+    region = memoryview(wrapped)[first + 2 : last + 2 * breaks - 1]
+    try:
+        values = decode_wrapped(region)
+        if len(values) != breaks - 1:
+            return None
+        return make(values)
+    except (ValueError, RecursionError):  # msgspec's errors; BadEntry for a run header
+        return None
+    finally:
+        region.release()
+
+
+_LISTED_OF = operator.attrgetter("listed")
+_RUN_OF = operator.attrgetter("run")
+
+
+def _records(wrapped: list[tuple[Any]]) -> list[Any]:
+    """The structs of ``wrapped`` (1-tuples) as ``record_batches`` gives them: ``listed`` made
+    the pairs ``Entry`` holds, each run header checked (``BadEntry``: ``_check_run``). Looks
+    for either a column at a time, in C: most blocks hold neither."""
+    structs = list(itertools.chain.from_iterable(wrapped))
+    listed = list(map(_LISTED_OF, structs))
+    if listed.count(None) != len(listed):
+        for struct in structs:
+            if struct.listed is not None:
+                struct.listed = tuple(struct.listed.items())
+    runs = list(map(_RUN_OF, structs))
+    if runs.count(None) != len(runs):
+        for run in runs:
+            if run is not None:
+                _check_run(run)
+    return structs
+
+
+def _lines_read(
+    read: Callable[[Iterator[str | bytes], dict[str, str] | None], list[Entry]],
+    lines: list[bytes],
+    name: str,
+    strings: dict[str, str] | None,
+    first: int,
+    batch: list[Entry],
+) -> Generator[list[Entry], None, list[Entry]]:
+    """``batch`` and the entries of ``lines`` (numbered from ``first``) after it, each line
+    decoded on its own by ``read`` but for any line msgspec refuses, read alone
+    (``_batch_of_lines``: for a bad line, what was read before it is yielded, then its
+    ``JournalError`` raised)."""
+    taken = 0
+    remaining = iter(lines)
+    while taken < len(lines):
+        made = read(remaining, strings)
+        batch += made
+        taken += len(made)
+        if taken < len(lines):  # msgspec refused line ``taken``: read it alone
+            refused = [lines[taken] + b"\n"]
+            batch += yield from _batch_of_lines(refused, name, strings, first + taken, batch)
+            taken += 1
+    return batch
 
 
 def _batch_of_lines(
@@ -1133,6 +1402,31 @@ def _batch_of_lines(
         yield [*(before or ()), *batch]
         raise
     return batch
+
+
+def readable_entries(lines: list[str]) -> list[Entry]:
+    """The entries of those of ``lines`` (text, each with its line break) that are entries,
+    the others skipped: ``entry_from_line`` of each line that does not raise ``ValueError``
+    (or ``TypeError``), in order. The lines msgspec reads are decoded together (``_chunk_reader``), any other
+    alone (``entry_from_line``): what ``Journal.run_entries`` reads its file with."""
+    read = _chunk_reader() if _line_decoder() is not None else None
+    out: list[Entry] = []
+    taken = 0
+    remaining = iter(lines)
+    while taken < len(lines):
+        if read is not None:
+            made = read(remaining, None)
+            out += made
+            taken += len(made)
+            if taken == len(lines):
+                break
+        else:
+            next(remaining)
+        # msgspec refused line ``taken``: as entry_from_line reads it, or skipped
+        with contextlib.suppress(ValueError, TypeError):
+            out.append(entry_from_line(lines[taken]))
+        taken += 1
+    return out
 
 
 def entry_from_line(line: str | bytes) -> Entry:

@@ -35,6 +35,7 @@ __all__ = [
     "HttpResponse",
     "RetryAfterForm",
     "RetryAfterValue",
+    "all_safe_header_values",
     "client_of",
     "error_code",
     "error_response",
@@ -303,6 +304,14 @@ def is_safe_header_value(value: str) -> bool:
     """Whether ``safe_header_value(value) == value``, without making the safe value: visible
     ASCII and spaces, none leading or trailing."""
     return value.isascii() and value.isprintable() and value.strip(" ") == value
+
+
+def all_safe_header_values(headers: Iterable[tuple[str, str]]) -> bool:
+    """Whether ``is_safe_header_value`` holds for every value of ``headers``."""
+    for _, value in headers:
+        if not (value.isascii() and value.isprintable() and value.strip(" ") == value):
+            return False
+    return True
 
 
 def safe_header_value(value: str) -> str:

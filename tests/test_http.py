@@ -19,6 +19,7 @@ from fakeprovider.http import (
     HttpResponse,
     RetryAfterForm,
     RetryAfterValue,
+    all_safe_header_values,
     client_of,
     error_code,
     error_response,
@@ -316,3 +317,8 @@ def test_wire_problem_answers_the_same_for_a_name_seen_before() -> None:
             "header 'Content-Length' is written by the server from the body and cannot be scripted"
         )
         assert wire_problem(HttpResponse(200, b"", None, (("x-ok", "1"),))) is None
+
+
+@given(st.lists(st.tuples(st.just("x"), st.text(max_size=6)), max_size=4))
+def test_all_safe_header_values_is_every_value_safe(headers: list[tuple[str, str]]) -> None:
+    assert all_safe_header_values(headers) == all(is_safe_header_value(v) for _, v in headers)

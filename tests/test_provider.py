@@ -3,13 +3,26 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fakeprovider.clock import VirtualClock
-from fakeprovider.http import HttpRequest
-from fakeprovider.messages import StateChange
+from fakeprovider.http import (
+    NO_BODY,
+    HttpRequest,
+    HttpResponse,
+    format_http_date,
+    is_safe_header_value,
+    safe_header_value,
+    wire_problem,
+)
+from fakeprovider.messages import ApiError, StateChange
 from fakeprovider.provider import FakeProvider
 from fakeprovider.scenario import parse_scenario
 from fakeprovider.settings import RunSettings
@@ -174,3 +187,80 @@ def test_load_refuses_settings_with_another_epoch_than_the_clocks() -> None:
     with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
         provider.load("quick-preview", settings=RunSettings())
     assert provider.scenario.name == "unnamed"
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    epoch=st.sampled_from([0.0, 1_700_000_000.0, 1_700_000_000.25]),
+    readings=st.lists(
+        st.one_of(
+            st.floats(-5.0, 5.0), st.sampled_from([0.0, 0.999999, 1.0, 1.0000001, 2.5, -0.5])
+        ),
+        max_size=12,
+    ),
+)
+def test_each_date_is_its_replys_second_whatever_the_answers_before(
+    epoch: float, readings: list[float]
+) -> None:
+    provider = FakeProvider(parse_scenario(TIMED), clock=VirtualClock(epoch=epoch))
+    for reading in readings:
+        reply = SimpleNamespace(respond_at=reading)
+        shown = provider.date_header(reply)  # type: ignore[arg-type]
+        assert shown == format_http_date(math.floor(epoch + reading))
+
+
+@pytest.mark.parametrize("reading", [math.nan, math.inf])
+def test_a_date_for_no_time_raises_as_flooring_it_does(reading: float) -> None:
+    provider = FakeProvider(parse_scenario(TIMED), clock=VirtualClock())
+    provider.date_header(SimpleNamespace(respond_at=0.5))  # type: ignore[arg-type]
+    with pytest.raises((ValueError, OverflowError)):
+        provider.date_header(SimpleNamespace(respond_at=reading))  # type: ignore[arg-type]
+
+
+def _checked_in_full(
+    provider: FakeProvider, http: HttpRequest, refused_method: bool, response: HttpResponse
+) -> Any:
+    """What ``receive`` makes of a rendered answer, every check made (the general path)."""
+    if response.status == 405 and refused_method:
+        allowed = ", ".join(provider.dialect.allowed_methods(http.path))
+        response = dataclasses.replace(response, headers=(*response.headers, ("allow", allowed)))
+    if response.headers and not all(is_safe_header_value(v) for _, v in response.headers):
+        headers = tuple((name, safe_header_value(v)) for name, v in response.headers)
+        response = dataclasses.replace(response, headers=headers)
+    if response.status in NO_BODY and response.body:
+        response = dataclasses.replace(response, body=b"", media_type=None)
+    problem = wire_problem(response)
+    return (response.status, response.body, response.headers, problem)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    status=st.one_of(st.sampled_from([200, 202, 204, 304, 405, 599, 600, 99]), st.integers(0, 700)),
+    body=st.sampled_from([b"", b"{}"]),
+    headers=st.lists(
+        st.tuples(st.sampled_from(["x-a", "Bad Name", "content-length"]), st.text(max_size=3)),
+        max_size=2,
+    ),
+    method=st.sampled_from(["GET", "DELETE"]),
+)
+def test_an_answer_is_checked_as_every_check_would_check_it(
+    status: int, body: bytes, headers: list[tuple[str, str]], method: str
+) -> None:
+    provider = FakeProvider(parse_scenario(TIMED), clock=VirtualClock())
+    rendered = HttpResponse(status, body, "application/json", tuple(headers))
+    provider.dialect.render = lambda reply, http: rendered  # type: ignore[method-assign]
+    http = HttpRequest(method, "/v1/jobs")
+    reply, response = provider.receive(http)
+    refused_method = reply.request.problem_code == "method_not_allowed"
+    assert refused_method == (method == "DELETE")
+    status_, body_, headers_, problem = _checked_in_full(provider, http, refused_method, rendered)
+    if problem is None:
+        assert (response.status, response.body, response.headers) == (status_, body_, headers_)
+        assert reply.error is None or method == "DELETE"
+        if not headers and 200 <= status <= 599 and status not in (204, 304, 405):
+            assert response is rendered
+    else:
+        assert (response.status, reply.error) == (
+            500,
+            ApiError("unsendable_answer", "unsendable answer"),
+        )

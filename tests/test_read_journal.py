@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import gc
 import io
 import itertools
 import json
@@ -20,7 +21,14 @@ from typing import Any
 import pytest
 
 from fakeprovider import entries, journal
-from fakeprovider.entries import BadEntry, JournalError, _show, entry_from_dict, jsonl_line
+from fakeprovider.entries import (
+    FIELD_NAMES,
+    BadEntry,
+    JournalError,
+    _show,
+    entry_from_dict,
+    jsonl_line,
+)
 from fakeprovider.journal import Entry, Journal, RetryAfterRecord, iter_journal, read_journal
 from tests.bench_scripts import load_script
 
@@ -504,6 +512,99 @@ def test_blocks_of_any_size_read_as_lines_do(monkeypatch: pytest.MonkeyPatch) ->
     assert tally["refused"] > 20
 
 
+def reshaped(rng: random.Random, lines: list[bytes]) -> bytes:
+    """``lines`` with their line breaks moved about where a block's one msgspec call must not
+    be fooled: a line over two lines (broken after a comma, a colon or inside a string, or
+    inside a nested array of a run header), two lines on one (nothing, a space, a tab, or
+    ``][``, which the one call's wrapping would read as two values), both near each other (as many values as lines in all), blank lines and CRLF."""
+    out = list(lines)
+    for _ in range(rng.randint(1, 3)):
+        at = rng.randrange(len(out))
+        line = out[at]
+        choice = rng.random()
+        if choice < 0.35:  # one line over two
+            marks = [m.end() for m in re.finditer(rb'[,:]|"a|\[1', line)]
+            if marks:
+                cut = rng.choice(marks)
+                out[at : at + 1] = [line[:cut] + b"\n", line[cut:]]
+        elif choice < 0.7 and at + 1 < len(out):  # two lines on one
+            between = rng.choice([b"", b" ", b"\t", b"][", b"] ["])  # "][": two "[line]"
+            out[at : at + 2] = [line[:-1] + between + out[at + 1]]
+        elif choice < 0.85:
+            out.insert(at, rng.choice([b"\n", b" \n", b"\r\n"]))
+        else:
+            out[at] = line[:-1] + b"\r\n"
+    return b"".join(out)
+
+
+def test_lines_moved_about_in_a_block_read_as_lines_do() -> None:
+    """A block's whole lines are decoded by one msgspec call (``entries._wrapped_lines``)
+    only when that reads exactly what each line alone reads: lines broken in two, two lines
+    on one, both at once (as many JSON values as lines), blank lines; the entries before the
+    first bad line and its error are the line-by-line reference's, whatever the cuts into
+    blocks (bounded: 3 seconds)."""
+    rng = random.Random(1516)
+    nested = jsonl_line(
+        entry(0, kind="admin", job_id=None, path="/__admin/reset", run={"a": [1, [2, 3]]})
+    ).encode()
+    good = [jsonl_line(sample).encode() for sample in SAMPLES] + [nested]
+    stop = time.monotonic() + 3.0
+    tally: Counter[str] = Counter()
+    for number in range(3000):
+        if time.monotonic() > stop:
+            break
+        data = reshaped(rng, [rng.choice(good) for _ in range(rng.randint(2, 40))])
+        expected = prefix_and_error(reference_reading(io.BytesIO(data), "<journal>"))
+        tally["refused" if expected[1] else "read"] += 1
+        cuts = sorted(rng.sample(range(1, len(data)), min(len(data) - 1, rng.randint(0, 3))))
+        for share in (False, True):
+            got = prefix_and_error(from_blocks(in_blocks(data, cuts), share))
+            assert got == expected, (number, data, cuts)
+    assert tally["read"] > 20
+    assert tally["refused"] > 20
+
+
+def test_as_many_values_as_lines_over_the_wrong_lines_is_not_read_as_a_block() -> None:
+    """A line broken in two and two lines on one make as many JSON values as lines: the
+    block is then read line by line, which names the broken line."""
+    one, two, three = (jsonl_line(entry(seq)).encode() for seq in (1, 2, 3))
+    cut = one.index(b',"method"') + 1
+    data = b"\n" + one[:cut] + b"\n" + one[cut:-1] + two + three + b"\n"
+    assert prefix_and_error(from_blocks([data], share_strings=False)) == (
+        [],
+        "<journal>:2: not JSON (Expecting property name enclosed in double quotes at column 44);"
+        " each line must be one journal entry",
+    )
+    joined = b"\n" + one[:-1] + b"][" + two + three  # "[one][two]" on line 2: two values
+    assert prefix_and_error(from_blocks([joined], share_strings=False)) == (
+        [],
+        "<journal>:2: not JSON (Extra data at column 490); each line must be one journal entry",
+    )
+
+
+def test_a_block_of_the_fakes_lines_is_decoded_by_one_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Past the line a block starts inside, every whole line of a block of the fake's lines
+    goes through the one msgspec call, and what it makes is what the lines alone make."""
+    if entries._line_decoder() is None:  # pragma: no cover - msgspec has a wheel here
+        pytest.skip("msgspec is not installed: every line is read by json.loads")
+    lines = [jsonl_line(sample).encode() for sample in SAMPLES * 20]
+    data = b"".join(lines)
+    made: list[int] = []
+    real = entries._wrapped_lines
+
+    def counting(*args: Any) -> list[Entry] | None:
+        found = real(*args)
+        made.append(-1 if found is None else len(found))
+        return found
+
+    monkeypatch.setattr(entries, "_wrapped_lines", counting)
+    read = list(from_blocks([b"\n" + data], share_strings=False))
+    assert made == [len(lines)]
+    assert [repr(one) for one in read] == [repr(one) for one in reference_reading(lines, "x")]
+
+
 @pytest.mark.parametrize("where", ["first", "last whole", "over the edge", "after the edge"])
 def test_a_bad_line_at_a_block_edge_is_named_after_the_entries_before_it(where: str) -> None:
     lines = [jsonl_line(entry(seq)).encode() for seq in range(1, 7)]
@@ -672,9 +773,185 @@ def test_the_read_benchmark_reads_each_shape_each_way(capsys: pytest.CaptureFixt
     bench.read_table(["many-jobs", "retry-storm"], 40, 1, time.monotonic() + 60)
     out = capsys.readouterr().out.splitlines()
     ways = ["json+checks", "json+plan", "iter_entries", "not shared", "iter_journal"]
-    ways += ["blocks shared", "json.loads", "msgspec"]
+    ways += ["blocks shared", "iter_records", "json.loads", "msgspec"]
     if entries._line_decoder() is None:
         ways.remove("msgspec")
     assert out[2].split() == ["shape", "B/line", *" ".join(ways).split(), "ratio"]
     assert [line.split()[0] for line in out[3:5]] == ["many-jobs", "retry-storm"]
     assert all(len(line.split()) == len(ways) + 3 for line in out[3:5])
+
+
+# -- records: the decoded structs themselves, for a reader of fields (fakeprovider check) ----
+
+PROPERTIES = ("is_header", "latency", "failed")
+
+
+def what_it_holds(one: entries.EntryLike) -> tuple[object, ...]:
+    """Every field and property of ``one`` as a reader of ``EntryLike`` sees them (a
+    Retry-After as its four values), with the types of the values."""
+    values: list[object] = [getattr(one, name) for name in FIELD_NAMES + PROPERTIES]
+    ra = one.retry_after
+    at = FIELD_NAMES.index("retry_after")
+    values[at] = None if ra is None else (ra.raw, ra.not_before, ra.header, ra.form)
+    return tuple((value, type(value)) for value in values)
+
+
+def held_and_error(read: Iterator[entries.EntryLike]) -> tuple[list[object], str | None]:
+    """What each entry read holds (``what_it_holds``) up to the first error, and the error."""
+    held: list[object] = []
+    try:
+        for one in read:
+            held.append(what_it_holds(one))
+    except ValueError as exc:
+        return held, str(exc)
+    return held, None
+
+
+def records_from_blocks(blocks: list[bytes]) -> Iterator[entries.EntryLike]:
+    for batch in entries.record_batches(blocks, "<journal>"):
+        yield from batch
+
+
+def test_records_hold_what_the_entries_of_the_same_lines_hold(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``record_batches`` over journals cut into blocks at random (mutated, blank, CRLF and
+    moved-about lines, a BOM, no last line break): the same lines read, each holding the same
+    field values (of the same types) and properties as the line-by-line reference's entry,
+    the same error after them; ``as_entry`` makes that very entry. With msgspec and without
+    (bounded: 4 seconds)."""
+    rng = random.Random(1517)
+    good = [jsonl_line(sample).encode() for sample in SAMPLES]
+    stop = time.monotonic() + 4.0
+    tally: Counter[str] = Counter()
+    for number in range(2000):
+        if time.monotonic() > stop:
+            break
+        data = journal_of(rng, good)
+        if rng.random() < 0.3:
+            data = reshaped(rng, data.splitlines(keepends=True) or [b"\n"])
+        reference = list(_prefix(reference_reading(io.BytesIO(data), "<journal>")))
+        expected = held_and_error(iter(reference[:-1])), reference[-1]
+        tally["refused" if reference[-1] else "read"] += 1
+        cuts = sorted(rng.sample(range(1, len(data)), min(len(data) - 1, rng.randint(0, 12))))
+        blocks = in_blocks(data, cuts)
+        got = list(_prefix(records_from_blocks(blocks)))
+        assert (held_and_error(iter(got[:-1])), got[-1]) == expected, (number, cuts)
+        assert [entries.as_entry(one) for one in got[:-1]] == reference[:-1], number
+        if number % 5 == 0:
+            with monkeypatch.context() as patch:
+                patch.setattr(entries, "_line_decoder", lambda: None)
+                got = list(_prefix(records_from_blocks(blocks)))
+                assert {type(one) for one in got[:-1]} <= {Entry}
+                assert got == reference, number
+    assert tally["read"] > 20
+    assert tally["refused"] > 20
+
+
+def _prefix(read: Iterator[Any]) -> Iterator[Any]:
+    """What ``read`` yields up to its first error, then that error's text (None: none)."""
+    try:
+        yield from read
+    except ValueError as exc:
+        yield str(exc)
+        return
+    yield None
+
+
+def test_a_line_of_the_fakes_shape_is_given_as_its_record(tmp_path: Path) -> None:
+    """``iter_records`` gives the lines a block's one msgspec call read as the structs it
+    made (not tracked by the collector: they hold no cycle), holding what the ``Entry`` holds;
+    ``as_entry`` gives an ``Entry`` back as it is."""
+    if entries._line_decoder() is None:  # pragma: no cover - msgspec has a wheel here
+        pytest.skip("msgspec is not installed: every line is read as an Entry")
+    path = tmp_path / "run.jsonl"
+    path.write_text(jsonl(*SAMPLES) * 2)
+    read = list(journal.iter_records(path))
+    assert [type(one).__name__ for one in read] == ["EntryRecord"] * (2 * len(SAMPLES))
+    for one, sample in zip(read, SAMPLES * 2, strict=True):
+        assert what_it_holds(one) == what_it_holds(sample)
+        assert entries.as_entry(one) == sample
+    assert not any(map(gc.is_tracked, read))
+    assert entries.as_entry(SAMPLES[1]) is SAMPLES[1]
+    assert type(entries.as_entry(read[len(SAMPLES) + 2]).retry_after) is RetryAfterRecord
+
+
+def test_records_of_a_text_stream_are_its_entries() -> None:
+    """A text stream is read line by line (``iter_entries``): its records are ``Entry``s."""
+    read = list(journal.iter_records(io.StringIO(jsonl(*SAMPLES))))
+    assert read == SAMPLES
+    assert {type(one) for one in read} == {Entry}
+
+
+def test_a_bad_line_in_records_is_named_after_the_records_before_it(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    lines = [jsonl_line(entry(seq)) for seq in range(1, 300)]
+    lines[250] = '{"seq": 251, "kind": "status", "received_at": NaN}\n'
+    path.write_text("".join(lines))
+    got = list(_prefix(journal.iter_records(path)))
+    assert [entries.as_entry(one) for one in got[:-1]] == [entry(seq) for seq in range(1, 251)]
+    assert got[-1] == (
+        f"{path}:251: received_at: expected a finite number (clock seconds), got nan"
+    )
+
+
+# -- a bounded journal's own file: the lines that are entries, the others skipped ----------
+
+
+def entries_of_lines(lines: list[str]) -> list[Entry]:
+    """The reference: ``entry_from_line`` of each line, those it refuses skipped."""
+    out = []
+    for line in lines:
+        try:
+            out.append(entries.entry_from_line(line))
+        except ValueError:
+            continue
+    return out
+
+
+def test_readable_entries_are_the_lines_entry_from_line_reads(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Text lines of every kind (the fake's, mutated, blank, CRLF, broken in two or joined):
+    the entries of those ``entry_from_line`` reads, in order, the others skipped, with
+    msgspec and without (bounded: 3 seconds)."""
+    rng = random.Random(1518)
+    good = [jsonl_line(sample).encode() for sample in SAMPLES]
+    stop = time.monotonic() + 3.0
+    skipped = 0
+    for number in range(2000):
+        if time.monotonic() > stop:
+            break
+        data = journal_of(rng, good)
+        if rng.random() < 0.3:
+            data = reshaped(rng, data.splitlines(keepends=True) or [b"\n"])
+        lines = data.decode("utf-8", "replace").splitlines(keepends=True)
+        expected = entries_of_lines(lines)
+        skipped += len(lines) - len(expected)
+        assert entries.readable_entries(lines) == expected, number
+        if number % 5 == 0:
+            with monkeypatch.context() as patch:
+                patch.setattr(entries, "_line_decoder", lambda: None)
+                assert entries.readable_entries(lines) == expected, number
+    assert skipped > 50
+
+
+def test_a_bounded_journal_reads_a_long_file_a_block_at_a_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``run_entries`` reads its file some lines at a time (``_BLOCK`` bytes of them): across
+    the edges, lines not its own and a last line being written read as line by line."""
+    path = tmp_path / "journal.jsonl"
+    mixed = ['{"seq": 1}\n', "\n", "not json\n", jsonl_line(entry(90, completed_at=1.0))]
+    path.write_text("".join(mixed * 5))
+    monkeypatch.setattr(journal, "_BLOCK", 150)
+    with path.open("a", encoding="utf-8") as stream:
+        bounded = Journal(sink=stream, memory=1)
+        for _ in range(40):
+            bounded.append(entry(bounded.next_seq(), completed_at=1.0))
+        bounded.flush()
+        stream.write(jsonl_line(entry(95, completed_at=1.0)).rstrip("\n"))  # being written
+        stream.flush()
+        expected = [entry(n, completed_at=1.0) for n in [*range(1, 41), 90]]
+        assert bounded.run_entries() == expected
+        bounded.close()

@@ -152,6 +152,8 @@ _KEPT_JOBS = 512
 _KEPT_BODY = 4096
 #: Longer paths (no real job path is) are matched every time, never kept.
 _PATH_KEPT = 256
+#: Requests ``Dialect.parse`` remembers by the ``HttpRequest`` they were made of, at most.
+_PARSED_KEPT = 512
 
 
 class BadRequest(Exception):
@@ -234,6 +236,9 @@ class Dialect:
         self.settings = settings if settings is not None else RunSettings()
         #: By job id: the view's parts, base URL, status and headers, and the answer made.
         self._kept_answers: dict[str, tuple[Any, ...]] = {}
+        #: By ``id(http)``: an ``HttpRequest`` without a body handed to ``parse`` and the
+        #: request made of it (``parse`` is a function of the request and the dialect alone).
+        self._parsed: dict[int, tuple[HttpRequest, Request]] = {}
 
     @property
     def epoch(self) -> float:
@@ -264,7 +269,28 @@ class Dialect:
         return default_job_id(seed, number)
 
     def parse(self, http: HttpRequest) -> Request:
-        """The engine request for ``http`` (``kind='unknown'`` when no route matches)."""
+        """The engine request for ``http`` (``kind='unknown'`` when no route matches).
+
+        Parsing is a function of ``http`` and the dialect alone (its routes and settings), so
+        the request made of an ``HttpRequest`` without a body is remembered for that very
+        object: an adapter that hands the same object again for the same request (the ASGI
+        app does, per connection and path) gets the same request, not parsed again. A
+        request that carries a body (a submit's dict) is never shared. At most
+        ``_PARSED_KEPT`` are kept, forgotten all at once when full.
+        """
+        known = self._parsed.get(id(http))
+        if known is not None and known[0] is http:
+            return known[1]
+        request = self._parse(http)
+        if request.body is None and not http.body and http.too_large is None:
+            parsed = self._parsed
+            if len(parsed) >= _PARSED_KEPT:
+                parsed.clear()
+            parsed[id(http)] = (http, request)  # holding ``http``: its id is not reused
+        return request
+
+    def _parse(self, http: HttpRequest) -> Request:
+        """``parse``'s work, done afresh."""
         found = self.match(http.method, http.path)
         common: dict[str, Any] = {
             "method": http.method,
@@ -304,7 +330,8 @@ class Dialect:
 
     def render(self, reply: Reply, http: HttpRequest) -> HttpResponse:
         """The wire answer: a scripted fault's, a refusal's, or ``render_answer``'s."""
-        if reply.scripted:
+        fault = reply.fault
+        if fault is not None and fault.status is not None:  # reply.scripted
             return self.render_scripted(reply)
         if reply.error is not None:
             return self.render_refusal(reply, http)

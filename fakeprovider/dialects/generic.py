@@ -132,7 +132,7 @@ class GenericDialect(Dialect):
             or job.summary is not None
         ):
             kept = self._keep(job)
-        elapsed = round(job.elapsed, 3)
+        elapsed = round(job.now - job.created_at, 3)  # job.elapsed
         if kept is None or type(elapsed) is not float or not math.isfinite(elapsed):
             return json_response(200, self.job(job), headers)
         body = b"".join((kept[6], float.__repr__(elapsed).encode(), kept[7]))

@@ -38,6 +38,7 @@ class _Refusing(Dialect):
     routes = (Route("POST", "/jobs", "submit"), Route("GET", "/jobs/{job_id}", "status"))
 
     def __init__(self, refusal: BadRequest | None = None) -> None:
+        super().__init__()
         self.refusal = refusal
 
     def parse_route(

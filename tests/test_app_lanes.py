@@ -1,0 +1,319 @@
+"""The app's fast lanes against its general path: every answer's bytes and every journal line.
+
+The ASGI app keeps the ``HttpRequest`` it made of a scope and hands the very object again for
+the same scope; the dialect keeps the request it parsed of such an object. These tests run
+the same requests through an app with both and an app that keeps nothing (so every request is
+made and parsed afresh, the general path), in-process, on virtual clocks that move alike.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import re
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from fakeprovider import app as app_module
+from fakeprovider.app import FakeProviderApp, create_app
+from fakeprovider.clock import VirtualClock
+from fakeprovider.dialects import DIALECTS
+from fakeprovider.http import HttpRequest
+from fakeprovider.provider import FakeProvider
+from fakeprovider.scenario import bundled_scenarios
+
+#: A create that each dialect accepts: path and JSON body.
+SUBMITS: dict[str, tuple[str, dict[str, Any]]] = {
+    "generic": ("/v1/jobs", {"prompt": "x"}),
+    "openai-videos": ("/v1/videos", {"prompt": "x", "model": "sora-2"}),
+    "runway": ("/v1/text_to_video", {"promptText": "x", "model": "gen4_turbo", "ratio": "1:1"}),
+    "replicate": ("/v1/models/o/n/predictions", {"input": {"prompt": "x"}}),
+    "fal": ("/fal-ai/veo3", {"prompt": "x"}),
+    "google-veo": (
+        "/v1beta1/publishers/google/models/veo-3:predictLongRunning",
+        {"instances": [{"prompt": "x"}]},
+    ),
+    "gemini": ("/v1beta/interactions", {"input": "x", "model": "veo-3", "background": True}),
+    "luma": ("/dream-machine/v1/generations", {"prompt": "x", "model": "ray-2"}),
+    "ark": (
+        "/api/v3/contents/generations/tasks",
+        {"model": "seedance", "content": [{"type": "text", "text": "x"}]},
+    ),
+    "dashscope": (
+        "/api/v1/services/aigc/video-generation/video-synthesis",
+        {"model": "wan2.2-t2v-plus", "input": {"prompt": "x"}},
+    ),
+}
+HEADERS = [
+    (b"authorization", b"Bearer sk-test"),
+    (b"Authorization", b"Key sk-fal"),
+    (b"x-goog-api-key", b"g-key"),
+    (b"x-client-id", b"c1"),
+    (b"X-Client-Id", b"c2"),
+    (b"idempotency-key", b"k1"),
+    (b"content-type", b"application/json"),
+    (b"content-type", b"text/plain"),
+    (b"x-runway-version", b"2024-11-06"),
+    (b"x-dashscope-async", b"enable"),
+    (b"prefer", b"wait=1"),
+    (b"x-odd", b"\xff\xfe caf\xe9"),
+    (b"host", b"fake.test:81"),
+]
+QUERIES = [
+    b"",
+    b"logs=1",
+    b"stream=true",
+    b"page_size=1&page_num=2",
+    b"page_no=2&page_size=1",
+    b"limit=1&offset=1",
+    b"order=asc&limit=1",
+    b"variant=thumbnail",
+    b"a=%ff&a=2",
+]
+CLIENTS = [("127.0.0.1", 5000), ("127.0.0.1", 5001), ("10.0.0.2", 5000), None]
+BODIES = [b"", b"{bad", b'{"prompt": "\\ud800"}', b"[]", b'{"prompt": ""}']
+JOB_IDS = ["nope", "\x00", "caf\u00e9", "a b"]
+
+
+class _Forgetful(dict[Any, Any]):
+    """A cache that never keeps anything: every request made and parsed afresh."""
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        pass
+
+
+class _Transport:
+    def __init__(self) -> None:
+        self.aborted = False
+
+    def get_extra_info(self, name: str) -> None:
+        return None
+
+    def abort(self) -> None:
+        self.aborted = True
+
+
+class _Connection:
+    """What uvicorn hands an app: ``receive`` bound to a cycle with a transport."""
+
+    def __init__(self, chunks: list[bytes]) -> None:
+        self.transport = _Transport()
+        self.disconnected = False
+        self._chunks = chunks
+
+    async def receive(self) -> dict[str, Any]:
+        body = self._chunks.pop(0) if self._chunks else b""
+        return {"type": "http.request", "body": body, "more_body": bool(self._chunks)}
+
+
+class _Side:
+    """One app and what it sent and journaled."""
+
+    def __init__(self, dialect: str, scenario: str, lanes: bool) -> None:
+        self.sink = io.StringIO()
+        self.clock = VirtualClock()
+        self.provider = FakeProvider(
+            scenario, dialect=dialect, clock=self.clock, journal_sink=self.sink
+        )
+        self.app = create_app(self.provider)
+
+        async def no_wait(seconds: float) -> bool:
+            return False  # a scripted delay passes at once (both sides alike)
+
+        self.app._pause = no_wait  # type: ignore[method-assign]
+        if not lanes:
+            self.app._requests = _Forgetful()
+            self.provider.dialect._parsed = _Forgetful()
+
+    def call(self, scope: dict[str, Any], chunks: list[bytes]) -> list[Any]:
+        connection = _Connection(list(chunks))
+        sent: list[Any] = []
+
+        async def send(message: dict[str, Any]) -> None:
+            sent.append(message)
+
+        asyncio.run(self.app(dict(scope), connection.receive, send))
+        return [*sent, connection.transport.aborted]
+
+
+def _fill(template: str, job_id: str) -> str:
+    return re.sub(r"\{(\w+)\}", lambda m: job_id if m.group(1) == "job_id" else "m", template)
+
+
+@st.composite
+def _requests(draw: st.DrawFn, dialect: str) -> list[tuple[Any, ...]]:
+    """Requests as (advance, method, path or template, job id pick, query, headers, client,
+    body, split): templates are filled with a job id when sent (the sides' ids are alike).
+    Each request after the first is the one before with one or two parts changed, so that
+    kept requests are hit, and missed by a change in any one part."""
+    submit_path, submit_body = SUBMITS[dialect]
+    templates = [r.template for r in DIALECTS[dialect].routes]
+    parts = (
+        st.sampled_from([0.0, 0.0, 0.5, 5.0]),
+        st.sampled_from(["GET", "GET", "POST", "HEAD", "DELETE"]),
+        st.sampled_from([submit_path, *templates, "/nope", templates[-1] + "\n"]),
+        st.integers(0, 6),
+        st.sampled_from(QUERIES),
+        st.lists(st.sampled_from(HEADERS), max_size=5),
+        st.sampled_from(CLIENTS),
+        st.sampled_from([*BODIES, json.dumps(submit_body).encode()]),
+        st.booleans(),
+    )
+    request = draw(st.tuples(*parts))
+    made = [request]
+    for _ in range(draw(st.integers(0, 14))):
+        changed = list(request)
+        for index in draw(st.lists(st.integers(0, len(parts) - 1), max_size=2)):
+            changed[index] = draw(parts[index])
+        request = tuple(changed)
+        made.append(request)
+    return made
+
+
+def _scope(method: str, path: str, query: bytes, headers: list[Any], client: Any) -> Any:
+    # fresh bytes objects each time, as a server makes them
+    fresh = [(bytes(name), bytes(value)) for name, value in headers]
+    scope: dict[str, Any] = {
+        "type": "http",
+        "method": method,
+        "path": path,
+        "query_string": bytes(query),
+        "headers": fresh,
+        "scheme": "http",
+        "http_version": "1.1",
+    }
+    if client is not None:
+        scope["client"] = client
+    return scope
+
+
+def _play(dialect: str, scenario: str, requests: list[tuple[Any, ...]]) -> None:
+    fast, general = _Side(dialect, scenario, True), _Side(dialect, scenario, False)
+    submit_path, submit_body = SUBMITS[dialect]
+    create = json.dumps(submit_body).encode()
+    for side in (fast, general):  # jobs to poll and list, on both
+        for _ in range(3):
+            scope = _scope("POST", submit_path, b"", _SUBMIT_HEADERS, CLIENTS[0])
+            side.call(scope, [create])
+    for advance, method, template, pick, query, headers, client, body, split in requests:
+        ids = [job.id for job in fast.provider.engine.jobs]
+        assert ids == [job.id for job in general.provider.engine.jobs]
+        job_id = (ids + JOB_IDS)[pick % (len(ids) + len(JOB_IDS))]
+        path = _fill(template, job_id)
+        chunks = [body[:3], body[3:]] if split and len(body) > 3 else [body]
+        answers = []
+        for side in (fast, general):
+            side.clock.advance(advance)
+            answers.append(side.call(_scope(method, path, query, headers, client), chunks))
+        assert answers[0] == answers[1], (method, path, query, headers, client, body)
+    assert fast.sink.getvalue() == general.sink.getvalue()
+    assert fast.sink.getvalue().count("\n") >= len(requests) + 4
+
+
+_SUBMIT_HEADERS = [HEADERS[0], HEADERS[6], HEADERS[8], HEADERS[9]]
+
+
+@pytest.mark.parametrize("dialect", sorted(DIALECTS))
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(data=st.data())
+def test_kept_requests_answer_and_journal_as_requests_made_afresh(
+    dialect: str, data: st.DataObject
+) -> None:
+    scenario = data.draw(st.sampled_from(sorted(bundled_scenarios())), label="scenario")
+    _play(dialect, scenario, data.draw(_requests(dialect), label="requests"))
+
+
+@pytest.mark.parametrize("dialect", sorted(DIALECTS))
+def test_a_change_in_any_one_part_is_answered_as_made_afresh(dialect: str) -> None:
+    """A status read, then each part changed alone to each of its values, the read again
+    between: whatever part a kept request were wrongly kept across shows."""
+    template = next(r.template for r in DIALECTS[dialect].routes if r.kind == "status")
+    base = (0.0, "GET", template, 0, b"", [HEADERS[0], HEADERS[8]], CLIENTS[0], b"", False)
+    values: list[list[Any]] = [
+        [0.5],
+        ["POST", "HEAD", "DELETE"],
+        [r.template for r in DIALECTS[dialect].routes],
+        [1, 2, 3, 4],
+        QUERIES,
+        [[h] for h in HEADERS] + [[*HEADERS[:1], h] for h in HEADERS],
+        CLIENTS,
+        [*BODIES, json.dumps(SUBMITS[dialect][1]).encode()],
+        [True],
+    ]
+    requests = [base]
+    for index, alternatives in enumerate(values):
+        for value in alternatives:
+            changed = list(base)
+            changed[index] = value
+            requests += [tuple(changed), base]
+    _play(dialect, "long-render", requests)
+
+
+def test_the_same_scope_gives_the_same_request_object_and_the_same_parse() -> None:
+    provider = FakeProvider("long-render", clock=VirtualClock())
+    app = create_app(provider)
+    scope = _scope("GET", "/v1/jobs/j1", b"", HEADERS[:2], CLIENTS[0])
+    first = app._request(scope)
+    again = app._request(_scope("GET", "/v1/jobs/j1", b"", HEADERS[:2], CLIENTS[0]))
+    assert again is first
+    assert first == HttpRequest(
+        "GET",
+        "/v1/jobs/j1",
+        {},
+        {"authorization": "Key sk-fal"},
+        b"",
+        "127.0.0.1:5000",
+        "http://127.0.0.1",
+    )
+    assert provider.dialect.parse(first) is provider.dialect.parse(again)
+    assert provider.dialect.parse(first) == provider.dialect._parse(first)
+    other_port = app._request(_scope("GET", "/v1/jobs/j1", b"", HEADERS[:2], CLIENTS[1]))
+    assert other_port is not first
+    assert other_port.peer == "127.0.0.1:5001"
+
+
+def test_a_request_with_a_body_is_parsed_every_time() -> None:
+    provider = FakeProvider("long-render", clock=VirtualClock())
+    http = HttpRequest(
+        "POST", "/v1/jobs", headers={"content-type": "application/json"}, body=b'{"prompt":"a"}'
+    )
+    first, second = provider.dialect.parse(http), provider.dialect.parse(http)
+    assert first == second
+    assert first.body is not second.body
+    assert provider.dialect._parsed == {}
+
+
+def test_a_scope_whose_parts_cannot_be_a_key_is_made_afresh_every_time() -> None:
+    app = create_app(FakeProvider("long-render", clock=VirtualClock()))
+    scope = _scope("GET", "/v1/jobs/j1", b"", [], CLIENTS[0])
+    scope["headers"] = [[b"x-client-id", b"c1"]]  # lists, as some servers send
+    first, second = app._request(scope), app._request(scope)
+    assert first == second
+    assert first is not second
+    assert first.headers == {"x-client-id": "c1"}
+    assert app._requests == {}
+
+
+def test_kept_requests_and_parses_are_bounded_and_forgotten_all_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from fakeprovider.dialects import base
+
+    monkeypatch.setattr(app_module, "_REQUESTS_KEPT", 3)
+    monkeypatch.setattr(base, "_PARSED_KEPT", 3)
+    provider = FakeProvider("long-render", clock=VirtualClock())
+    app: FakeProviderApp = create_app(provider)
+    sizes = []
+    for n in range(5):
+        http = app._request(_scope("GET", f"/v1/jobs/j{n}", b"", [], CLIENTS[0]))
+        provider.dialect.parse(http)
+        sizes.append((len(app._requests), len(provider.dialect._parsed)))
+    assert sizes == [(1, 1), (2, 2), (3, 3), (1, 1), (2, 2)]
