@@ -42,7 +42,7 @@ from ._rules import (
     fmt_time,
     told,
 )
-from .journal import Entry
+from .entries import Entry, EntryLike, as_entry
 from .scenario import TERMINAL_STATUSES
 
 if TYPE_CHECKING:
@@ -60,7 +60,7 @@ __all__ = [
 ]
 
 #: The run's webhook deliveries by job id (what ``_judge`` hands every client at ``close``).
-Hooks = Mapping[str, Sequence[Entry]]
+Hooks = Mapping[str, Sequence[EntryLike]]
 
 _INF = math.inf
 _NAMES = {
@@ -86,7 +86,7 @@ class Judge:
 
     __slots__ = ()
 
-    def add(self, e: Entry) -> None:
+    def add(self, e: EntryLike) -> None:
         raise NotImplementedError
 
     def close(self, hooks: Hooks) -> list[Violation]:
@@ -186,17 +186,17 @@ class _Job:
         # before its own, so the seq of the latest entry that told, and both as they were
         # before that seq
         self.rs_ended = _INF
-        self.rs_read: Entry | None = None
+        self.rs_read: EntryLike | None = None
         self.rs_seq: int | None = None
         self.rs_old_ended = _INF
-        self.rs_old_read: Entry | None = None
+        self.rs_old_read: EntryLike | None = None
         # for the stream (``_stream``): when an answer first showed the client the job ended
         # (job ids that are not empty), whether one did, the job's last entry (list answers
         # included) when it was a failed status read or content fetch, and the rank of the
         # job's first such entry among the client's jobs (-1: none yet)
         self.seen_at: float | None = None
         self.ended = False
-        self.last: Entry | None = None
+        self.last: EntryLike | None = None
         self.last_rank = -1
         # deadline: the start (the first submit, or the first entry until one comes), and
         # until a submit comes, the entries received later than all before them
@@ -291,10 +291,10 @@ class ClientJudge(Judge):
         self.br_found: dict[tuple[str, str], Violation] = {}
         self.ra_kinds: list[str] = []  # the scope kinds of the sources so far
         # scope group -> heap of (headers at, index, source)
-        self.ra_pending: dict[tuple[object, ...], list[tuple[float, int, Entry]]] = {}
+        self.ra_pending: dict[tuple[object, ...], list[tuple[float, int, EntryLike]]] = {}
         self.ra_found: list[tuple[int, Violation]] = []
         # request body -> its last submit, when it failed under an Idempotency-Key
-        self.rs_last: dict[str | None, Entry] = {}
+        self.rs_last: dict[str | None, EntryLike] = {}
         # request body -> job -> the submits that made it: (seq, Idempotency-Key, credential)
         self.rs_open: dict[str | None, dict[str, list[tuple[int, str | None, str | None]]]] = {}
         self.rs_found: list[Violation] = []
@@ -302,7 +302,7 @@ class ClientJudge(Judge):
         self.au_pending: dict[str | None, list[tuple[float, int, int, str, str | None, int]]] = {}
         # credential -> (index of the earliest refusal retried, it, the retry)
         self.au_retried: dict[
-            str | None, tuple[int, tuple[float, int, int, str, str | None, int], Entry]
+            str | None, tuple[int, tuple[float, int, int, str, str | None, int], EntryLike]
         ] = {}
         rates: Judge | None = None
         if limits.status_rate is not None:
@@ -326,11 +326,11 @@ class ClientJudge(Judge):
         self.seen_jobs: list[_Job] = []  # by the first answer that showed them ended
         self.ranked = 0  # the jobs with a ``last_rank``
 
-    def extend(self, entries: Iterable[Entry]) -> None:
+    def extend(self, entries: Iterable[EntryLike]) -> None:
         for e in entries:
             self.add(e)
 
-    def add(self, e: Entry) -> None:
+    def add(self, e: EntryLike) -> None:
         index = self.count
         self.count = index + 1
         if not index:
@@ -344,7 +344,7 @@ class ClientJudge(Judge):
         completed = e.completed_at
         seen = _INF if completed is None else completed
         dropped = e.dropped
-        # ``Entry.failed``, and the answer's being a 2xx (``_rules._ok``)
+        # ``EntryLike.failed``, and the answer's being a 2xx (``_rules._ok``)
         failed = dropped is not None or code is None or code == 429 or code >= 500
         ok = not failed and 200 <= code < 300  # type: ignore[operator]
         terminal = status in TERMINAL_STATUSES
@@ -556,7 +556,9 @@ class ClientJudge(Judge):
                 (job.job_id, first, seq, received, job.st_status, job.st_at, e.client),
             )
 
-    def _shown(self, e: Entry, job: _Job, status: str | None, seen: float, retrieval: bool) -> None:
+    def _shown(
+        self, e: EntryLike, job: _Job, status: str | None, seen: float, retrieval: bool
+    ) -> None:
         """``single_retrieval``'s and ``no_premature_retrieval``'s parts for a job ``e``
         showed (with ``status``)."""
         if not job.shown:
@@ -616,7 +618,7 @@ class ClientJudge(Judge):
             )
         )
 
-    def _extra(self, extra: Entry, job_id: str, fetched: list[tuple[int, float]]) -> Violation:
+    def _extra(self, extra: EntryLike, job_id: str, fetched: list[tuple[int, float]]) -> Violation:
         """``single_retrieval``'s violation for the first retrieval too many."""
         allowed = self.allowed
         head = f"{describe(extra)} at {fmt_time(extra.received_at)} {_got(extra)}"
@@ -633,7 +635,7 @@ class ClientJudge(Judge):
         return Violation("single_retrieval", job_id, seqs, message, extra.client)
 
     def _retried(
-        self, e: Entry, group: tuple[str, str], failures: list[int] | None, unsuccessful: bool
+        self, e: EntryLike, group: tuple[str, str], failures: list[int] | None, unsuccessful: bool
     ) -> None:
         """``bounded_retries``' part: ``group`` is the entry's (kind, job or request body),
         ``failures`` what ``br_groups`` holds for it (``_NEW`` for nothing)."""
@@ -660,7 +662,7 @@ class ClientJudge(Judge):
         elif failures or failures is _NEW:
             groups[group] = _NONE  # none failed since the last success (shared: never changed)
 
-    def _after_retry_after(self, e: Entry, received: float) -> None:
+    def _after_retry_after(self, e: EntryLike, received: float) -> None:
         """``honours_retry_after``'s part: judge the sources waiting in ``e``'s scopes."""
         pending = self.ra_pending
         for scope_kind in self.ra_kinds:
@@ -676,7 +678,7 @@ class ClientJudge(Judge):
             if not heap:
                 del pending[key]
 
-    def _early(self, index: int, source: Entry, later: Entry) -> None:
+    def _early(self, index: int, source: EntryLike, later: EntryLike) -> None:
         record = source.retry_after
         assert record is not None  # sources have one
         not_before = record.not_before
@@ -701,7 +703,7 @@ class ClientJudge(Judge):
                 )
             )
 
-    def _submitted(self, s: Entry, failed: bool, seq: int) -> None:
+    def _submitted(self, s: EntryLike, failed: bool, seq: int) -> None:
         """``no_resubmission``'s part for a submit (of ``seq``)."""
         digest = s.request_digest
         candidates = self.rs_open.get(digest)
@@ -723,8 +725,8 @@ class ClientJudge(Judge):
 
     def _resubmitted(
         self,
-        s: Entry,
-        previous: Entry | None,
+        s: EntryLike,
+        previous: EntryLike | None,
         candidates: dict[str, list[tuple[int, str | None, str | None]]],
         seq: int,
     ) -> None:
@@ -783,7 +785,7 @@ class ClientJudge(Judge):
             self.rs_found.append(Violation("no_resubmission", job_id, seqs, message, s.client))
             break
 
-    def _auth(self, e: Entry, index: int, code: int | None) -> None:
+    def _auth(self, e: EntryLike, index: int, code: int | None) -> None:
         """``no_retry_on_auth_error``'s part."""
         credential = e.credential
         heap = self.au_pending.get(credential)
@@ -1072,9 +1074,9 @@ class StatusRate(Judge):
         self.limits = limits
         self.reads: list[Entry] = []
 
-    def add(self, e: Entry) -> None:
+    def add(self, e: EntryLike) -> None:
         if e.kind == "status" and self.limits.status_rate is not None:
-            self.reads.append(e)
+            self.reads.append(as_entry(e))  # (the in-memory check's: entries already)
 
     def close(self, hooks: Hooks) -> list[Violation]:
         return list(_RULES["status_rate"](self.reads, self.limits))
@@ -1131,7 +1133,7 @@ class BoundedStatusRate(Judge):
         self.gone_seq = array.array("q")
         self.done: Violation | None = None
 
-    def add(self, e: Entry) -> None:
+    def add(self, e: EntryLike) -> None:
         if e.kind != "status" or self.limits.status_rate is None or self.done is not None:
             return
         index = self.count
@@ -1234,7 +1236,7 @@ class _OneRule(Judge):
         self.judge = ClientJudge(limits)
         self.index = index
 
-    def add(self, e: Entry) -> None:
+    def add(self, e: EntryLike) -> None:
         self.judge.add(e)
 
     def close(self, hooks: Hooks) -> list[Violation]:

@@ -29,8 +29,8 @@ from ._judges import ClientJudge, Found, Unjudgeable, found_as_is, violation
 from ._report import job_key, render_indexed, summarise_coverage, summarise_metrics
 from ._rules import Violation, _answer, describe, told, was_sent, webhook_ack
 from ._runs import _RUN_STARTS
+from .entries import EntryLike
 from .invariants import INVARIANTS
-from .journal import Entry
 from .limits import Limits
 from .scenario import TERMINAL_STATUSES
 
@@ -45,7 +45,7 @@ class Unordered(Unjudgeable):
     """The entries are too far out of seq order to be judged as they stream by."""
 
 
-def in_seq_order(entries: Iterable[Entry], window: int = WINDOW) -> Iterator[Entry]:
+def in_seq_order(entries: Iterable[EntryLike], window: int = WINDOW) -> Iterator[EntryLike]:
     """``entries`` in ``order_entries``'s order, holding back at most about ``window`` of them.
 
     Within a process's part of the file (from its run header numbered 0), an entry is let
@@ -54,7 +54,7 @@ def in_seq_order(entries: Iterable[Entry], window: int = WINDOW) -> Iterator[Ent
     file's first run header numbered 0 comes after other entries (``order_entries`` then
     sorts the file as one part or several, which only its end tells).
     """
-    heap: list[tuple[int, int, Entry]] = []
+    heap: list[tuple[int, int, EntryLike]] = []
     last = -1  # the last seq let through in this part
     headers = 0
     for position, e in enumerate(entries):
@@ -135,7 +135,7 @@ class _Run:
         self.number = number
         self.limits = limits
         self.clients: dict[str, _Client] = {}
-        self.hooks_of: dict[str, list[Entry]] = {}
+        self.hooks_of: dict[str, list[EntryLike]] = {}
         self.violations: list[Violation] = []
         self.terminal_at: dict[str, float] = {}
         self.status_changes: dict[str, tuple[dict[float, str], list[float]]] = {}
@@ -173,7 +173,7 @@ class _Totals:
 
 
 def check_stream(
-    entries: Iterable[Entry],
+    entries: Iterable[EntryLike],
     limits_of: Callable[[dict[str, Any] | None], Limits],
     *,
     shown: int | None = None,
@@ -193,7 +193,7 @@ def check_stream(
     run: _Run | None = None
     tested = False
     name: str | None = None  # the client of the last request, and its judge's ``add``
-    add: Callable[[Entry], None] | None = None
+    add: Callable[[EntryLike], None] | None = None
     for e in entries:
         kind = e.kind
         if kind == "admin":
@@ -242,7 +242,7 @@ def check_stream(
     )
 
 
-def _status_facts(run: _Run, e: Entry) -> None:
+def _status_facts(run: _Run, e: EntryLike) -> None:
     """What ``_terminal_at`` and ``_time_in_status`` take from any entry of the run."""
     job_id, true_status, since = e.job_id, e.true_status, e.status_since
     if job_id is None or true_status is None or since is None:
@@ -257,7 +257,7 @@ def _status_facts(run: _Run, e: Entry) -> None:
     last_seen[0] = max(last_seen[0], e.received_at)
 
 
-def _webhook(run: _Run, e: Entry, totals: _Totals) -> None:
+def _webhook(run: _Run, e: EntryLike, totals: _Totals) -> None:
     job_id = e.job_id
     if job_id is not None:
         run.hooks_of.setdefault(job_id, []).append(e)
@@ -298,7 +298,7 @@ def _client(run: _Run, name: str, totals: _Totals) -> _Client:
     return client
 
 
-def _truths(run: _Run, e: Entry) -> None:
+def _truths(run: _Run, e: EntryLike) -> None:
     """What a request with a ``true_status`` and a job tells of the job (``_status_facts``)."""
     job_id, true_status = e.job_id, e.true_status
     assert job_id is not None  # as the caller tests
@@ -458,7 +458,7 @@ def _coverage(totals: _Totals, limits: Limits) -> tuple[dict[str, Any], list[str
 
 def render_streamed(
     report: StreamReport,
-    entries: Callable[[], Iterable[Entry]],
+    entries: Callable[[], Iterable[EntryLike]],
     max_violations: int | None = None,
 ) -> str:
     """``Report.render``'s text for a streamed report: the timelines come from one more pass
@@ -509,20 +509,20 @@ class _Window:
         self.low_seq = min(v.seqs)
         self.high_seq = max(v.seqs)
         self.named: set[int] = set()  # the seqs whose first entry has been seen
-        self.before: collections.deque[Entry] = collections.deque(maxlen=_CONTEXT)
+        self.before: collections.deque[EntryLike] = collections.deque(maxlen=_CONTEXT)
         self.skipped = 0  # related entries before the first seq, not kept
-        self.middle: list[Entry] = []
+        self.middle: list[EntryLike] = []
         self.middle_count = 0
-        self.after: list[Entry] = []
+        self.after: list[EntryLike] = []
         self.more_after = False  # once True, nothing later changes the window
         self.complete = False  # let go of by ``_Windows``
-        self.mine: list[Entry] = []
+        self.mine: list[EntryLike] = []
         self.seq: int | None = None  # the seq of the entries held in group and extras
-        self.group: list[Entry] = []
-        self.extras: list[Entry] = []
-        self.result: tuple[list[Entry], bool, bool] = ([], False, False)
+        self.group: list[EntryLike] = []
+        self.extras: list[EntryLike] = []
+        self.result: tuple[list[EntryLike], bool, bool] = ([], False, False)
 
-    def add(self, e: Entry, in_group: bool) -> None:
+    def add(self, e: EntryLike, in_group: bool) -> None:
         seq = e.seq
         if seq != self.seq:
             self._flush()
@@ -590,7 +590,7 @@ class _Windows:
         for seq in window.seqs:
             self.by_seq.setdefault(seq, []).append(window)
 
-    def add(self, e: Entry) -> int:
+    def add(self, e: EntryLike) -> int:
         """Feed ``e`` to the windows it belongs to; how many of them it completed."""
         fed = self._feed(e)
         done = 0
@@ -611,7 +611,7 @@ class _Windows:
         self.by_seq = _incomplete(self.by_seq)
         self.complete = 0
 
-    def _feed(self, e: Entry) -> list[_Window]:
+    def _feed(self, e: EntryLike) -> list[_Window]:
         fed: list[_Window] = []
         if e.kind != "webhook" and e.kind != "unknown":
             if e.job_id is not None:
@@ -632,7 +632,7 @@ class _Windows:
         for window in self.windows.values():
             window.finish()
 
-    def window(self, v: Violation) -> tuple[list[Entry], bool, bool]:
+    def window(self, v: Violation) -> tuple[list[EntryLike], bool, bool]:
         found = self.windows.get(v)
         return ([], False, False) if found is None else found.result
 
@@ -652,7 +652,7 @@ def _incomplete(index: dict[_Key, list[_Window]]) -> dict[_Key, list[_Window]]:
 _NUMBER = operator.itemgetter(0)
 
 
-def _numbered(entries: Iterable[Entry]) -> Iterator[tuple[int, Entry]]:
+def _numbered(entries: Iterable[EntryLike]) -> Iterator[tuple[int, EntryLike]]:
     """The non-admin entries of ordered ``entries``, each with its run's number as
     ``split_runs`` counts runs."""
     number = 0
