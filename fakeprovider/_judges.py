@@ -862,16 +862,28 @@ class ClientJudge(Judge):
     def iter_found(self, hooks: Hooks) -> Iterator[Found]:
         """``close_found``'s violations one at a time (the most numerous are not all made at
         once: a text report keeps only the first few)."""
-        yield from self._close_overlap()
-        yield from _made(self._close_single_retrieval(), 1)
-        yield from _made(self._close_premature(hooks), 2)
-        yield from _made([self.br_found[g] for g in self.br_groups if g in self.br_found], 3)
-        yield from _made([v for _, v in sorted(self.ra_found, key=_FIRST)], 4)
-        yield from self._close_poll_after(hooks)
-        yield from (job.st_found for job in self.entry_jobs if job.st_found is not None)
-        yield from _made(self.rs_found, 7)
-        yield from _made(self._close_auth(), 8)
-        yield from _made([job.dl_found for job in self.entry_jobs if job.dl_found is not None], 9)
+        # (each rule's part skipped at once when it found nothing: a run of many clients
+        # closes as many judges)
+        if self.status_jobs:
+            yield from self._close_overlap()
+        shown = self.shown_jobs
+        if shown:
+            yield from _made(self._close_single_retrieval(), 1)
+            yield from _made(self._close_premature(hooks), 2)
+        if self.br_found:
+            yield from _made([self.br_found[g] for g in self.br_groups if g in self.br_found], 3)
+        if self.ra_found:
+            yield from _made([v for _, v in sorted(self.ra_found, key=_FIRST)], 4)
+        jobs = self.entry_jobs
+        if jobs:
+            yield from self._close_poll_after(hooks)
+            yield from (job.st_found for job in jobs if job.st_found is not None)
+        if self.rs_found:
+            yield from _made(self.rs_found, 7)
+        if self.au_retried:
+            yield from _made(self._close_auth(), 8)
+        if jobs and self.deadline is not None:
+            yield from _made([job.dl_found for job in jobs if job.dl_found is not None], 9)
         if self.rates is not None:
             yield from _made(self.rates.close(hooks), 10)
 
@@ -1093,6 +1105,10 @@ class Unjudgeable(Exception):
 KEEP_GONE = 4096
 
 
+#: ``BoundedStatusRate``'s reads let go while there are none (never changed: replaced first).
+_NO_GONE = (array.array("d"), array.array("q"), array.array("q"))
+
+
 class BoundedStatusRate(Judge):
     """The status reads received within two windows of the latest (the rule is reported once,
     at the first breach, so until then at most about twice the budget), sorted by when they
@@ -1128,9 +1144,8 @@ class BoundedStatusRate(Judge):
         self.dropped = -math.inf  # the latest reading among the reads let go
         self.forgotten = -math.inf  # the latest reading among the reads forgotten
         # the reads let go, sorted by when they were received (all no later than ``at``'s)
-        self.gone_at = array.array("d")
-        self.gone_index = array.array("q")
-        self.gone_seq = array.array("q")
+        # (empty and shared until reads are let go: a judge per client of many)
+        self.gone_at, self.gone_index, self.gone_seq = _NO_GONE
         self.done: Violation | None = None
 
     def add(self, e: EntryLike) -> None:
@@ -1191,11 +1206,7 @@ class BoundedStatusRate(Judge):
                 e.client,
             )
             self.at, self.times = [], []
-            self.gone_at, self.gone_index, self.gone_seq = (
-                array.array("d"),
-                array.array("q"),
-                array.array("q"),
-            )
+            self.gone_at, self.gone_index, self.gone_seq = _NO_GONE
             return
         # let go of the reads more than two windows older than this one (looked at every
         # 64th read: when they go changes what is kept, never the verdict)
@@ -1204,6 +1215,10 @@ class BoundedStatusRate(Judge):
         keep = bisect.bisect_right(at, start - self.window)
         if keep > 64 and keep * 2 > len(at):
             self.dropped = max(self.dropped, at[keep - 1])
+            if self.gone_at is _NO_GONE[0]:
+                self.gone_at = array.array("d")
+                self.gone_index = array.array("q")
+                self.gone_seq = array.array("q")
             self.gone_at.extend(at[:keep])
             self.gone_index.extend(index for _, index, _ in times[:keep])
             self.gone_seq.extend(seq for _, _, seq in times[:keep])
