@@ -136,6 +136,7 @@ class _Job:
         "sr_saw",
         "st_at",
         "st_found",
+        "st_found_at",
         "st_seq",
         "st_status",
     )
@@ -180,7 +181,8 @@ class _Job:
         self.st_seq: int | None = None
         self.st_status: str | None = None
         self.st_at = _INF
-        self.st_found: Found | None = None
+        self.st_found: int | None = None  # that read's seq (the rest is as it was then)
+        self.st_found_at = 0.0  # and when it was received
         # no_resubmission: the earliest moment an answer showed the client the job ended, and
         # the last status read when it failed; a submit is held to the entries of the seqs
         # before its own, so the seq of the latest entry that told, and both as they were
@@ -549,12 +551,7 @@ class ClientJudge(Judge):
             and seq > first
             and received >= job.st_at
         ):
-            job.st_found = (
-                seq,
-                6,
-                _ended,
-                (job.job_id, first, seq, received, job.st_status, job.st_at, e.client),
-            )
+            job.st_found, job.st_found_at = seq, received
 
     def _shown(
         self, e: EntryLike, job: _Job, status: str | None, seen: float, retrieval: bool
@@ -848,7 +845,7 @@ class ClientJudge(Judge):
             _made([self.br_found[g] for g in self.br_groups if g in self.br_found], 3),
             _made([v for _, v in sorted(self.ra_found, key=_FIRST)], 4),
             list(self._close_poll_after(hooks)),
-            [job.st_found for job in self.entry_jobs if job.st_found is not None],
+            list(self._close_ended()),
             _made(self.rs_found, 7),
             _made(self._close_auth(), 8),
             _made([job.dl_found for job in self.entry_jobs if job.dl_found is not None], 9),
@@ -877,7 +874,7 @@ class ClientJudge(Judge):
         jobs = self.entry_jobs
         if jobs:
             yield from self._close_poll_after(hooks)
-            yield from (job.st_found for job in jobs if job.st_found is not None)
+            yield from self._close_ended()
         if self.rs_found:
             yield from _made(self.rs_found, 7)
         if self.au_retried:
@@ -943,6 +940,19 @@ class ClientJudge(Judge):
             for at in range(0, len(found), 4):
                 seq, prev_seq, received, prev_received = found[at : at + 4]
                 yield (seq, 0, _overlap, (job_id, prev_seq, seq, received, prev_received, client))
+
+    def _close_ended(self) -> Iterator[Found]:
+        client = self.client
+        for job in self.entry_jobs:
+            seq = job.st_found
+            if seq is not None:  # (the entry that showed the job ended has not changed since)
+                first, status, at = job.st_seq, job.st_status, job.st_at
+                yield (
+                    seq,
+                    6,
+                    _ended,
+                    (job.job_id, first, seq, job.st_found_at, status, at, client),
+                )
 
     def _close_poll_after(self, hooks: Hooks) -> Iterator[Found]:
         client = self.client
