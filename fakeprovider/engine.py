@@ -71,9 +71,9 @@ def _carried(spec: JobSpec) -> tuple[tuple[str, int | None, float | None], ...]:
     return tuple(carried)
 
 
-def _shown(
-    spec: JobSpec, step: int, carried: tuple[str, int | None, float | None], cancelled: bool
-) -> tuple[
+#: What a view of a job shows at one step: status, progress, poll hint, estimated duration,
+#: message, result, error and summary.
+_Shown = tuple[
     str,
     int | None,
     float | None,
@@ -82,7 +82,12 @@ def _shown(
     Result | None,
     JobError | None,
     Mapping[str, Any] | None,
-]:
+]
+
+
+def _shown(
+    spec: JobSpec, step: int, carried: tuple[str, int | None, float | None], cancelled: bool
+) -> _Shown:
     """What a view of a job of ``spec`` shows at ``step`` (``carried`` is what holds there):
     status, progress, poll hint, estimated duration, message, result, error and summary.
     Depends on the step alone, so it is worked out once per spec and step."""
@@ -185,6 +190,16 @@ class Engine:
             [(_shown(spec, i, c, False), _shown(spec, i, c, True)) for i, c in enumerate(carried)]
             for spec, carried in zip(scenario.jobs, self._carried, strict=True)
         ]
+        #: Per spec, what a job of it is at its creation when nothing moves it on there (what
+        #: ``_create`` makes without ``_changed``, ``_advance`` and ``_schedule``): what its
+        #: view shows, and its first timed step's offset (then ``Job.due`` is its creation plus
+        #: that) or None and ``Job.due`` itself (+inf: a one-step timeline; -inf: polls move it
+        #: on). None for a spec whose job moves on at once, or shows a result at once (an
+        #: answer may carry it inline): ``_make`` creates those.
+        self._fresh = [self._fresh_job(i) for i in range(len(scenario.jobs))]
+        #: Whether a submit that no fault, credential check or rate limit touches creates its
+        #: job in ``_create`` (no concurrency limit to count it against).
+        self._creates = scenario.concurrency is None
         #: Per request kind, the faults whose route takes it (index, fault): most requests
         #: meet no fault at all, and skip the scan.
         self._faults_for: dict[str, tuple[tuple[int, Fault, frozenset[int] | None], ...]] = {}
@@ -313,6 +328,14 @@ class Engine:
                     journal.append(self._entry(reply, now, job))
                     return reply
             elif kind == "submit" and kind in self._open:
+                if self._creates and request.hold <= 0 and now:
+                    # (now: a view at -0.0 is not one at now + 0.0, the reply's instant)
+                    key = request.idempotency_key
+                    if (
+                        key is None
+                        or self._jobs.by_idempotency_key(request.credential, key) is None
+                    ):
+                        return self._create(seq, request, now, key)
                 reply, created = self._accept(seq, request, now, now + 0.0)
                 journal.append(
                     self._entry(reply, now, None)
@@ -580,6 +603,23 @@ class Engine:
             retry = retry if isinstance(retry, RetryAfter) else RetryAfter(delay=retry)
             return _replace(reply, headers=self._retry_after_headers(retry, respond_at)), None
         index = self._spec_for(body, consume=True)
+        return self._make(seq, request, now, respond_at, body, digest, index, full)
+
+    def _make(
+        self,
+        seq: int,
+        request: Request,
+        now: float,
+        respond_at: float,
+        body: Mapping[str, Any],
+        digest: str,
+        index: int,
+        full: bool,
+    ) -> tuple[Reply, Job]:
+        """The reply to a submit that creates a job of spec ``index`` (throttled when ``full``),
+        and the job."""
+        key = request.idempotency_key
+        concurrency = self.scenario.concurrency
         self._submits += 1
         job_id = self._new_id(self.scenario.seed, self._submits)
         job = Job(
@@ -622,6 +662,150 @@ class Engine:
             view = created
         reply = fast_reply(seq, request, 202, respond_at + held, job=view, delay=held, created=True)
         return reply, job
+
+    def _create(self, seq: int, request: Request, now: float, key: str | None) -> Reply:
+        """A well-formed submit that no fault, credential check, rate limit, concurrency limit,
+        hold or earlier use of its idempotency ``key`` touches, journaled: the reply and entry
+        ``_accept`` and ``_created_entry`` make, without their general cases when its job is
+        as ``_fresh`` has it (tests/test_engine_differential.py)."""
+        body = request.body or {}
+        digest = request_digest(body)
+        index = self._spec_for(body, consume=True)
+        fresh = self._fresh[index]
+        if fresh is not None:
+            shown, offset, due = fresh
+            if offset is not None:
+                due = now + offset  # what ``_schedule`` puts on the heap
+            if offset is None or due > now:
+                scheduled = offset is not None
+                return self._created(
+                    seq, request, now, key, body, digest, index, shown, due, scheduled
+                )
+        reply, job = self._make(seq, request, now, now + 0.0, body, digest, index, False)
+        self.journal.append(self._created_entry(reply, now, job))
+        return reply
+
+    def _created(
+        self,
+        seq: int,
+        request: Request,
+        now: float,
+        key: str | None,
+        body: Mapping[str, Any],
+        digest: str,
+        index: int,
+        shown: _Shown,
+        due: float,
+        scheduled: bool,
+    ) -> Reply:
+        """``_create``'s job of spec ``index``, as ``_fresh`` has it (``shown``, ``due``, and
+        whether ``due`` goes on the heap): kept, indexed, announced and scheduled, its reply
+        returned and its entry journaled."""
+        self._submits += 1
+        job_id = self._new_id(self.scenario.seed, self._submits)
+        by_number = self._by_number
+        number = len(by_number)
+        credential = request.credential
+        callback_url = request.callback_url
+        copied = dict(body)
+        job = Job(
+            job_id,
+            index,
+            self.scenario.jobs[index],
+            now,
+            copied,
+            digest,
+            credential,
+            callback_url,
+            0,
+            now,
+            0,
+            False,
+            scheduled,
+            now,
+            number,
+            due,
+        )
+        self._jobs.add(job, key)
+        status, progress, poll_after, estimate, message, result, error, summary = shown
+        by_number.append(job)  # what ``_reindex`` does for a job just created
+        self._listed_as.append(status)
+        ordered = self._by_status.get(status)
+        if ordered is None:
+            ordered = self._by_status[status] = _Ordered()
+        ordered.add(number)
+        view = fast_view(
+            job_id,
+            index,
+            status,
+            progress,
+            now,
+            now,
+            now,
+            poll_after,
+            estimate,
+            message,
+            copied,
+            result,
+            error,
+            summary,
+            callback_url,
+            False,
+        )
+        change = fast_change(job_id, status, now, view)  # what ``_changed`` announces
+        changes = self._changes
+        changes.append(change)
+        if len(changes) >= self._trim_at:
+            self._trim()
+        if self._on_change is not None:
+            self._on_change(change)
+        if scheduled:
+            self._due_counter += 1
+            heapq.heappush(self._due, (due, self._due_counter, job_id))
+        hints = self.poll_hints
+        self.journal.append(
+            Entry(
+                seq,
+                "submit",
+                job_id,
+                request.method,
+                request.path,
+                request.client,
+                now,
+                None,
+                None,
+                202,
+                status,
+                None,
+                None,
+                status,
+                now,
+                poll_after
+                if (hints if hints.__class__ is bool else "submit" in hints)  # type: ignore[operator]
+                else None,
+                None,
+                _fingerprint(credential),
+                key,
+                digest,
+            )
+        )
+        return fast_reply(
+            seq, request, 202, now + 0.0, 0.0, "respond", view, (), None, None, (), None, True
+        )
+
+    def _fresh_job(self, index: int) -> tuple[_Shown, float | None, float] | None:
+        """``_fresh`` of spec ``index``."""
+        timeline = self.scenario.jobs[index].timeline
+        shown = self._shown[index][0][0]
+        if shown[0] in _SUCCESS:
+            return None
+        if len(timeline) == 1:
+            return shown, None, _ENDED  # what ``_schedule`` sets: nothing moves it any more
+        step = timeline[1]
+        if step.after_polls is not None:
+            return (shown, None, _NEVER) if step.after_polls > 0 else None
+        offset = step.at or 0.0
+        return (shown, offset, _NEVER) if offset > 0 else None
 
     def _list(self, seq: int, request: Request, now: float, respond_at: float) -> Reply:
         # Every job is brought up to ``now`` through the heap of timed steps (O(log n) per

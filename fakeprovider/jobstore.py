@@ -15,9 +15,9 @@ steps, its concurrency slots, rate-limit buckets and fault counts are still its 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from .scenario import TERMINAL_STATUSES, JobSpec
@@ -25,9 +25,34 @@ from .scenario import TERMINAL_STATUSES, JobSpec
 __all__ = ["Job", "JobStore", "MemoryJobStore"]
 
 
-@dataclass(slots=True)
-class Job:
-    """One job's state: what it was created from, and how far along its timeline it is."""
+class _PlainRecord:
+    """What ``Job`` takes from ``msgspec.Struct`` where msgspec is not installed: its subclass
+    becomes a dataclass (the same fields, defaults, ``__init__``, ``__eq__`` and ``__repr__``),
+    which the collector tracks."""
+
+    def __init_subclass__(cls, **options: object) -> None:
+        super().__init_subclass__()
+        dataclasses.dataclass(cls)
+
+
+try:
+    from msgspec import Struct as _Record
+except ImportError:  # pragma: no cover - tests/test_jobstore.py runs this in a child process
+    _Record = _PlainRecord  # type: ignore[assignment,misc]
+
+
+class Job(_Record, gc=False):
+    """One job's state: what it was created from, and how far along its timeline it is.
+
+    A ``msgspec.Struct`` the garbage collector never tracks (``gc=False``; a dataclass where
+    msgspec is missing): a server keeps one per job it ever accepted, and the collector's
+    middle and old generations would visit every one of them on every pass (0.75 us a job: 24
+    ms for 30,000 jobs, a pause that set the submits' p99). Safe, because a ``Job`` is never
+    part of a reference cycle: it holds atoms (strings, numbers, booleans, None), its
+    scenario's ``JobSpec`` (frozen, made from the scenario document before any job) and
+    ``request``, the engine's own copy of a submit's decoded JSON body; none of them can refer
+    to a job. (A cycle through an untracked object would only be kept, never freed early.)
+    """
 
     id: str
     spec_index: int

@@ -7,8 +7,9 @@ general path's result: the tests play seeded random request sequences (submits w
 and unmatched bodies, idempotency keys, credentials and holds; status reads, downloads, cancels
 and lists of known and unknown jobs; malformed and unrouted requests) through both engines on
 every bundled scenario and a few written to reach the rest (body matching, poll-counted steps,
-queueing at capacity, per-job and probabilistic faults), with every dialect's engine settings,
-and compare each reply, each state change and every journal line byte for byte.
+one-step timelines, steps taken at a submit, queueing at capacity, per-job and probabilistic
+faults), with every dialect's engine settings, and compare each reply, each state change and
+every journal line byte for byte.
 """
 
 from __future__ import annotations
@@ -81,6 +82,26 @@ faults:
   - {name: window, route: list, start: 10s, end: 40s, status: 500}
   - {name: lost, route: submit, nth: [3], action: lose_response}
   - {name: reset, route: content, times: 1, action: reset}
+""",
+    "instant": """
+jobs:
+  - match: {prompt: "fail*"}
+    timeline:
+      - status: failed
+    error: {code: boom, message: it broke}
+  - match: {prompt: "slow*"}
+    timeline:
+      - status: queued
+      - {after_polls: 0, status: processing}
+      - {at: 30s, status: succeeded}
+  - match: {seed: 1}
+    poll_after: 1s
+    timeline:
+      - {status: queued, progress: 0}
+      - {at: 0s, progress: 5}
+      - {at: 2s, status: succeeded}
+  - timeline:
+      - status: succeeded
 """,
 }
 

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+import gc
+import json
+import math
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 
 import pytest
@@ -134,3 +140,114 @@ def test_an_engine_plays_the_same_on_another_store_and_keeps_its_jobs_there() ->
     assert [(j.id, j.status) for j in store.jobs] == [(first, "succeeded"), (second, "processing")]
     assert [(c, k, j.id) for c, k, j in store.keys] == [(None, "k1", first)]
     assert [view.id for view in custom.jobs] == [first, second]
+
+
+def _held(value: object) -> Iterator[object]:
+    """``value`` and everything it holds: container items, dataclass fields, transitively."""
+    yield value
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _held(key)
+            yield from _held(item)
+    elif isinstance(value, list | tuple | set | frozenset):
+        for item in value:
+            yield from _held(item)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for f in dataclasses.fields(value):
+            yield from _held(getattr(value, f.name))
+
+
+def _submitted(engine: Engine, count: int) -> list[Job]:
+    for number in range(count):
+        body = {"prompt": f"p{number}", "options": {"sizes": [1, 2], "seed": None}}
+        engine.handle(Request("submit", "POST", "/v1/jobs", body=body, client="c"), 1.0 + number)
+    return list(engine._jobs)
+
+
+def test_the_collector_never_tracks_a_job() -> None:
+    pytest.importorskip("msgspec")
+    jobs = _submitted(Engine(parse_scenario(SCENARIO)), 3)
+    assert len(jobs) == 3
+    assert not any(gc.is_tracked(j) for j in jobs)
+
+
+def test_nothing_a_job_holds_can_refer_back_to_a_job() -> None:
+    # why the collector may skip jobs: a job is in no reference cycle
+    jobs = _submitted(Engine(parse_scenario(SCENARIO)), 3)
+    names = [f.name for f in dataclasses.fields(JobFields)]
+    assert names == list(Job.__annotations__)
+    for j in jobs:
+        held = [v for name in names for v in _held(getattr(j, name))]
+        assert not any(isinstance(v, Job) for v in held)
+        assert {type(v).__name__ for v in held} <= {
+            "str", "int", "float", "bool", "NoneType", "dict", "list", "tuple",
+            "JobSpec", "Step", "Result", "JobError",
+        }  # fmt: skip
+
+
+@dataclasses.dataclass
+class JobFields:
+    """``Job``'s fields, in order (what the tests compare the record with)."""
+
+    id: str
+    spec_index: int
+    spec: object
+    created_at: float
+    request: object
+    digest: str
+    credential: str | None
+    callback_url: str | None
+    step: int = 0
+    since: float = 0.0
+    polls: int = 0
+    cancelled: bool = False
+    scheduled: bool = False
+    started: float | None = None
+    number: int = 0
+    due: float = -math.inf
+
+
+WITHOUT_MSGSPEC = """
+import sys
+sys.modules["msgspec"] = None  # as where it is not installed
+import dataclasses, gc, json
+from fakeprovider.jobstore import Job
+from fakeprovider.engine import Engine
+from fakeprovider.messages import Request
+from fakeprovider.scenario import parse_scenario
+engine = Engine(parse_scenario(sys.argv[1]))
+for now in (1.0, 2.0):
+    engine.handle(Request("submit", "POST", "/v1/jobs", body={"p": now}), now)
+engine.handle(Request("status", "GET", "/v1/jobs/x", job_id=next(iter(engine._jobs)).id), 15.0)
+job = next(iter(engine._jobs))
+print(json.dumps({
+    "dataclass": dataclasses.is_dataclass(Job),
+    "fields": [f.name for f in dataclasses.fields(Job)],
+    "tracked": gc.is_tracked(job),
+    "repr": repr(Job("j", 0, None, 1.0, {}, "d", None, None)),
+    "jobs": [repr(view) for view in engine.jobs],
+}))
+"""
+
+
+def test_without_msgspec_a_job_is_a_dataclass_with_the_same_fields_and_plays_the_same() -> None:
+    pytest.importorskip("msgspec")
+    done = subprocess.run(
+        [sys.executable, "-c", WITHOUT_MSGSPEC, SCENARIO],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    found = json.loads(done.stdout)
+    engine = Engine(parse_scenario(SCENARIO))
+    for now in (1.0, 2.0):
+        engine.handle(Request("submit", "POST", "/v1/jobs", body={"p": now}), now)
+    first = next(iter(engine._jobs)).id
+    engine.handle(Request("status", "GET", "/v1/jobs/x", job_id=first), 15.0)
+    assert found == {
+        "dataclass": True,
+        "fields": [f.name for f in dataclasses.fields(JobFields)],
+        "tracked": True,
+        "repr": repr(Job("j", 0, None, 1.0, {}, "d", None, None)),  # type: ignore[arg-type]
+        "jobs": [repr(view) for view in engine.jobs],
+    }
