@@ -19,10 +19,10 @@ from ._formats import FORMATS, format_report
 from ._judges import Unjudgeable
 from ._report import MAX_VIOLATIONS
 from ._stream import StreamReport, Unordered, check_stream, in_seq_order, render_streamed
-from .entries import Entry
+from .entries import EntryLike
 from .errors import ScenarioError
 from .invariants import Limits, Report, check, runs_with_headers
-from .journal import iter_journal, paused_gc, read_journal
+from .journal import iter_records, paused_gc, read_journal
 from .limits import limits_for
 
 __all__ = [
@@ -297,9 +297,9 @@ class _Snapshot:
             return None
         return cls(path, found.st_dev, found.st_ino, found.st_size)
 
-    def entries(self) -> Iterable[Entry]:
-        """The entries in the snapshot's bytes, in file order."""
-        return iter_journal(self.path, limit=self.size)
+    def entries(self) -> Iterable[EntryLike]:
+        """The entries in the snapshot's bytes, in file order (as records: ``iter_records``)."""
+        return iter_records(self.path, limit=self.size)
 
     def unchanged(self) -> bool:
         """Whether the file at ``path`` is still this one, holding at least these bytes."""

@@ -23,7 +23,7 @@ import bisect
 import heapq
 import math
 import operator
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._rules import (
@@ -42,7 +42,7 @@ from ._rules import (
     fmt_time,
     told,
 )
-from .journal import Entry
+from .entries import Entry, EntryLike, as_entry
 from .scenario import TERMINAL_STATUSES
 
 if TYPE_CHECKING:
@@ -60,7 +60,7 @@ __all__ = [
 ]
 
 #: The run's webhook deliveries by job id (what ``_judge`` hands every client at ``close``).
-Hooks = Mapping[str, Sequence[Entry]]
+Hooks = Mapping[str, Sequence[EntryLike]]
 
 _INF = math.inf
 _NAMES = {
@@ -86,7 +86,7 @@ class Judge:
 
     __slots__ = ()
 
-    def add(self, e: Entry) -> None:
+    def add(self, e: EntryLike) -> None:
         raise NotImplementedError
 
     def close(self, hooks: Hooks) -> list[Violation]:
@@ -99,11 +99,15 @@ class _Job:
 
     __slots__ = (
         "dl_found",
+        "dl_limit",
         "dl_maxima",
         "dl_received",
         "dl_seq",
         "dl_submitted",
+        "ended",
         "job_id",
+        "last",
+        "last_rank",
         "ov_found",
         "ov_negated",
         "ov_reads",
@@ -120,7 +124,11 @@ class _Job:
         "pr_pending_success",
         "pr_success",
         "rs_ended",
+        "rs_old_ended",
+        "rs_old_read",
         "rs_read",
+        "rs_seq",
+        "seen_at",
         "shown",
         "sr_count",
         "sr_extra",
@@ -128,6 +136,7 @@ class _Job:
         "sr_saw",
         "st_at",
         "st_found",
+        "st_found_at",
         "st_seq",
         "st_status",
     )
@@ -140,7 +149,9 @@ class _Job:
         # of suffix maxima of their response starts (negated), with each read's seq and time
         self.ov_negated: list[float] | None = None
         self.ov_reads: list[tuple[int, float]] | None = None
-        self.ov_found: list[Found] | None = None
+        self.ov_found: list[Any] | None = (
+            None  # per overlap: seq, prev_seq, received, prev_received
+        )
         # single_retrieval: the first retrievals (as many as the limits look at), how many,
         # the violation of the first one too many, the first entry that showed success
         self.sr_fetched: list[tuple[int, float]] | None = None
@@ -163,22 +174,38 @@ class _Job:
         self.pa_seq: int | None = None
         self.pa_seen = _INF
         self.pa_hint: float | None = None
-        self.pa_found: list[tuple[float, float, Found]] | None = None
+        # per poll: answered, received, hint, prev_seq, seq
+        self.pa_found: list[Any] | None = None
         # stops_at_terminal: the entry that first showed the job ended (so far), and the
         # first status read after it
         self.st_seq: int | None = None
         self.st_status: str | None = None
         self.st_at = _INF
-        self.st_found: Found | None = None
-        # no_resubmission, over the entries before the current seq: the earliest moment an
-        # answer showed the client the job ended, and the last status read when it failed
+        self.st_found: int | None = None  # that read's seq (the rest is as it was then)
+        self.st_found_at = 0.0  # and when it was received
+        # no_resubmission: the earliest moment an answer showed the client the job ended, and
+        # the last status read when it failed; a submit is held to the entries of the seqs
+        # before its own, so the seq of the latest entry that told, and both as they were
+        # before that seq
         self.rs_ended = _INF
-        self.rs_read: Entry | None = None
+        self.rs_read: EntryLike | None = None
+        self.rs_seq: int | None = None
+        self.rs_old_ended = _INF
+        self.rs_old_read: EntryLike | None = None
+        # for the stream (``_stream``): when an answer first showed the client the job ended
+        # (job ids that are not empty), whether one did, the job's last entry (list answers
+        # included) when it was a failed status read or content fetch, and the rank of the
+        # job's first such entry among the client's jobs (-1: none yet)
+        self.seen_at: float | None = None
+        self.ended = False
+        self.last: EntryLike | None = None
+        self.last_rank = -1
         # deadline: the start (the first submit, or the first entry until one comes), and
         # until a submit comes, the entries received later than all before them
         self.dl_seq = 0
         self.dl_received = 0.0
         self.dl_submitted = False
+        self.dl_limit = _INF  # dl_received + deadline + slack + EPSILON
         self.dl_maxima: list[tuple[float, int, str, str]] | None = (
             None  # received, seq, kind, client
         )
@@ -213,32 +240,43 @@ class ClientJudge(Judge):
         "au_retried",
         "br_found",
         "br_groups",
+        "client",
+        "codes",
         "count",
         "deadline",
+        "dropped",
         "entry_jobs",
+        "failed_last",
+        "faults",
+        "forms",
         "jobs",
         "keep",
         "limits",
         "max_retries",
+        "observed",
         "poll_tolerance",
         "ra_found",
         "ra_kinds",
         "ra_pending",
+        "ranked",
+        "rate_limit_hits",
         "rates",
+        "retries",
         "rs_found",
         "rs_last",
         "rs_open",
-        "rs_pending",
-        "rs_pending_seq",
+        "seen_jobs",
         "shown_jobs",
         "slack",
         "status_jobs",
+        "status_reads",
         "wanted",
     )
 
     def __init__(self, limits: Limits, *, bounded: bool = False, keep_gone: int = 0) -> None:
         self.limits = limits
         self.count = 0  # entries added so far (their index)
+        self.client = ""  # whose entries (the first's client)
         self.jobs: dict[str, _Job] = {}
         # each rule's jobs in the order the rule function meets them
         self.entry_jobs: list[_Job] = []  # by their first own entry
@@ -255,12 +293,10 @@ class ClientJudge(Judge):
         self.br_found: dict[tuple[str, str], Violation] = {}
         self.ra_kinds: list[str] = []  # the scope kinds of the sources so far
         # scope group -> heap of (headers at, index, source)
-        self.ra_pending: dict[tuple[object, ...], list[tuple[float, int, Entry]]] = {}
+        self.ra_pending: dict[tuple[object, ...], list[tuple[float, int, EntryLike]]] = {}
         self.ra_found: list[tuple[int, Violation]] = []
-        self.rs_pending: list[tuple[_Job, float, bool, Entry | None]] = []  # the current seq's
-        self.rs_pending_seq: int | None = None
         # request body -> its last submit, when it failed under an Idempotency-Key
-        self.rs_last: dict[str | None, Entry] = {}
+        self.rs_last: dict[str | None, EntryLike] = {}
         # request body -> job -> the submits that made it: (seq, Idempotency-Key, credential)
         self.rs_open: dict[str | None, dict[str, list[tuple[int, str | None, str | None]]]] = {}
         self.rs_found: list[Violation] = []
@@ -268,7 +304,7 @@ class ClientJudge(Judge):
         self.au_pending: dict[str | None, list[tuple[float, int, int, str, str | None, int]]] = {}
         # credential -> (index of the earliest refusal retried, it, the retry)
         self.au_retried: dict[
-            str | None, tuple[int, tuple[float, int, int, str, str | None, int], Entry]
+            str | None, tuple[int, tuple[float, int, int, str, str | None, int], EntryLike]
         ] = {}
         rates: Judge | None = None
         if limits.status_rate is not None:
@@ -278,14 +314,29 @@ class ClientJudge(Judge):
                 else StatusRate(limits)
             )
         self.rates = rates
+        # what ``_stream`` counts for the metrics and coverage: the entries are ``count``
+        self.status_reads = 0
+        self.rate_limit_hits = 0
+        self.retries = 0
+        # per (kind, request body or job) once one of its entries failed: whether the last did
+        self.failed_last: dict[tuple[str, str | None], bool] = {}
+        self.codes: dict[int, int] = {}
+        self.forms: dict[str, int] = {}
+        self.faults: dict[str, int] = {}
+        self.dropped = 0
+        self.observed: set[str] = set()  # the job statuses its answers showed
+        self.seen_jobs: list[_Job] = []  # by the first answer that showed them ended
+        self.ranked = 0  # the jobs with a ``last_rank``
 
-    def extend(self, entries: Iterable[Entry]) -> None:
+    def extend(self, entries: Iterable[EntryLike]) -> None:
         for e in entries:
             self.add(e)
 
-    def add(self, e: Entry) -> None:
+    def add(self, e: EntryLike) -> None:
         index = self.count
         self.count = index + 1
+        if not index:
+            self.client = e.client
         kind = e.kind
         job_id = e.job_id
         seq = e.seq
@@ -294,46 +345,113 @@ class ClientJudge(Judge):
         code = e.status_code
         completed = e.completed_at
         seen = _INF if completed is None else completed
-        failed = e.failed
-        ok = code is not None and 200 <= code < 300 and e.dropped is None
+        dropped = e.dropped
+        # ``EntryLike.failed``, and the answer's being a 2xx (``_rules._ok``)
+        failed = dropped is not None or code is None or code == 429 or code >= 500
+        ok = not failed and 200 <= code < 300  # type: ignore[operator]
+        terminal = status in TERMINAL_STATUSES
+        record = e.retry_after
+
+        # what the metrics and coverage count (``_stream``)
+        if code is not None:
+            codes = self.codes
+            codes[code] = codes.get(code, 0) + 1
+        if failed:
+            if code == 429:
+                self.rate_limit_hits += 1
+            if dropped is not None or code is None:
+                self.dropped += 1
+        if record is not None:
+            forms = self.forms
+            forms[record.form] = forms.get(record.form, 0) + 1
+        fault = e.fault
+        if fault:
+            faults = self.faults
+            faults[fault] = faults.get(fault, 0) + 1
+        if status:
+            self.observed.add(status)
+
+        jobs = self.jobs
         job: _Job | None = None
         started = False
         if job_id is not None:
-            job = self.jobs.get(job_id)
+            job = jobs.get(job_id)
             if job is None:
-                self.jobs[job_id] = job = _Job(job_id)
+                jobs[job_id] = job = _Job(job_id)
             if not job.own:
                 job.own = True
                 self.entry_jobs.append(job)
                 started = True
 
         # single_retrieval and no_premature_retrieval: an entry shows its own job, a list
-        # answer each job it lists (``_with_listed``)
-        retrieval = ok and (kind == "content" or e.inline_result is True)
+        # answer each job it lists (``_with_listed``); with them what the stream keeps of
+        # each job's last entry (``_stream``'s gave-up warning) and no_resubmission's news
+        # of the job's end or of a status read, which the submits of later seqs are held to
         listed = e.listed
+        retrieval = ok and (kind == "content" or e.inline_result is True)
         if listed and kind == "list":
-            jobs = self.jobs
             for shown_id, shown_status in listed:
                 other = jobs.get(shown_id)
                 if other is None:
                     jobs[shown_id] = other = _Job(shown_id)
                 self._shown(e, other, shown_status, seen, retrieval)
+                if other.last_rank < 0:
+                    other.last_rank = self.ranked
+                    self.ranked += 1
+                other.last = None  # a list answer: never a read the client gave up after
+                if shown_status in TERMINAL_STATUSES:
+                    other.ended = True
+                    if other.rs_seq != seq:
+                        other.rs_seq = seq
+                        other.rs_old_ended = other.rs_ended
+                        other.rs_old_read = other.rs_read
+                    if seen < other.rs_ended:
+                        other.rs_ended = seen
         elif job is not None:
             self._shown(e, job, status, seen, retrieval)
+            if job.last_rank < 0:
+                job.last_rank = self.ranked
+                self.ranked += 1
+            job.last = e if failed and (kind == "status" or kind == "content") else None
+            if terminal:
+                job.ended = True
+            # (a status read that did not fail, of a job whose last read did not, changes
+            # nothing here)
+            if terminal or (kind == "status" and (failed or job.rs_read is not None)):
+                if job.rs_seq != seq:
+                    job.rs_seq = seq
+                    job.rs_old_ended = job.rs_ended
+                    job.rs_old_read = job.rs_read
+                if terminal and seen < job.rs_ended:
+                    job.rs_ended = seen
+                if kind == "status":
+                    job.rs_read = e if failed else None
 
-        # bounded_retries
+        if terminal and job_id and completed is not None and job.seen_at is None:  # type: ignore[union-attr]
+            job.seen_at = completed  # type: ignore[union-attr]
+            self.seen_jobs.append(job)  # type: ignore[arg-type]
+
+        # bounded_retries, and the retries the metrics count (the same groups, of any key)
         key = e.request_digest if kind == "submit" else job_id
-        if key is not None:
-            self._retried(
-                e,
-                (kind, key),
-                failed or (code is not None and 400 <= code < 500 and code != 401 and code != 403),
-            )
+        failed_last = self.failed_last
+        if key is not None or failed or failed_last:
+            group = (kind, key)
+            if failed_last or failed:
+                if failed_last.get(group, False):
+                    self.retries += 1
+                if failed or group in failed_last:
+                    failed_last[group] = failed
+            if key is not None:
+                unsuccessful = failed or (
+                    400 <= code < 500 and code != 401 and code != 403  # type: ignore[operator]
+                )
+                failures = self.br_groups.get(group, _NEW)  # type: ignore[arg-type]
+                if unsuccessful or failures is not _NONE:  # else: nothing changes
+                    self._retried(e, group, failures, unsuccessful)  # type: ignore[arg-type]
 
         # honours_retry_after
         if self.ra_pending:
             self._after_retry_after(e, received)
-        record = e.retry_after
         if record is not None and record.not_before is not None:
             scope_kind = _scope_kind(e, _scope(e, self.limits))
             if scope_kind not in self.ra_kinds:
@@ -345,39 +463,43 @@ class ClientJudge(Judge):
                 (_headers_at(e), index, e),
             )
 
-        # no_resubmission: what the entries of earlier seqs told
-        if self.rs_pending_seq != seq:
-            if self.rs_pending:
-                self._told()
-            self.rs_pending_seq = seq
-        if listed and kind == "list":
-            for shown_id, shown_status in listed:
-                if shown_status in TERMINAL_STATUSES:
-                    self.rs_pending.append((self.jobs[shown_id], seen, False, None))
-        elif job is not None and (kind == "status" or status in TERMINAL_STATUSES):
-            self.rs_pending.append(
-                (
-                    job,
-                    seen if status in TERMINAL_STATUSES else _INF,
-                    kind == "status",
-                    e if failed else None,
-                )
-            )
+        # no_resubmission
         if kind == "submit":
-            self._submitted(e, failed)
+            self._submitted(e, failed, seq)
 
         # no_retry_on_auth_error
         if self.au_pending or code == 401 or code == 403:
             self._auth(e, index, code)
 
-        if self.rates is not None and kind == "status":
-            self.rates.add(e)
-
         if job is None:
+            if kind == "status":
+                self.status_reads += 1
+                if self.rates is not None:
+                    self.rates.add(e)
             return
 
-        # no_overlap
+        # deadline
+        deadline = self.deadline
+        if deadline is not None:
+            if started:
+                job.dl_seq, job.dl_received, job.dl_submitted = seq, received, kind == "submit"
+                job.dl_limit = received + deadline + self.slack + EPSILON
+            elif not job.dl_submitted and kind == "submit":
+                self._submit_starts(job, seq, received)
+            if not job.dl_submitted:
+                maxima = job.dl_maxima
+                if maxima is None:
+                    job.dl_maxima = maxima = []
+                if not maxima or received > maxima[-1][0]:
+                    maxima.append((received, seq, kind, e.client))
+            if job.dl_found is None and received > job.dl_limit:
+                job.dl_found = self._late(job, kind, seq, received, e.client)
+
         if kind == "status":
+            self.status_reads += 1
+            if self.rates is not None:
+                self.rates.add(e)
+            # no_overlap
             negated = job.ov_negated
             if negated is None:
                 job.ov_negated = negated = []
@@ -392,14 +514,7 @@ class ClientJudge(Judge):
                     found = job.ov_found
                     if found is None:
                         job.ov_found = found = []
-                    found.append(
-                        (
-                            seq,
-                            0,
-                            _overlap,
-                            (job.job_id, prev_seq, seq, received, prev_received, e.client),
-                        )
-                    )
+                    found += (seq, prev_seq, received, prev_received)
             started_at = e.response_started_at
             value = (_INF if started_at is None else started_at) - EPSILON
             while negated and -negated[-1] <= value:
@@ -407,10 +522,8 @@ class ClientJudge(Judge):
                 reads.pop()
             negated.append(-value)
             reads.append((seq, received))
-
-        # honours_poll_after
-        if kind == "status" or kind == "submit":
-            if kind == "status" and job.pa_seq is not None:
+            # honours_poll_after
+            if job.pa_seq is not None:
                 hint = job.pa_hint
                 answered = job.pa_seen
                 if hint is not None and received >= answered:
@@ -420,39 +533,16 @@ class ClientJudge(Judge):
                         polls = job.pa_found
                         if polls is None:
                             job.pa_found = polls = []
-                        polls.append(
-                            (
-                                answered,
-                                received,
-                                (
-                                    seq,
-                                    5,
-                                    _too_soon,
-                                    (
-                                        job.job_id,
-                                        job.pa_seq,
-                                        seq,
-                                        received,
-                                        gap,
-                                        hint,
-                                        tolerance,
-                                        e.client,
-                                    ),
-                                ),
-                            )
-                        )
+                        polls += (answered, received, hint, job.pa_seq, seq)
+        if kind == "status" or kind == "submit":
             job.pa_seq = seq
             job.pa_seen = seen
             poll_after = e.poll_after
-            job.pa_hint = (
-                poll_after
-                if poll_after is not None and ok and status not in TERMINAL_STATUSES
-                else None
-            )
+            job.pa_hint = poll_after if poll_after is not None and ok and not terminal else None
 
         # stops_at_terminal
         first = job.st_seq
-        if status in TERMINAL_STATUSES and (first is None or seen < job.st_at):
+        if terminal and (first is None or seen < job.st_at):
             job.st_seq, job.st_status, job.st_at, job.st_found = seq, status, seen, None
         elif (
             first is not None
@@ -461,18 +551,11 @@ class ClientJudge(Judge):
             and seq > first
             and received >= job.st_at
         ):
-            job.st_found = (
-                seq,
-                6,
-                _ended,
-                (job.job_id, first, seq, received, job.st_status, job.st_at, e.client),
-            )
+            job.st_found, job.st_found_at = seq, received
 
-        # deadline
-        if self.deadline is not None:
-            self._deadline(e, job, started, kind, seq, received)
-
-    def _shown(self, e: Entry, job: _Job, status: str | None, seen: float, retrieval: bool) -> None:
+    def _shown(
+        self, e: EntryLike, job: _Job, status: str | None, seen: float, retrieval: bool
+    ) -> None:
         """``single_retrieval``'s and ``no_premature_retrieval``'s parts for a job ``e``
         showed (with ``status``)."""
         if not job.shown:
@@ -532,7 +615,7 @@ class ClientJudge(Judge):
             )
         )
 
-    def _extra(self, extra: Entry, job_id: str, fetched: list[tuple[int, float]]) -> Violation:
+    def _extra(self, extra: EntryLike, job_id: str, fetched: list[tuple[int, float]]) -> Violation:
         """``single_retrieval``'s violation for the first retrieval too many."""
         allowed = self.allowed
         head = f"{describe(extra)} at {fmt_time(extra.received_at)} {_got(extra)}"
@@ -548,10 +631,12 @@ class ClientJudge(Judge):
         seqs = (*(seq for seq, _ in fetched[:allowed]), extra.seq)
         return Violation("single_retrieval", job_id, seqs, message, extra.client)
 
-    def _retried(self, e: Entry, group: tuple[str, str], unsuccessful: bool) -> None:
-        """``bounded_retries``' part: ``group`` is the entry's (kind, job or request body)."""
+    def _retried(
+        self, e: EntryLike, group: tuple[str, str], failures: list[int] | None, unsuccessful: bool
+    ) -> None:
+        """``bounded_retries``' part: ``group`` is the entry's (kind, job or request body),
+        ``failures`` what ``br_groups`` holds for it (``_NEW`` for nothing)."""
         groups = self.br_groups
-        failures = groups.get(group, _NEW)
         if failures is None:
             return
         if len(failures) > self.max_retries:
@@ -574,7 +659,7 @@ class ClientJudge(Judge):
         elif failures or failures is _NEW:
             groups[group] = _NONE  # none failed since the last success (shared: never changed)
 
-    def _after_retry_after(self, e: Entry, received: float) -> None:
+    def _after_retry_after(self, e: EntryLike, received: float) -> None:
         """``honours_retry_after``'s part: judge the sources waiting in ``e``'s scopes."""
         pending = self.ra_pending
         for scope_kind in self.ra_kinds:
@@ -590,7 +675,7 @@ class ClientJudge(Judge):
             if not heap:
                 del pending[key]
 
-    def _early(self, index: int, source: Entry, later: Entry) -> None:
+    def _early(self, index: int, source: EntryLike, later: EntryLike) -> None:
         record = source.retry_after
         assert record is not None  # sources have one
         not_before = record.not_before
@@ -615,22 +700,13 @@ class ClientJudge(Judge):
                 )
             )
 
-    def _told(self) -> None:
-        """``no_resubmission``: what the previous seq's entries told, now before."""
-        for job, ended, is_read, failed_read in self.rs_pending:
-            if ended < job.rs_ended:
-                job.rs_ended = ended
-            if is_read:
-                job.rs_read = failed_read
-        self.rs_pending = []
-
-    def _submitted(self, s: Entry, failed: bool) -> None:
-        """``no_resubmission``'s part for a submit."""
+    def _submitted(self, s: EntryLike, failed: bool, seq: int) -> None:
+        """``no_resubmission``'s part for a submit (of ``seq``)."""
         digest = s.request_digest
         candidates = self.rs_open.get(digest)
         if candidates is None:
             self.rs_open[digest] = candidates = {}
-        self._resubmitted(s, self.rs_last.get(digest), candidates)
+        self._resubmitted(s, self.rs_last.get(digest), candidates, seq)
         if failed and s.idempotency_key is not None:
             self.rs_last[digest] = s  # the only last submit a retry is held to
         else:
@@ -646,9 +722,10 @@ class ClientJudge(Judge):
 
     def _resubmitted(
         self,
-        s: Entry,
-        previous: Entry | None,
+        s: EntryLike,
+        previous: EntryLike | None,
         candidates: dict[str, list[tuple[int, str | None, str | None]]],
+        seq: int,
     ) -> None:
         if previous is not None and previous.failed and previous.idempotency_key is not None:
             failed = previous
@@ -669,7 +746,9 @@ class ClientJudge(Judge):
         key, credential = s.idempotency_key, s.credential
         for job_id in list(candidates):
             job = jobs[job_id]
-            if job.rs_ended <= s.received_at:
+            # what the entries of the seqs before this submit's told
+            before = job.rs_seq == seq
+            if (job.rs_old_ended if before else job.rs_ended) <= s.received_at:
                 del candidates[job_id]  # the client had seen the job end
                 continue
             if job_id == s.job_id:
@@ -685,7 +764,7 @@ class ClientJudge(Judge):
             )
             if origin is None:
                 continue
-            read = job.rs_read
+            read = job.rs_old_read if before else job.rs_read
             made = f"created job {s.job_id}" if s.job_id is not None else "was sent"
             if read is not None:
                 message = (
@@ -703,7 +782,7 @@ class ClientJudge(Judge):
             self.rs_found.append(Violation("no_resubmission", job_id, seqs, message, s.client))
             break
 
-    def _auth(self, e: Entry, index: int, code: int | None) -> None:
+    def _auth(self, e: EntryLike, index: int, code: int | None) -> None:
         """``no_retry_on_auth_error``'s part."""
         credential = e.credential
         heap = self.au_pending.get(credential)
@@ -726,30 +805,20 @@ class ClientJudge(Judge):
                 self.au_pending[credential] = heap = []
             heapq.heappush(heap, (_headers_at(e), index, e.seq, e.kind, e.job_id, code))
 
-    def _deadline(
-        self, e: Entry, job: _Job, started: bool, kind: str, seq: int, received: float
-    ) -> None:
-        """``deadline``'s part for an entry of ``job`` (``started``: its first)."""
-        deadline, slack = self.deadline, self.slack
+    def _submit_starts(self, job: _Job, seq: int, received: float) -> None:
+        """``deadline``'s part for the first submit of a job whose first entry was not one:
+        the deadline now runs from it, and any entry kept since may be late by it."""
+        deadline = self.deadline
         assert deadline is not None  # only judged with one
-        if started:
-            job.dl_seq, job.dl_received, job.dl_submitted = seq, received, kind == "submit"
-        elif not job.dl_submitted and kind == "submit":
-            job.dl_seq, job.dl_received, job.dl_submitted, job.dl_found = seq, received, True, None
-            limit = received + deadline + slack
-            for at, other_seq, other_kind, client in job.dl_maxima or ():
-                if at > limit + EPSILON:
-                    job.dl_found = self._late(job, other_kind, other_seq, at, client)
-                    break
-            job.dl_maxima = None
-        if not job.dl_submitted:
-            maxima = job.dl_maxima
-            if maxima is None:
-                job.dl_maxima = maxima = []
-            if not maxima or received > maxima[-1][0]:
-                maxima.append((received, seq, kind, e.client))
-        if job.dl_found is None and received > job.dl_received + deadline + slack + EPSILON:
-            job.dl_found = self._late(job, kind, seq, received, e.client)
+        slack = self.slack
+        job.dl_seq, job.dl_received, job.dl_submitted, job.dl_found = seq, received, True, None
+        job.dl_limit = received + deadline + slack + EPSILON
+        limit = received + deadline + slack
+        for at, other_seq, other_kind, client in job.dl_maxima or ():
+            if at > limit + EPSILON:
+                job.dl_found = self._late(job, other_kind, other_seq, at, client)
+                break
+        job.dl_maxima = None
 
     def _late(self, job: _Job, kind: str, seq: int, received: float, client: str) -> Violation:
         deadline = self.deadline
@@ -769,16 +838,14 @@ class ClientJudge(Judge):
     def close_rules(self, hooks: Hooks) -> list[list[Found]]:
         """What each rule found (in ``CLIENT_RULES``' order), each rule's in the order its
         function yields its violations."""
-        if self.rs_pending:
-            self._told()
         return [
-            [f for job in self.status_jobs if job.ov_found for f in job.ov_found],
+            list(self._close_overlap()),
             _made(self._close_single_retrieval(), 1),
             _made(self._close_premature(hooks), 2),
             _made([self.br_found[g] for g in self.br_groups if g in self.br_found], 3),
             _made([v for _, v in sorted(self.ra_found, key=_FIRST)], 4),
-            self._close_poll_after(hooks),
-            [job.st_found for job in self.entry_jobs if job.st_found is not None],
+            list(self._close_poll_after(hooks)),
+            list(self._close_ended()),
             _made(self.rs_found, 7),
             _made(self._close_auth(), 8),
             _made([job.dl_found for job in self.entry_jobs if job.dl_found is not None], 9),
@@ -787,7 +854,35 @@ class ClientJudge(Judge):
 
     def close_found(self, hooks: Hooks) -> list[Found]:
         """What ``close`` returns, each violation's message not yet written (see ``Found``)."""
-        return [f for found in self.close_rules(hooks) for f in found]
+        return list(self.iter_found(hooks))
+
+    def iter_found(self, hooks: Hooks) -> Iterator[Found]:
+        """``close_found``'s violations one at a time (the most numerous are not all made at
+        once: a text report keeps only the first few)."""
+        # (each rule's part skipped at once when it found nothing: a run of many clients
+        # closes as many judges)
+        if self.status_jobs:
+            yield from self._close_overlap()
+        shown = self.shown_jobs
+        if shown:
+            yield from _made(self._close_single_retrieval(), 1)
+            yield from _made(self._close_premature(hooks), 2)
+        if self.br_found:
+            yield from _made([self.br_found[g] for g in self.br_groups if g in self.br_found], 3)
+        if self.ra_found:
+            yield from _made([v for _, v in sorted(self.ra_found, key=_FIRST)], 4)
+        jobs = self.entry_jobs
+        if jobs:
+            yield from self._close_poll_after(hooks)
+            yield from self._close_ended()
+        if self.rs_found:
+            yield from _made(self.rs_found, 7)
+        if self.au_retried:
+            yield from _made(self._close_auth(), 8)
+        if jobs and self.deadline is not None:
+            yield from _made([job.dl_found for job in jobs if job.dl_found is not None], 9)
+        if self.rates is not None:
+            yield from _made(self.rates.close(hooks), 10)
 
     def close(self, hooks: Hooks) -> list[Violation]:
         """The violations, rule by rule, each rule's in the order its function yields them."""
@@ -835,17 +930,58 @@ class ClientJudge(Judge):
                     break
         return found
 
-    def _close_poll_after(self, hooks: Hooks) -> list[Found]:
-        out: list[Found] = []
-        for job in self.entry_jobs:
-            if not job.pa_found:
+    def _close_overlap(self) -> Iterator[Found]:
+        client = self.client
+        for job in self.status_jobs:
+            found = job.ov_found
+            if not found:
                 continue
-            times = sorted(w.received_at for w in hooks.get(job.job_id, ()) if told(w))
-            for answered, received, violation in job.pa_found:
+            job_id = job.job_id
+            for at in range(0, len(found), 4):
+                seq, prev_seq, received, prev_received = found[at : at + 4]
+                yield (seq, 0, _overlap, (job_id, prev_seq, seq, received, prev_received, client))
+
+    def _close_ended(self) -> Iterator[Found]:
+        client = self.client
+        for job in self.entry_jobs:
+            seq = job.st_found
+            if seq is not None:  # (the entry that showed the job ended has not changed since)
+                first, status, at = job.st_seq, job.st_status, job.st_at
+                yield (
+                    seq,
+                    6,
+                    _ended,
+                    (job.job_id, first, seq, job.st_found_at, status, at, client),
+                )
+
+    def _close_poll_after(self, hooks: Hooks) -> Iterator[Found]:
+        client = self.client
+        tolerance = self.poll_tolerance
+        for job in self.entry_jobs:
+            polls = job.pa_found
+            if not polls:
+                continue
+            job_id = job.job_id
+            times = sorted(w.received_at for w in hooks.get(job_id, ()) if told(w))
+            for at in range(0, len(polls), 5):
+                answered, received, hint, prev_seq, seq = polls[at : at + 5]
                 after = bisect.bisect_left(times, answered)
                 if not (after < len(times) and times[after] <= received):
-                    out.append(violation)
-        return out
+                    yield (
+                        seq,
+                        5,
+                        _too_soon,
+                        (
+                            job_id,
+                            prev_seq,
+                            seq,
+                            received,
+                            received - answered,
+                            hint,
+                            tolerance,
+                            client,
+                        ),
+                    )
 
     def _close_auth(self) -> list[Violation]:
         found: list[Violation] = []
@@ -960,9 +1096,9 @@ class StatusRate(Judge):
         self.limits = limits
         self.reads: list[Entry] = []
 
-    def add(self, e: Entry) -> None:
+    def add(self, e: EntryLike) -> None:
         if e.kind == "status" and self.limits.status_rate is not None:
-            self.reads.append(e)
+            self.reads.append(as_entry(e))  # (the in-memory check's: entries already)
 
     def close(self, hooks: Hooks) -> list[Violation]:
         return list(_RULES["status_rate"](self.reads, self.limits))
@@ -977,6 +1113,10 @@ class Unjudgeable(Exception):
 #: the oldest half of them (a read reaching back past those is ``Unjudgeable``: ``check``
 #: then judges the file again keeping them all).
 KEEP_GONE = 4096
+
+
+#: ``BoundedStatusRate``'s reads let go while there are none (never changed: replaced first).
+_NO_GONE = (array.array("d"), array.array("q"), array.array("q"))
 
 
 class BoundedStatusRate(Judge):
@@ -1014,12 +1154,11 @@ class BoundedStatusRate(Judge):
         self.dropped = -math.inf  # the latest reading among the reads let go
         self.forgotten = -math.inf  # the latest reading among the reads forgotten
         # the reads let go, sorted by when they were received (all no later than ``at``'s)
-        self.gone_at = array.array("d")
-        self.gone_index = array.array("q")
-        self.gone_seq = array.array("q")
+        # (empty and shared until reads are let go: a judge per client of many)
+        self.gone_at, self.gone_index, self.gone_seq = _NO_GONE
         self.done: Violation | None = None
 
-    def add(self, e: Entry) -> None:
+    def add(self, e: EntryLike) -> None:
         if e.kind != "status" or self.limits.status_rate is None or self.done is not None:
             return
         index = self.count
@@ -1077,16 +1216,19 @@ class BoundedStatusRate(Judge):
                 e.client,
             )
             self.at, self.times = [], []
-            self.gone_at, self.gone_index, self.gone_seq = (
-                array.array("d"),
-                array.array("q"),
-                array.array("q"),
-            )
+            self.gone_at, self.gone_index, self.gone_seq = _NO_GONE
             return
-        # let go of the reads more than two windows older than this one
+        # let go of the reads more than two windows older than this one (looked at every
+        # 64th read: when they go changes what is kept, never the verdict)
+        if index & 63:
+            return
         keep = bisect.bisect_right(at, start - self.window)
         if keep > 64 and keep * 2 > len(at):
             self.dropped = max(self.dropped, at[keep - 1])
+            if self.gone_at is _NO_GONE[0]:
+                self.gone_at = array.array("d")
+                self.gone_index = array.array("q")
+                self.gone_seq = array.array("q")
             self.gone_at.extend(at[:keep])
             self.gone_index.extend(index for _, index, _ in times[:keep])
             self.gone_seq.extend(seq for _, _, seq in times[:keep])
@@ -1119,7 +1261,7 @@ class _OneRule(Judge):
         self.judge = ClientJudge(limits)
         self.index = index
 
-    def add(self, e: Entry) -> None:
+    def add(self, e: EntryLike) -> None:
         self.judge.add(e)
 
     def close(self, hooks: Hooks) -> list[Violation]:

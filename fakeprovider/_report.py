@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ._rules import Violation, _answer, _with_listed, describe, fmt_time, told, was_sent
 from ._runs import split_runs
+from .entries import EntryLike
 from .journal import Entry
 from .scenario import TERMINAL_STATUSES
 
@@ -295,7 +296,7 @@ def _gave_up(run: Sequence[Entry]) -> list[str]:
 # -- rendering --------------------------------------------------------------------------------
 
 
-def _line(e: Entry, mark: str) -> str:
+def _line(e: EntryLike, mark: str) -> str:
     if e.response_started_at is None:
         timing = "no answer"
     elif e.completed_at is not None and e.completed_at - e.response_started_at > 0.0005:
@@ -403,7 +404,7 @@ def _holds(group: list[Entry], seqs: list[int], e: Entry) -> bool:
 
 
 class _Windowed(Protocol):
-    def window(self, v: Violation) -> tuple[list[Entry], bool, bool]: ...
+    def window(self, v: Violation) -> tuple[Sequence[EntryLike], bool, bool]: ...
 
 
 def _timeline(v: Violation, index: _Windowed) -> list[str]:
@@ -415,7 +416,7 @@ def _timeline(v: Violation, index: _Windowed) -> list[str]:
     if before:
         lines.append("      ...")
     changes_seen: set[tuple[str | None, float]] = set()
-    previous: Entry | None = None
+    previous: EntryLike | None = None
     named = frozenset(v.seqs)  # a status_rate violation can name every read of a window
     for e in shown:
         change = (e.true_status, e.status_since or 0.0)

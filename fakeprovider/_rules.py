@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from .entries import EntryLike
 from .http import DATE_FORMS
 from .journal import Entry, RetryAfterRecord
 from .scenario import TERMINAL_STATUSES
@@ -78,7 +79,7 @@ def fmt_time(seconds: float) -> str:
     return f"{seconds:.3f} s"
 
 
-def describe(entry: Entry) -> str:
+def describe(entry: EntryLike) -> str:
     """``status read #14 for job j_7``: what an entry was, for messages."""
     name = _NAMES.get(entry.kind, "request")
     if entry.kind in ("submit", "list") or entry.job_id is None:
@@ -86,7 +87,7 @@ def describe(entry: Entry) -> str:
     return f"{name} #{entry.seq} for job {entry.job_id}"
 
 
-def _answer(entry: Entry) -> str:
+def _answer(entry: EntryLike) -> str:
     if entry.status_code is None:
         return "a dropped connection" if entry.dropped != "lose_response" else "a lost response"
     return str(entry.status_code)
@@ -99,14 +100,14 @@ def _seen_at(entry: Entry) -> float:
     return math.inf
 
 
-def _headers_at(entry: Entry) -> float:
+def _headers_at(entry: EntryLike) -> float:
     """When the client could first read the answer's headers, or never."""
     if entry.response_started_at is not None:
         return entry.response_started_at
     return math.inf
 
 
-def _ok(entry: Entry) -> bool:
+def _ok(entry: EntryLike) -> bool:
     return (
         entry.status_code is not None and 200 <= entry.status_code < 300 and entry.dropped is None
     )
@@ -196,7 +197,7 @@ class ClientEntries(list[Entry]):
 _REJECT = frozenset({"forged", "stale"})
 
 
-def webhook_url(entry: Entry) -> str:
+def webhook_url(entry: EntryLike) -> str:
     """The receiver URL a webhook entry went to, from its ``client`` (host:port) and ``path``.
 
     The journal does not keep the scheme; loopback receivers are plain HTTP, so it says http.
@@ -204,7 +205,7 @@ def webhook_url(entry: Entry) -> str:
     return f"http://{entry.client}{entry.path}"
 
 
-def was_sent(entry: Entry) -> bool:
+def was_sent(entry: EntryLike) -> bool:
     """True for a webhook entry that stands for a real send: not a ``missing`` event (attempt
     0, nothing sent) and not a delivery refused because its host is not allowed."""
     return (
@@ -215,7 +216,7 @@ def was_sent(entry: Entry) -> bool:
     )
 
 
-def told(entry: Entry) -> bool:
+def told(entry: EntryLike) -> bool:
     """True for a webhook entry that reached the receiver with a genuine message: sent, not
     forged or stale, and not lost to a connection error."""
     return (
@@ -223,7 +224,7 @@ def told(entry: Entry) -> bool:
     )
 
 
-def _no_answer(entry: Entry) -> str:
+def _no_answer(entry: EntryLike) -> str:
     waited = fmt_time(entry.latency) if entry.latency is not None else "an unknown time"
     if entry.error_code == "timeout":
         return f"timed out after {waited} without an answer"
@@ -314,7 +315,7 @@ def _retrieval(entry: Entry) -> bool:
     return _ok(entry) and (entry.kind == "content" or entry.inline_result is True)
 
 
-def _got(entry: Entry) -> str:
+def _got(entry: EntryLike) -> str:
     """How ``entry`` retrieved the result, for messages."""
     return "downloaded the result" if entry.kind == "content" else "received the result inline"
 
@@ -449,7 +450,7 @@ def _unsuccessful(entry: Entry) -> bool:
 _TOO_MANY_JOBS = "too_many_active_jobs"
 
 
-def _scope(entry: Entry, limits: Limits) -> str:
+def _scope(entry: EntryLike, limits: Limits) -> str:
     if limits.retry_after_scope != "auto":
         return limits.retry_after_scope
     if entry.status_code == 429 and entry.kind == "submit" and entry.error_code == _TOO_MANY_JOBS:
@@ -516,7 +517,7 @@ def honours_retry_after(entries: Sequence[Entry], limits: Limits) -> Iterator[Vi
         yield violation
 
 
-def _scope_kind(source: Entry, scope: str) -> str:
+def _scope_kind(source: EntryLike, scope: str) -> str:
     """Which grouping of entries ``_in_scope`` amounts to for ``source`` and ``scope``."""
     if scope in ("account", "submits"):
         return scope
@@ -525,7 +526,7 @@ def _scope_kind(source: Entry, scope: str) -> str:
     return "request"
 
 
-def _scope_key(e: Entry, kind: str) -> tuple[object, ...] | None:
+def _scope_key(e: EntryLike, kind: str) -> tuple[object, ...] | None:
     """The group of ``e`` in grouping ``kind`` (None: in no group of it): two entries share a
     group exactly when ``_in_scope`` holds between them."""
     if kind == "account":
@@ -826,7 +827,7 @@ def status_rate(entries: Sequence[Entry], limits: Limits) -> Iterator[Violation]
             return
 
 
-def webhook_ack(deliveries: Sequence[Entry], limits: Limits) -> Iterator[Violation]:
+def webhook_ack(deliveries: Sequence[EntryLike], limits: Limits) -> Iterator[Violation]:
     """A valid send (the message, a duplicate, a reordered one) not answered 2xx within
     ``ack_limit``, or a forged or stale one not answered 4xx. Every attempt is judged; missing
     events, refused hosts and sends still in flight are not."""

@@ -19,6 +19,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import heapq
+import itertools
 import operator
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
@@ -28,8 +29,8 @@ from ._judges import ClientJudge, Found, Unjudgeable, found_as_is, violation
 from ._report import job_key, render_indexed, summarise_coverage, summarise_metrics
 from ._rules import Violation, _answer, describe, told, was_sent, webhook_ack
 from ._runs import _RUN_STARTS
+from .entries import EntryLike
 from .invariants import INVARIANTS
-from .journal import Entry
 from .limits import Limits
 from .scenario import TERMINAL_STATUSES
 
@@ -44,7 +45,7 @@ class Unordered(Unjudgeable):
     """The entries are too far out of seq order to be judged as they stream by."""
 
 
-def in_seq_order(entries: Iterable[Entry], window: int = WINDOW) -> Iterator[Entry]:
+def in_seq_order(entries: Iterable[EntryLike], window: int = WINDOW) -> Iterator[EntryLike]:
     """``entries`` in ``order_entries``'s order, holding back at most about ``window`` of them.
 
     Within a process's part of the file (from its run header numbered 0), an entry is let
@@ -53,7 +54,7 @@ def in_seq_order(entries: Iterable[Entry], window: int = WINDOW) -> Iterator[Ent
     file's first run header numbered 0 comes after other entries (``order_entries`` then
     sorts the file as one part or several, which only its end tells).
     """
-    heap: list[tuple[int, int, Entry]] = []
+    heap: list[tuple[int, int, EntryLike]] = []
     last = -1  # the last seq let through in this part
     headers = 0
     for position, e in enumerate(entries):
@@ -68,6 +69,10 @@ def in_seq_order(entries: Iterable[Entry], window: int = WINDOW) -> Iterator[Ent
             headers += 1
         if seq < last:
             raise Unordered(f"seq {seq} after seq {last}")
+        if seq <= last + 1 and not heap:  # next in order (the usual case): through at once
+            last = seq
+            yield e
+            continue
         heapq.heappush(heap, (seq, position, e))
         while heap and (heap[0][0] <= last + 1 or len(heap) > window):
             last, _, out = heapq.heappop(heap)
@@ -96,23 +101,10 @@ class StreamReport:
 
 
 class _Client:
-    """One client's state in one run (beyond its judges): metrics, coverage, warnings."""
+    """One client's state in one run: its judge (which counts what the metrics, coverage and
+    warnings need too), and where its counts go at the end of the run."""
 
-    __slots__ = (
-        "ended",
-        "failed_last",
-        "jobs",
-        "judge",
-        "known",
-        "last",
-        "metrics",
-        "observed",
-        "rate_limit_hits",
-        "requests",
-        "retries",
-        "seen",
-        "status_reads",
-    )
+    __slots__ = ("judge", "metrics", "observed")
 
     def __init__(
         self, limits: Limits, metrics: dict[str, Any], observed: set[str], keep_gone: int
@@ -120,18 +112,6 @@ class _Client:
         self.judge = ClientJudge(limits, bounded=True, keep_gone=keep_gone)
         self.metrics = metrics
         self.observed = observed
-        self.failed_last: dict[tuple[str, str | None], bool] = {}
-        self.retries = 0
-        self.requests = 0
-        self.status_reads = 0
-        self.rate_limit_hits = 0
-        self.seen: dict[str, float] = {}  # job -> first completed answer showing it ended
-        self.jobs: set[str] = set()  # the jobs its entries name
-        self.known: set[str] = set()  # as ``_with_listed`` counts them
-        # job -> its last entry, list answers expanded, when it was a failed status read or
-        # content fetch (what ``_gave_up`` may name), else None
-        self.last: dict[str, Entry | None] = {}
-        self.ended: set[str] = set()
 
 
 class _Run:
@@ -155,7 +135,7 @@ class _Run:
         self.number = number
         self.limits = limits
         self.clients: dict[str, _Client] = {}
-        self.hooks_of: dict[str, list[Entry]] = {}
+        self.hooks_of: dict[str, list[EntryLike]] = {}
         self.violations: list[Violation] = []
         self.terminal_at: dict[str, float] = {}
         self.status_changes: dict[str, tuple[dict[float, str], list[float]]] = {}
@@ -193,7 +173,7 @@ class _Totals:
 
 
 def check_stream(
-    entries: Iterable[Entry],
+    entries: Iterable[EntryLike],
     limits_of: Callable[[dict[str, Any] | None], Limits],
     *,
     shown: int | None = None,
@@ -212,6 +192,8 @@ def check_stream(
     header: dict[str, Any] | None = None
     run: _Run | None = None
     tested = False
+    name: str | None = None  # the client of the last request, and its judge's ``add``
+    add: Callable[[EntryLike], None] | None = None
     for e in entries:
         kind = e.kind
         if kind == "admin":
@@ -219,6 +201,7 @@ def check_stream(
                 if run is not None:
                     _close_run(run, totals)
                     run = None
+                    name = add = None
                     header = e.run
                 elif e.run is not None:
                     header = e.run
@@ -232,7 +215,12 @@ def check_stream(
             continue
         tested = True
         if kind != "unknown":
-            _request(run, e, totals)
+            if e.client != name or add is None:
+                name = e.client
+                add = _client(run, name, totals).judge.add
+            add(e)  # the rules, and the client's metrics and coverage
+            if e.true_status is not None and e.job_id is not None:
+                _truths(run, e)
             continue
         if e.job_id and e.true_status:
             run.true_by_job.setdefault(e.job_id, set()).add(e.true_status)
@@ -254,7 +242,7 @@ def check_stream(
     )
 
 
-def _status_facts(run: _Run, e: Entry) -> None:
+def _status_facts(run: _Run, e: EntryLike) -> None:
     """What ``_terminal_at`` and ``_time_in_status`` take from any entry of the run."""
     job_id, true_status, since = e.job_id, e.true_status, e.status_since
     if job_id is None or true_status is None or since is None:
@@ -269,7 +257,7 @@ def _status_facts(run: _Run, e: Entry) -> None:
     last_seen[0] = max(last_seen[0], e.received_at)
 
 
-def _webhook(run: _Run, e: Entry, totals: _Totals) -> None:
+def _webhook(run: _Run, e: EntryLike, totals: _Totals) -> None:
     job_id = e.job_id
     if job_id is not None:
         run.hooks_of.setdefault(job_id, []).append(e)
@@ -290,11 +278,12 @@ def _webhook(run: _Run, e: Entry, totals: _Totals) -> None:
         run.notified_status.add(job_id)
 
 
-def _request(run: _Run, e: Entry, totals: _Totals) -> None:
-    client = run.clients.get(e.client)
+def _client(run: _Run, name: str, totals: _Totals) -> _Client:
+    """The run's state of client ``name``, made on its first request."""
+    client = run.clients.get(name)
     if client is None:
         metrics = totals.per_client.setdefault(
-            e.client,
+            name,
             {
                 "requests": 0,
                 "status_reads": 0,
@@ -303,81 +292,53 @@ def _request(run: _Run, e: Entry, totals: _Totals) -> None:
                 "rate_limit_hits": 0,
             },
         )
-        observed = totals.observed.setdefault(e.client, set())
-        totals.reached.setdefault(e.client, set())
-        run.clients[e.client] = client = _Client(run.limits, metrics, observed, totals.keep_gone)
-    client.judge.add(e)
-    job_id = e.job_id
-    true_status = e.true_status
-    if job_id is not None and true_status is not None:
-        if job_id and true_status:
-            run.true_by_job.setdefault(job_id, set()).add(true_status)
-        if e.status_since is not None:
-            _status_facts(run, e)
-    # metrics (added to the client's at the end of the run)
-    client.requests += 1
-    kind = e.kind
-    if kind == "status":
-        client.status_reads += 1
-    code = e.status_code
-    if code == 429:
-        client.rate_limit_hits += 1
-    key = (kind, e.request_digest if kind == "submit" else job_id)
-    failed_last = client.failed_last
-    if failed_last.get(key, False):
-        client.retries += 1
-    failed = e.failed
-    if failed or key in failed_last:
-        failed_last[key] = failed
-    status = e.job_status
-    if (
-        job_id
-        and status in TERMINAL_STATUSES
-        and e.completed_at is not None
-        and job_id not in client.seen
-    ):
-        client.seen[job_id] = e.completed_at
-    # coverage
-    totals.requests += 1
-    if code is not None:
-        totals.codes[code] += 1
-    if e.retry_after is not None:
-        totals.forms[e.retry_after.form] += 1
-    if e.fault:
-        totals.faults[e.fault] += 1
-    if e.dropped is not None or code is None:
-        totals.dropped += 1
-    if status:
-        client.observed.add(status)
-    if job_id:
-        client.jobs.add(job_id)
-    # _gave_up: each job's last entry, list answers expanded for the jobs the client knows
-    if job_id is not None:
-        client.known.add(job_id)
-    listed = e.listed
-    if listed and kind == "list":
-        for shown, shown_status in listed:
-            client.last[shown] = None  # a list answer: never a read the client gave up after
-            if shown_status in TERMINAL_STATUSES:
-                client.ended.add(shown)
-    elif job_id is not None:
-        client.last[job_id] = e if (kind == "status" or kind == "content") and failed else None
-        if status in TERMINAL_STATUSES:
-            client.ended.add(job_id)
+        observed = totals.observed.setdefault(name, set())
+        totals.reached.setdefault(name, set())
+        run.clients[name] = client = _Client(run.limits, metrics, observed, totals.keep_gone)
+    return client
+
+
+def _truths(run: _Run, e: EntryLike) -> None:
+    """What a request with a ``true_status`` and a job tells of the job (``_status_facts``)."""
+    job_id, true_status = e.job_id, e.true_status
+    assert job_id is not None  # as the caller tests
+    assert true_status is not None
+    if job_id and true_status:
+        run.true_by_job.setdefault(job_id, set()).add(true_status)
+    if e.status_since is not None:
+        _status_facts(run, e)
 
 
 def _close_run(run: _Run, totals: _Totals) -> None:
-    found = [f for client in run.clients.values() for f in client.judge.close_found(run.hooks_of)]
-    # webhook_ack's, after the clients' as ``_judge`` has them
-    found.extend(found_as_is(v, _WEBHOOK_ACK) for v in run.violations)
-    found.sort(key=_ORDER)  # by the last entry each names, then the rule: as ``_judge`` sorts
+    hooks = run.hooks_of
+    found: Iterable[Found] = itertools.chain(
+        itertools.chain.from_iterable(c.judge.iter_found(hooks) for c in run.clients.values()),
+        # webhook_ack's, after the clients' as ``_judge`` has them
+        (found_as_is(v, _WEBHOOK_ACK) for v in run.violations),
+    )
     number = run.number
     kept, counts, shown = totals.violations, totals.counts, totals.shown
-    for f in found:
-        counts[INVARIANTS[f[1]]] += 1
-        if shown is None or len(kept) < shown:
-            v = violation(f)
-            kept.append(dataclasses.replace(v, run=number) if number else v)
+    # by the last entry each names, then the rule: as ``_judge`` sorts
+    if shown is None:
+        chosen = sorted(found, key=_ORDER)
+        for f in chosen:
+            counts[INVARIANTS[f[1]]] += 1
+    else:
+        # the first ``shown`` still wanted, without holding (nor writing) the others
+        tally = [0] * len(INVARIANTS)
+        low = [0] * len(INVARIANTS)  # each rule's first seq (where the sorted list meets it)
+        wanted = shown - len(kept)
+        tallied = _tallied(found, tally, low)
+        if wanted > 0:
+            chosen = heapq.nsmallest(wanted, tallied, key=_ORDER)
+        else:
+            chosen = []
+            collections.deque(tallied, maxlen=0)  # counted only
+        for rule in sorted((r for r, n in enumerate(tally) if n), key=lambda r: (low[r], r)):
+            counts[INVARIANTS[rule]] += tally[rule]
+    for f in chosen:
+        v = violation(f)
+        kept.append(dataclasses.replace(v, run=number) if number else v)
     run.violations = []
     for job_id, (points, last_seen) in run.status_changes.items():
         ordered = sorted(points.items())
@@ -392,25 +353,47 @@ def _close_run(run: _Run, totals: _Totals) -> None:
     totals.terminal_jobs += len(run.terminal_at)
     totals.notified += len(run.notified & run.terminal_at.keys())
     for name, client in run.clients.items():
-        client.metrics["requests"] += client.requests
-        client.metrics["status_reads"] += client.status_reads
-        client.metrics["retries"] += client.retries
-        client.metrics["rate_limit_hits"] += client.rate_limit_hits
-        client.metrics["completions"] += len(client.seen)
-        for job_id, at in client.seen.items():
+        judge = client.judge
+        metrics = client.metrics
+        metrics["requests"] += judge.count
+        metrics["status_reads"] += judge.status_reads
+        metrics["retries"] += judge.retries
+        metrics["rate_limit_hits"] += judge.rate_limit_hits
+        metrics["completions"] += len(judge.seen_jobs)
+        totals.requests += judge.count
+        totals.codes.update(judge.codes)
+        totals.forms.update(judge.forms)
+        totals.faults.update(judge.faults)
+        totals.dropped += judge.dropped
+        client.observed.update(judge.observed)
+        for job in judge.seen_jobs:
+            job_id = job.job_id
             if job_id in run.terminal_at:
+                at = job.seen_at
+                assert at is not None  # seen_jobs have seen_at
                 totals.delays.append(
                     (name, job_id, number, round(max(0.0, at - run.terminal_at[job_id]), 6))
                 )
         reached = totals.reached[name]
-        for job_id in client.jobs:
-            reached.update(run.true_by_job.get(job_id, ()))
-        for job_id, last in client.last.items():
-            if last is None or job_id not in client.known or job_id in client.ended:
-                continue
+        true_by_job = run.true_by_job
+        if true_by_job:
+            for job in judge.entry_jobs:
+                if job.job_id:
+                    reached.update(true_by_job.get(job.job_id, ()))
+        gave_up = sorted(
+            (
+                job
+                for job in judge.jobs.values()
+                if job.last is not None and job.own and not job.ended
+            ),
+            key=_RANK,
+        )
+        for job in gave_up:
+            job_id = job.job_id
             if job_id in run.notified_status:
                 continue
-            e = last
+            e = job.last
+            assert e is not None  # as filtered
             status = f" while the job was {e.true_status!r}" if e.true_status else ""
             totals.gave_up.append(
                 f"the client {name!r} never asked about job {job_id} again after"
@@ -421,7 +404,19 @@ def _close_run(run: _Run, totals: _Totals) -> None:
     run.hooks_of = {}
 
 
+def _tallied(found: Iterable[Found], tally: list[int], low: list[int]) -> Iterator[Found]:
+    """``found`` as it comes, counting each rule's (``tally``) and its lowest last seq."""
+    for f in found:
+        rule = f[1]
+        n = tally[rule]
+        if not n or f[0] < low[rule]:
+            low[rule] = f[0]
+        tally[rule] = n + 1
+        yield f
+
+
 _WEBHOOK_ACK = INVARIANTS.index("webhook_ack")
+_RANK = operator.attrgetter("last_rank")
 
 
 def _ORDER(found: Found) -> tuple[int, int]:
@@ -463,7 +458,7 @@ def _coverage(totals: _Totals, limits: Limits) -> tuple[dict[str, Any], list[str
 
 def render_streamed(
     report: StreamReport,
-    entries: Callable[[], Iterable[Entry]],
+    entries: Callable[[], Iterable[EntryLike]],
     max_violations: int | None = None,
 ) -> str:
     """``Report.render``'s text for a streamed report: the timelines come from one more pass
@@ -514,20 +509,20 @@ class _Window:
         self.low_seq = min(v.seqs)
         self.high_seq = max(v.seqs)
         self.named: set[int] = set()  # the seqs whose first entry has been seen
-        self.before: collections.deque[Entry] = collections.deque(maxlen=_CONTEXT)
+        self.before: collections.deque[EntryLike] = collections.deque(maxlen=_CONTEXT)
         self.skipped = 0  # related entries before the first seq, not kept
-        self.middle: list[Entry] = []
+        self.middle: list[EntryLike] = []
         self.middle_count = 0
-        self.after: list[Entry] = []
+        self.after: list[EntryLike] = []
         self.more_after = False  # once True, nothing later changes the window
         self.complete = False  # let go of by ``_Windows``
-        self.mine: list[Entry] = []
+        self.mine: list[EntryLike] = []
         self.seq: int | None = None  # the seq of the entries held in group and extras
-        self.group: list[Entry] = []
-        self.extras: list[Entry] = []
-        self.result: tuple[list[Entry], bool, bool] = ([], False, False)
+        self.group: list[EntryLike] = []
+        self.extras: list[EntryLike] = []
+        self.result: tuple[list[EntryLike], bool, bool] = ([], False, False)
 
-    def add(self, e: Entry, in_group: bool) -> None:
+    def add(self, e: EntryLike, in_group: bool) -> None:
         seq = e.seq
         if seq != self.seq:
             self._flush()
@@ -595,7 +590,7 @@ class _Windows:
         for seq in window.seqs:
             self.by_seq.setdefault(seq, []).append(window)
 
-    def add(self, e: Entry) -> int:
+    def add(self, e: EntryLike) -> int:
         """Feed ``e`` to the windows it belongs to; how many of them it completed."""
         fed = self._feed(e)
         done = 0
@@ -616,7 +611,7 @@ class _Windows:
         self.by_seq = _incomplete(self.by_seq)
         self.complete = 0
 
-    def _feed(self, e: Entry) -> list[_Window]:
+    def _feed(self, e: EntryLike) -> list[_Window]:
         fed: list[_Window] = []
         if e.kind != "webhook" and e.kind != "unknown":
             if e.job_id is not None:
@@ -637,7 +632,7 @@ class _Windows:
         for window in self.windows.values():
             window.finish()
 
-    def window(self, v: Violation) -> tuple[list[Entry], bool, bool]:
+    def window(self, v: Violation) -> tuple[list[EntryLike], bool, bool]:
         found = self.windows.get(v)
         return ([], False, False) if found is None else found.result
 
@@ -657,7 +652,7 @@ def _incomplete(index: dict[_Key, list[_Window]]) -> dict[_Key, list[_Window]]:
 _NUMBER = operator.itemgetter(0)
 
 
-def _numbered(entries: Iterable[Entry]) -> Iterator[tuple[int, Entry]]:
+def _numbered(entries: Iterable[EntryLike]) -> Iterator[tuple[int, EntryLike]]:
     """The non-admin entries of ordered ``entries``, each with its run's number as
     ``split_runs`` counts runs."""
     number = 0

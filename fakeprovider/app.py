@@ -345,7 +345,12 @@ def _raw_headers(response: HttpResponse, date: bytes) -> list[tuple[bytes, bytes
                 _CONTENT_TYPES[media_type] = field
         raw.append(field)
     for name, value in response.headers:
-        raw.append((name.lower().encode("latin-1"), value.encode("latin-1")))
+        raw_name = _NAMES.get(name)
+        if raw_name is None:
+            raw_name = name.lower().encode("latin-1")
+            if len(_NAMES) < _FIELDS_CACHED:
+                _NAMES[name] = raw_name
+        raw.append((raw_name, value.encode("latin-1")))
     raw.append((b"date", date))
     return raw
 
@@ -360,6 +365,8 @@ else:
 #: scenario's); at most ``_FIELDS_CACHED`` kept, the others encoded per answer.
 _CONTENT_TYPES: dict[str, tuple[bytes, bytes]] = {}
 _FIELDS_CACHED = 64
+#: Each header name as sent (lower case, encoded), at most ``_FIELDS_CACHED`` of them.
+_NAMES: dict[str, bytes] = {}
 #: Scopes whose ``HttpRequest`` the app keeps at most (``FakeProviderApp._request``).
 _REQUESTS_KEPT = 512
 

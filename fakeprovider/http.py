@@ -182,14 +182,15 @@ else:
 _JSON = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
 
 
-def _one_shot_encoder() -> Callable[[Any], str] | None:
+def _one_shot_encoder() -> Callable[[Any, int], Any] | None:
     """The C encoder ``_JSON.encode`` makes on every call, made once (None without the C
-    accelerator). It keeps no state between calls: no circular-reference markers (answers are
-    trees built per request; a payload that is not one falls back to ``_JSON.encode``)."""
+    accelerator): called with the payload and 0, it gives the JSON text's chunks. It keeps no
+    state between calls: no circular-reference markers (answers are trees built per request;
+    a payload that is not one falls back to ``_JSON.encode``)."""
     make = getattr(json.encoder, "c_make_encoder", None)
     if make is None:  # pragma: no cover - CPython always has _json
         return None
-    encoder = make(
+    encoder: Callable[[Any, int], Any] = make(
         None,
         _JSON.default,
         json.encoder.encode_basestring,
@@ -200,21 +201,18 @@ def _one_shot_encoder() -> Callable[[Any], str] | None:
         False,
         True,
     )
-
-    def encode(payload: Any) -> str:
-        return "".join(encoder(payload, 0))
-
-    return encode
+    return encoder
 
 
-_ENCODE = _one_shot_encoder()
+_CHUNKS = _one_shot_encoder()
+_join = "".join
 
 
 def json_text(payload: Any) -> str:
     """``json.dumps(payload, separators=(",", ":"), ensure_ascii=False)``, the same text."""
-    if _ENCODE is not None and not isinstance(payload, str):
+    if _CHUNKS is not None and not isinstance(payload, str):
         try:
-            return _ENCODE(payload)
+            return _join(_CHUNKS(payload, 0))
         except (RecursionError, ValueError, TypeError):  # a cycle, NaN refused, not JSON...
             pass  # the general encoder says what is wrong, as it always did
     return _JSON.encode(payload)
@@ -225,7 +223,14 @@ def json_response(
 ) -> HttpResponse:
     # A lone surrogate (refused in request bodies, but a scenario or a path may still carry
     # one) comes out as its JSON escape: rendering an answer must never fail.
-    body = json_text(payload).encode("utf-8", "backslashreplace")
+    if _CHUNKS is not None and payload.__class__ is dict:  # json_text(payload), in place
+        try:
+            text = _join(_CHUNKS(payload, 0))
+        except (RecursionError, ValueError, TypeError):
+            text = _JSON.encode(payload)
+    else:
+        text = json_text(payload)
+    body = text.encode("utf-8", "backslashreplace")
     return _response(status, body, "application/json", tuple(headers))
 
 

@@ -2,15 +2,18 @@
 
 ``jsonl_line`` writes from a template per pattern of field types; it must give, byte for byte,
 what ``json.dumps`` gives for ``Entry.to_dict()``, whatever the values (the reference below is
-computed independently of it). ``Entry.__init__`` sets slots through their setters; it must
-make what the dataclass's own generated ``__init__`` makes.
+computed independently of it). ``Entry.__new__`` makes the whole entry (the dataclass's
+``__init__`` does not run); it must make what that ``__init__`` makes, refuse what it refuses,
+and leave pickling, copying and subclasses working as they do for a dataclass.
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import math
+import pickle
 from typing import Any
 
 import pytest
@@ -202,6 +205,44 @@ def test_an_entry_stays_frozen() -> None:
     with pytest.raises(dataclasses.FrozenInstanceError, match="cannot assign to field 'seq'"):
         entry.seq = 2  # type: ignore[misc]
     assert dataclasses.replace(entry, seq=3).seq == 3
+
+
+def test_an_entry_pickles_copies_and_replaces_as_the_dataclass_does() -> None:
+    entry = Entry(
+        4, "status", "job_1", "GET", "/v1/jobs/job_1", "c", 0.5, listed=(("job_1", "queued"),)
+    )
+    for again in (copy.copy(entry), copy.deepcopy(entry), pickle.loads(pickle.dumps(entry))):
+        assert type(again) is Entry
+        assert again == entry
+        assert repr(again) == repr(entry)
+    assert dataclasses.replace(entry, seq=5) == Entry(
+        5, "status", "job_1", "GET", "/v1/jobs/job_1", "c", 0.5, listed=(("job_1", "queued"),)
+    )
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Noted(Entry):
+    """A dataclass subclass with a field of its own: made by its own generated ``__init__``."""
+
+    note: str = "none"
+
+
+class Plain(Entry):
+    """A subclass without an ``__init__`` of its own: made as ``Entry``'s dataclass makes it."""
+
+
+def test_a_subclass_is_made_by_its_own_init_and_pickles() -> None:
+    noted = Noted(1, "status", None, "GET", "/", "c", 0.0, note="kept")
+    assert (type(noted), noted.seq, noted.note) == (Noted, 1, "kept")
+    plain = Plain(2, "status", None, "GET", "/", "c", 0.0, fault="slow")
+    assert (type(plain), plain.seq, plain.fault) == (Plain, 2, "slow")
+    for made in (noted, plain):
+        assert copy.copy(made) == pickle.loads(pickle.dumps(made)) == made
+        assert type(pickle.loads(pickle.dumps(made))) is type(made)
+    with pytest.raises(TypeError, match="missing 7 required positional arguments"):
+        Plain()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        plain.seq = 3  # type: ignore[misc]
 
 
 # -- many lines at once (``jsonl_lines``: msgspec where it writes what json.dumps writes) ------

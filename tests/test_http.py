@@ -295,6 +295,25 @@ def test_json_text_is_json_dumps_compact_and_unescaped(payload: Any) -> None:
     assert json_text(payload) == json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
 
 
+@given(st.dictionaries(st.text(max_size=4), _json_values, max_size=4) | _json_values)
+def test_a_json_answer_is_its_payloads_json_text(payload: Any) -> None:
+    answer = json_response(201, payload, [("x", "1")])
+    text = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
+    assert answer == HttpResponse(
+        201, text.encode("utf-8", "backslashreplace"), "application/json", (("x", "1"),)
+    )
+
+
+def test_a_json_answer_refuses_what_json_dumps_refuses_with_its_words() -> None:
+    cycle: dict[str, Any] = {}
+    cycle["a"] = cycle
+    with pytest.raises(ValueError, match=r"^Circular reference detected$"):
+        json_response(200, cycle)
+    with pytest.raises(TypeError, match=r"^Object of type bytes is not JSON serializable$"):
+        json_response(200, {"a": b"x"})
+    assert json_response(200, {"a": math.nan}).body == b'{"a":NaN}'
+
+
 def test_json_text_refuses_what_json_dumps_refuses_with_its_words() -> None:
     cycle: list[Any] = []
     cycle.append(cycle)

@@ -120,6 +120,27 @@ def test_an_entry_in_flight_across_a_clear_is_still_written_but_not_listed() -> 
     assert [e.seq for e in read_journal(io.StringIO(sink.getvalue()))] == [1, 2]
 
 
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {},
+        {"completed_at": 2.5},
+        {"response_started_at": 2.0, "completed_at": 2.5, "status_code": 200},
+        {"status_code": None, "dropped": "reset"},
+        {"response_started_at": 2.0, "completed_at": 2.5, "status_code": 500, "error_code": "e"},
+    ],
+)
+def test_completing_fills_in_exactly_the_fields_named(changes: dict[str, object]) -> None:
+    journal = Journal()
+    started = entry(journal.next_seq(), status_code=202, job_status="queued")
+    expected = {**started.to_dict(), **changes}  # before: the entry is completed in place
+    journal.append(started)
+    completed = journal.complete(1, **changes)
+    assert completed is not None
+    assert completed.to_dict() == expected
+    assert journal[0].to_dict() == expected
+
+
 def test_completing_an_entry_twice_or_an_unknown_one_returns_none() -> None:
     journal = Journal()
     journal.append(entry(journal.next_seq()))

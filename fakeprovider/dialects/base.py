@@ -12,11 +12,18 @@ import dataclasses
 import functools
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..http import HttpRequest, HttpResponse, error_response, fast_constructor, json_response
+from ..http import (
+    HttpRequest,
+    HttpResponse,
+    client_of,
+    error_response,
+    fast_constructor,
+    json_response,
+)
 from ..messages import ApiError, JobView, Reply, Request, RequestKind, default_job_id
 from ..settings import RunSettings
 from ..webhooks import Outgoing, WebhookMessage
@@ -292,12 +299,13 @@ class Dialect:
     def _parse(self, http: HttpRequest) -> Request:
         """``parse``'s work, done afresh."""
         found = self.match(http.method, http.path)
+        headers = http.headers
         common: dict[str, Any] = {
             "method": http.method,
             "path": http.path,
             "credential": self.credential(http),
-            "client": http.client,
-            "idempotency_key": http.headers.get("idempotency-key"),
+            "client": client_of(headers.get("x-client-id"), http.peer),  # http.client
+            "idempotency_key": headers.get("idempotency-key"),
         }
         if found is None:
             allowed = self.allowed_methods(http.path)
@@ -316,7 +324,9 @@ class Dialect:
             return refused.request(route.kind, params.get("job_id"), common)
 
     def credential(self, http: HttpRequest) -> str | None:
-        return http.bearer
+        """The request's credential: ``http.bearer`` unless the provider says otherwise."""
+        scheme, _, token = http.headers.get("authorization", "").partition(" ")  # http.bearer
+        return token.strip() or None if scheme.lower() == "bearer" else None
 
     def parse_route(
         self, route: Route, params: dict[str, str], http: HttpRequest, common: dict[str, Any]
@@ -476,7 +486,15 @@ def read_json_object(http: HttpRequest) -> dict[str, Any]:
         if body[0] == 0x7B and body[1:2] != b"\x00":
             # an object: what json.loads finds its encoding to be (UTF-8; the BOMs and UTF-16
             # and UTF-32 start otherwise), decoded as it decodes, without asking
-            data = json.loads(body.decode("utf-8", "surrogatepass"))
+            text = body.decode("utf-8", "surrogatepass")
+            try:
+                # json.loads(text) when the object is the whole text (no whitespace before it:
+                # it opens with the brace): its scanner, without the three calls around it
+                data, end = _SCAN(text, 0)
+            except (StopIteration, ValueError):
+                end = -1
+            if end != len(text):  # more after it, or no object: json.loads says what
+                data = json.loads(text)
         else:
             data = json.loads(body)
     except (ValueError, UnicodeDecodeError) as exc:
@@ -490,6 +508,10 @@ def read_json_object(http: HttpRequest) -> dict[str, Any]:
 
 
 _TOO_DEEP = f"The body nests deeper than {MAX_JSON_DEPTH} levels."
+#: What ``json.loads`` scans a text with (the default decoder's scanner).
+_SCAN: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+#: Values that hold no text and nest nothing: nothing in them ``check_body`` could refuse.
+_PLAIN = frozenset({int, float, bool, type(None)})
 
 
 def check_body(data: Any) -> None:
@@ -497,6 +519,24 @@ def check_body(data: Any) -> None:
     ``MAX_JSON_DEPTH`` or holds a lone surrogate (``"\\ud800"`` is valid JSON syntax but no
     Unicode text: it could be neither journaled nor echoed back as UTF-8). Iterative, so a
     deep body cannot exhaust the stack here."""
+    if data.__class__ is dict:
+        # a flat object of ASCII names and ASCII text or numbers (most creates): nothing to
+        # refuse, found without the walk below
+        for key, value in data.items():
+            if key.__class__ is not str or not key.isascii():
+                break
+            if value.__class__ is str:
+                if not value.isascii():
+                    break
+            elif value.__class__ not in _PLAIN:
+                break
+        else:
+            return
+    walk_body(data)
+
+
+def walk_body(data: Any) -> None:
+    """``check_body``'s rule, by walking every value of ``data``."""
     stack: list[tuple[Any, int]] = [(data, 0)]
     while stack:
         value, depth = stack.pop()

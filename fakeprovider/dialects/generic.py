@@ -96,17 +96,19 @@ class GenericDialect(Dialect):
             disposition = ("Content-Disposition", f'attachment; filename="{job.id}.mp4"')
             return video_response(reply, [disposition])
         if kind == "submit":
+            poll_after = _seconds(job.poll_after)
+            done = job.done
             payload = {
                 "job_id": job.id,
                 "status": job.status,
-                "done": job.done,
+                "done": done,
                 "message": (
                     f"The job has STARTED and is NOT complete. Do not report success. Check "
-                    f"status_url after at least {_seconds(job.poll_after) or 0} seconds."
-                    if not job.done
+                    f"status_url after at least {poll_after or 0} seconds."
+                    if not done
                     else job.message
                 ),
-                "poll_after_seconds": _seconds(job.poll_after),
+                "poll_after_seconds": poll_after,
                 "estimated_duration_seconds": _seconds(job.estimated_duration),
                 "status_url": f"/v1/jobs/{job.id}",
             }

@@ -26,6 +26,7 @@ from fakeprovider.dialects.base import (
     read_json_object,
     route_request,
     scan_routes,
+    walk_body,
 )
 from fakeprovider.http import HttpRequest, json_response
 from fakeprovider.messages import JobView, Reply, Request
@@ -473,6 +474,10 @@ _BODY_BYTES = st.sampled_from(
         ).map(lambda codec: '{"a": "\\u00e9"}'.encode(codec)),
     )
 )
+@example(b'{"a": 1} ')
+@example(b'{"a": 1}x')
+@example(b'{"a":1}{"b":2}')
+@example(b'{"a": 1')
 @example(b"{\xff")
 @example(b'{"\xed\xa0\x80": 1}')
 @example(b'{"a": "\xc3\xa9"}')
@@ -501,3 +506,63 @@ def test_fal_answers_afresh_for_a_job_that_ended_at_reading_0_whatever_the_query
     dialect = get_dialect("fal")
     for read in (first, second, first):
         assert _answer(dialect, read) == _answer(get_dialect("fal"), read)
+
+
+def _verdict(check: Any, data: Any) -> Any:
+    try:
+        check(data)
+    except BadRequest as refused:
+        return (refused.status, refused.code, refused.message)
+    return None
+
+
+_BODY_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False)
+    | st.sampled_from(["a", "caf\u00e9", "\ud800", "\udfff x", ""])
+    | st.text(max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.sampled_from(["a", "b", "\ud800", "\u00e9"]), inner, max_size=3)
+    ),
+    max_leaves=10,
+)
+
+
+@settings(max_examples=400)
+@given(
+    body=st.dictionaries(
+        st.sampled_from(["a", "b", "\ud800", "\u00e9", "c"]),
+        st.sampled_from(["a", "caf\u00e9", "\ud800", 1, 2.5, None, True, [], {}]) | _BODY_VALUES,
+    )
+)
+@example(body={"a": "x", "b": 1, "c": None})
+@example(body={"a": "x", "\ud800": 1})
+@example(body={"a": True, "b": "caf\u00e9"})
+def test_check_body_refuses_what_walking_every_value_refuses(body: dict[str, Any]) -> None:
+    assert _verdict(check_body, body) == _verdict(walk_body, body)
+
+
+def test_check_body_refuses_a_flat_body_as_the_walk_does() -> None:
+    deep: Any = "x"
+    for _ in range(70):
+        deep = [deep]
+    for body in ({"a": "\ud800"}, {"\udc00": 1}, {"a": deep}):
+        refused = _verdict(check_body, body)
+        assert refused == _verdict(walk_body, body)
+        assert refused is not None
+    assert _verdict(check_body, {1: "x"}) is None  # a name that is not text is shown as text
+
+
+@given(
+    st.one_of(
+        st.text(max_size=12),
+        st.sampled_from(["Bearer t", "bearer  t ", "BEARER t", "Bearer", "Bearer ", "Key t", " t"]),
+    )
+)
+def test_the_default_credential_is_the_bearer_token(authorization: str) -> None:
+    http = HttpRequest("GET", "/", headers={"authorization": authorization})
+    assert Dialect().credential(http) == http.bearer
+    assert Dialect().credential(HttpRequest("GET", "/")) is None
