@@ -136,6 +136,7 @@ class _Job:
         "sr_saw",
         "st_at",
         "st_found",
+        "st_found_at",
         "st_seq",
         "st_status",
     )
@@ -180,7 +181,8 @@ class _Job:
         self.st_seq: int | None = None
         self.st_status: str | None = None
         self.st_at = _INF
-        self.st_found: Found | None = None
+        self.st_found: int | None = None  # that read's seq (the rest is as it was then)
+        self.st_found_at = 0.0  # and when it was received
         # no_resubmission: the earliest moment an answer showed the client the job ended, and
         # the last status read when it failed; a submit is held to the entries of the seqs
         # before its own, so the seq of the latest entry that told, and both as they were
@@ -549,12 +551,7 @@ class ClientJudge(Judge):
             and seq > first
             and received >= job.st_at
         ):
-            job.st_found = (
-                seq,
-                6,
-                _ended,
-                (job.job_id, first, seq, received, job.st_status, job.st_at, e.client),
-            )
+            job.st_found, job.st_found_at = seq, received
 
     def _shown(
         self, e: EntryLike, job: _Job, status: str | None, seen: float, retrieval: bool
@@ -848,7 +845,7 @@ class ClientJudge(Judge):
             _made([self.br_found[g] for g in self.br_groups if g in self.br_found], 3),
             _made([v for _, v in sorted(self.ra_found, key=_FIRST)], 4),
             list(self._close_poll_after(hooks)),
-            [job.st_found for job in self.entry_jobs if job.st_found is not None],
+            list(self._close_ended()),
             _made(self.rs_found, 7),
             _made(self._close_auth(), 8),
             _made([job.dl_found for job in self.entry_jobs if job.dl_found is not None], 9),
@@ -862,16 +859,28 @@ class ClientJudge(Judge):
     def iter_found(self, hooks: Hooks) -> Iterator[Found]:
         """``close_found``'s violations one at a time (the most numerous are not all made at
         once: a text report keeps only the first few)."""
-        yield from self._close_overlap()
-        yield from _made(self._close_single_retrieval(), 1)
-        yield from _made(self._close_premature(hooks), 2)
-        yield from _made([self.br_found[g] for g in self.br_groups if g in self.br_found], 3)
-        yield from _made([v for _, v in sorted(self.ra_found, key=_FIRST)], 4)
-        yield from self._close_poll_after(hooks)
-        yield from (job.st_found for job in self.entry_jobs if job.st_found is not None)
-        yield from _made(self.rs_found, 7)
-        yield from _made(self._close_auth(), 8)
-        yield from _made([job.dl_found for job in self.entry_jobs if job.dl_found is not None], 9)
+        # (each rule's part skipped at once when it found nothing: a run of many clients
+        # closes as many judges)
+        if self.status_jobs:
+            yield from self._close_overlap()
+        shown = self.shown_jobs
+        if shown:
+            yield from _made(self._close_single_retrieval(), 1)
+            yield from _made(self._close_premature(hooks), 2)
+        if self.br_found:
+            yield from _made([self.br_found[g] for g in self.br_groups if g in self.br_found], 3)
+        if self.ra_found:
+            yield from _made([v for _, v in sorted(self.ra_found, key=_FIRST)], 4)
+        jobs = self.entry_jobs
+        if jobs:
+            yield from self._close_poll_after(hooks)
+            yield from self._close_ended()
+        if self.rs_found:
+            yield from _made(self.rs_found, 7)
+        if self.au_retried:
+            yield from _made(self._close_auth(), 8)
+        if jobs and self.deadline is not None:
+            yield from _made([job.dl_found for job in jobs if job.dl_found is not None], 9)
         if self.rates is not None:
             yield from _made(self.rates.close(hooks), 10)
 
@@ -931,6 +940,19 @@ class ClientJudge(Judge):
             for at in range(0, len(found), 4):
                 seq, prev_seq, received, prev_received = found[at : at + 4]
                 yield (seq, 0, _overlap, (job_id, prev_seq, seq, received, prev_received, client))
+
+    def _close_ended(self) -> Iterator[Found]:
+        client = self.client
+        for job in self.entry_jobs:
+            seq = job.st_found
+            if seq is not None:  # (the entry that showed the job ended has not changed since)
+                first, status, at = job.st_seq, job.st_status, job.st_at
+                yield (
+                    seq,
+                    6,
+                    _ended,
+                    (job.job_id, first, seq, job.st_found_at, status, at, client),
+                )
 
     def _close_poll_after(self, hooks: Hooks) -> Iterator[Found]:
         client = self.client
@@ -1093,6 +1115,10 @@ class Unjudgeable(Exception):
 KEEP_GONE = 4096
 
 
+#: ``BoundedStatusRate``'s reads let go while there are none (never changed: replaced first).
+_NO_GONE = (array.array("d"), array.array("q"), array.array("q"))
+
+
 class BoundedStatusRate(Judge):
     """The status reads received within two windows of the latest (the rule is reported once,
     at the first breach, so until then at most about twice the budget), sorted by when they
@@ -1128,9 +1154,8 @@ class BoundedStatusRate(Judge):
         self.dropped = -math.inf  # the latest reading among the reads let go
         self.forgotten = -math.inf  # the latest reading among the reads forgotten
         # the reads let go, sorted by when they were received (all no later than ``at``'s)
-        self.gone_at = array.array("d")
-        self.gone_index = array.array("q")
-        self.gone_seq = array.array("q")
+        # (empty and shared until reads are let go: a judge per client of many)
+        self.gone_at, self.gone_index, self.gone_seq = _NO_GONE
         self.done: Violation | None = None
 
     def add(self, e: EntryLike) -> None:
@@ -1191,11 +1216,7 @@ class BoundedStatusRate(Judge):
                 e.client,
             )
             self.at, self.times = [], []
-            self.gone_at, self.gone_index, self.gone_seq = (
-                array.array("d"),
-                array.array("q"),
-                array.array("q"),
-            )
+            self.gone_at, self.gone_index, self.gone_seq = _NO_GONE
             return
         # let go of the reads more than two windows older than this one (looked at every
         # 64th read: when they go changes what is kept, never the verdict)
@@ -1204,6 +1225,10 @@ class BoundedStatusRate(Judge):
         keep = bisect.bisect_right(at, start - self.window)
         if keep > 64 and keep * 2 > len(at):
             self.dropped = max(self.dropped, at[keep - 1])
+            if self.gone_at is _NO_GONE[0]:
+                self.gone_at = array.array("d")
+                self.gone_index = array.array("q")
+                self.gone_seq = array.array("q")
             self.gone_at.extend(at[:keep])
             self.gone_index.extend(index for _, index, _ in times[:keep])
             self.gone_seq.extend(seq for _, _, seq in times[:keep])
