@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import venv
@@ -58,6 +59,8 @@ def test_installed_wheel_serves_bundled_scenarios_by_name_outside_the_repo(
     env_dir = tmp_path / "venv"
     venv.EnvBuilder(with_pip=False, system_site_packages=True).create(env_dir)
     python = env_dir / "bin" / "python"
+    # the wheel, not a checkout a PYTHONPATH of the caller's points at (a worktree, say)
+    env = {name: value for name, value in os.environ.items() if name != "PYTHONPATH"}
     subprocess.run(
         [
             str(python),
@@ -72,6 +75,7 @@ def test_installed_wheel_serves_bundled_scenarios_by_name_outside_the_repo(
         ],
         check=True,
         capture_output=True,
+        env=env,
     )
     code = (
         "import fakeprovider, pathlib; "
@@ -80,7 +84,12 @@ def test_installed_wheel_serves_bundled_scenarios_by_name_outside_the_repo(
         "print(fakeprovider.load_scenario('slow-success').name)"
     ).format(str(env_dir), sorted(p.stem for p in (ROOT / "scenarios").glob("*.yaml")))
     out = subprocess.run(
-        [str(python), "-c", code], cwd=tmp_path, check=True, capture_output=True, text=True
+        [str(python), "-c", code],
+        cwd=tmp_path,
+        check=True,
+        capture_output=True,
+        text=True,
+        env=env,
     )
     assert out.stdout.split() == ["True", "True", "slow-success"]
 
