@@ -328,8 +328,8 @@ class Engine:
                     journal.append(self._entry(reply, now, job))
                     return reply
             elif kind == "submit" and kind in self._open:
-                if self._creates and request.hold <= 0 and now:
-                    # (now: a view at -0.0 is not one at now + 0.0, the reply's instant)
+                if self._creates and request.hold <= 0 and (now or math.copysign(1.0, now) > 0):
+                    # (not at -0.0: a view at -0.0 is not one at now + 0.0, the reply's instant)
                     key = request.idempotency_key
                     if (
                         key is None
@@ -403,7 +403,7 @@ class Engine:
         hints = self.poll_hints
         inline = self.inline_result
         self.journal.append(
-            Entry(
+            Entry(  # positional, in the order of Entry's fields (cheaper than by name)
                 seq,
                 "status",
                 job.id,
@@ -411,20 +411,31 @@ class Engine:
                 request.path,
                 request.client,
                 now,
-                status_code=200,
-                job_status=status,
-                true_status="cancelled"
-                if job.cancelled
-                else self._statuses[job.spec_index][job.step],
-                status_since=job.since,
-                poll_after=poll_after
+                None,
+                None,
+                200,
+                status,
+                None,
+                None,
+                "cancelled" if job.cancelled else self._statuses[job.spec_index][job.step],
+                job.since,
+                poll_after
                 if (hints if hints.__class__ is bool else "status" in hints)  # type: ignore[operator]
                 else None,
-                inline_result=True
+                None,
+                _fingerprint(request.credential),
+                request.idempotency_key,
+                None,
+                None,
+                None,
+                None,
+                None,
+                None,
+                None,
+                None,
+                True
                 if status in _SUCCESS and inline is not None and inline(request, view)
                 else None,
-                credential=_fingerprint(request.credential),
-                idempotency_key=request.idempotency_key,
             )
         )
         return reply
@@ -764,7 +775,7 @@ class Engine:
             heapq.heappush(self._due, (due, self._due_counter, job_id))
         hints = self.poll_hints
         self.journal.append(
-            Entry(
+            Entry(  # positional, in the order of Entry's fields (cheaper than by name)
                 seq,
                 "submit",
                 job_id,

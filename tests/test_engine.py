@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import email.utils
 import random
 from typing import Any
@@ -13,6 +14,7 @@ from hypothesis import strategies as st
 from fakeprovider.clock import DEFAULT_EPOCH
 from fakeprovider.engine import Engine, _Ordered
 from fakeprovider.jobstore import MemoryJobStore
+from fakeprovider.journal import Entry
 from fakeprovider.messages import ApiError, Request
 from fakeprovider.scenario import load_scenario, parse_scenario
 
@@ -777,3 +779,31 @@ def test_an_engine_told_to_follow_keeps_what_it_still_has_until_read() -> None:
     read = engine.changes_since(gone)
     assert [c.job_id for c in read][-300:] == later
     assert len(read) == 400 - gone
+
+
+def test_the_fields_the_engine_fills_by_position_are_where_it_puts_them() -> None:
+    # Engine._read and Engine._created build their journal entries positionally (cheaper per
+    # request than by name): a field moved or added in between would shift the rest
+    assert [f.name for f in dataclasses.fields(Entry)][:20] == [
+        "seq",
+        "kind",
+        "job_id",
+        "method",
+        "path",
+        "client",
+        "received_at",
+        "response_started_at",
+        "completed_at",
+        "status_code",
+        "job_status",
+        "retry_after",
+        "fault",
+        "true_status",
+        "status_since",
+        "poll_after",
+        "error_code",
+        "credential",
+        "idempotency_key",
+        "request_digest",
+    ]
+    assert [f.name for f in dataclasses.fields(Entry)][27:] == ["inline_result"]

@@ -321,3 +321,18 @@ def test_a_fast_reply_is_the_dataclass_reply_field_for_field_in_order() -> None:
     assert fast == slow
     assert list(vars(fast).items()) == list(vars(slow).items())
     assert hash(fast) == hash(slow)
+
+
+@pytest.mark.parametrize("now", [0.0, -0.0, 1e-300])
+def test_a_submit_at_clock_zero_replies_and_journals_as_the_reference_engine(now: float) -> None:
+    # a view at -0.0 is not one at 0.0 (the reply's instant is now + 0.0): no shortcut there
+    seen = []
+    for make in (Engine, ReferenceEngine):
+        engine = make(SCENARIOS["long-render"], epoch=DEFAULT_EPOCH)
+        request = Request("submit", "POST", "/v1/jobs", body={"prompt": "a cat"})
+        reply = engine.handle(request, now)
+        lines = [jsonl_line(entry) for entry in engine.journal.snapshot()]
+        changes = [(change, change.job) for change in engine.changes]
+        seen.append((repr(reply), repr(reply.job), lines, repr(changes)))
+    assert seen[0] == seen[1]
+    assert f"now={now!r}, poll_after" in seen[0][3]  # the change's view, at the very instant
