@@ -17,6 +17,7 @@ import contextlib
 import copyreg
 import dataclasses
 import functools
+import inspect
 import itertools
 import json
 import math
@@ -351,6 +352,12 @@ _EntryFields = type("_EntryFields", (), {"__slots__": Entry.__slots__, "__module
 _DATACLASS_INIT = Entry.__init__
 Entry.__new__ = _fast_new()  # type: ignore[method-assign,assignment]
 Entry.__init__ = object.__init__  # type: ignore[method-assign,assignment]
+#: What ``inspect.signature(Entry)`` (``help``, IDEs) shows: the dataclass's, annotations and all,
+#: not the generated ``__new__``'s bare names.
+_SIGNATURE = inspect.signature(_DATACLASS_INIT)
+Entry.__signature__ = _SIGNATURE.replace(  # type: ignore[attr-defined]
+    parameters=tuple(_SIGNATURE.parameters.values())[1:]
+)
 
 
 def _json_float(value: float) -> str:

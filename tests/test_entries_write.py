@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import inspect
 import json
 import math
 import pickle
@@ -359,3 +360,12 @@ def test_many_lines_refuse_what_one_line_refuses() -> None:
     with pytest.raises(TypeError, match=r"^Object of type bytes is not JSON serializable$"):
         jsonl_lines([_status(1), _status(2, client=b"bytes")])
     assert jsonl_lines([]) == ""
+
+
+def test_entry_shows_the_dataclass_signature_with_its_annotations() -> None:
+    from fakeprovider.entries import _DATACLASS_INIT
+
+    shown = inspect.signature(Entry)
+    dataclass_init = inspect.signature(_DATACLASS_INIT)
+    assert list(shown.parameters.values()) == list(dataclass_init.parameters.values())[1:]
+    assert str(shown).startswith("(seq: 'int', kind: 'str', job_id: 'str | None', method: 'str'")
