@@ -352,12 +352,27 @@ _EntryFields = type("_EntryFields", (), {"__slots__": Entry.__slots__, "__module
 _DATACLASS_INIT = Entry.__init__
 Entry.__new__ = _fast_new()  # type: ignore[method-assign,assignment]
 Entry.__init__ = object.__init__  # type: ignore[method-assign,assignment]
-#: What ``inspect.signature(Entry)`` (``help``, IDEs) shows: the dataclass's, annotations and all,
-#: not the generated ``__new__``'s bare names.
-_SIGNATURE = inspect.signature(_DATACLASS_INIT)
-Entry.__signature__ = _SIGNATURE.replace(  # type: ignore[attr-defined]
-    parameters=tuple(_SIGNATURE.parameters.values())[1:]
-)
+
+
+def _without_self(signature: inspect.Signature) -> inspect.Signature:
+    return signature.replace(parameters=tuple(signature.parameters.values())[1:])
+
+
+class _Signature:
+    """What ``inspect.signature`` (``help``, IDEs) shows for ``Entry`` and its subclasses: the
+    dataclass ``__init__``'s parameters, annotations and all, not the generated ``__new__``'s
+    bare names; a subclass with an ``__init__`` of its own (a dataclass adding fields) shows
+    that one's."""
+
+    def __get__(self, instance: object, owner: type[Entry]) -> inspect.Signature:
+        init: Callable[..., None] = owner.__init__
+        if init is object.__init__:  # made by ``Entry.__new__`` or ``_subclass_new``
+            return _ENTRY_SIGNATURE
+        return _without_self(inspect.signature(init))
+
+
+_ENTRY_SIGNATURE = _without_self(inspect.signature(_DATACLASS_INIT))
+Entry.__signature__ = _Signature()  # type: ignore[attr-defined]
 
 
 def _json_float(value: float) -> str:

@@ -369,3 +369,13 @@ def test_entry_shows_the_dataclass_signature_with_its_annotations() -> None:
     dataclass_init = inspect.signature(_DATACLASS_INIT)
     assert list(shown.parameters.values()) == list(dataclass_init.parameters.values())[1:]
     assert str(shown).startswith("(seq: 'int', kind: 'str', job_id: 'str | None', method: 'str'")
+
+
+def test_a_dataclass_subclass_shows_its_own_fields_in_its_signature() -> None:
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class Tagged(Entry):
+        tag: str = "x"
+
+    parameters = list(inspect.signature(Tagged).parameters)
+    assert parameters == [*inspect.signature(Entry).parameters, "tag"]
+    assert list(inspect.signature(Plain).parameters) == list(inspect.signature(Entry).parameters)
