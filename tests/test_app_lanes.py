@@ -26,28 +26,10 @@ from fakeprovider.http import HttpRequest
 from fakeprovider.provider import FakeProvider
 from fakeprovider.scenario import bundled_scenarios
 
-#: A create that each dialect accepts: path and JSON body.
-SUBMITS: dict[str, tuple[str, dict[str, Any]]] = {
-    "generic": ("/v1/jobs", {"prompt": "x"}),
-    "openai-videos": ("/v1/videos", {"prompt": "x", "model": "sora-2"}),
-    "runway": ("/v1/text_to_video", {"promptText": "x", "model": "gen4_turbo", "ratio": "1:1"}),
-    "replicate": ("/v1/models/o/n/predictions", {"input": {"prompt": "x"}}),
-    "fal": ("/fal-ai/veo3", {"prompt": "x"}),
-    "google-veo": (
-        "/v1beta1/publishers/google/models/veo-3:predictLongRunning",
-        {"instances": [{"prompt": "x"}]},
-    ),
-    "gemini": ("/v1beta/interactions", {"input": "x", "model": "veo-3", "background": True}),
-    "luma": ("/dream-machine/v1/generations", {"prompt": "x", "model": "ray-2"}),
-    "ark": (
-        "/api/v3/contents/generations/tasks",
-        {"model": "seedance", "content": [{"type": "text", "text": "x"}]},
-    ),
-    "dashscope": (
-        "/api/v1/services/aigc/video-generation/video-synthesis",
-        {"model": "wan2.2-t2v-plus", "input": {"prompt": "x"}},
-    ),
-}
+from .test_app import _SUBMITS
+
+#: A create that each dialect accepts: path and JSON body (test_app's robustness tests use them).
+SUBMITS = _SUBMITS
 HEADERS = [
     (b"authorization", b"Bearer sk-test"),
     (b"Authorization", b"Key sk-fal"),
