@@ -154,9 +154,9 @@ class FakeProvider:
         self.base_url = "http://127.0.0.1"
         self._started = False
         self._digest = ""
-        #: The last ``Date`` given (``date_header``) and the Unix times it stands for.
-        self._date = ""
-        self._date_from = self._date_until = 0
+        #: The second of the last ``Date`` given (``date_header``) and that ``Date``: one tuple,
+        #: replaced whole, so a thread never sees one second's number with another's text.
+        self._last_date: tuple[int, str] = (0, "")
         self.load(scenario)
 
     def load(
@@ -413,12 +413,13 @@ class FakeProvider:
     def date_header(self, reply: Reply) -> str:
         """The ``Date`` of the answer to ``reply``: its ``respond_at`` as an HTTP-date."""
         unix = self.settings.epoch + reply.respond_at
-        if self._date_from <= unix < self._date_until:  # the second of the last answer
-            return self._date
+        second, date = self._last_date
+        if second <= unix < second + 1 and date:  # the second of the last answer
+            return date
         second = math.floor(unix)
-        self._date = _http_date(second)
-        self._date_from, self._date_until = second, second + 1
-        return self._date
+        date = _http_date(second)
+        self._last_date = (second, date)
+        return date
 
     def sent(
         self,
