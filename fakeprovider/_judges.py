@@ -24,6 +24,7 @@ import heapq
 import math
 import operator
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from ._rules import (
@@ -63,6 +64,11 @@ __all__ = [
 Hooks = Mapping[str, Sequence[EntryLike]]
 
 _INF = math.inf
+
+#: An empty container of a judge until its first use (shared, and read-only so that a use
+#: that forgot to make its own fails at once instead of writing into every judge's).
+_NO_DICT: Any = MappingProxyType({})
+_NO_LIST: Any = ()
 _NAMES = {
     "submit": "submit",
     "status": "status read",
@@ -251,6 +257,7 @@ class ClientJudge(Judge):
         "forms",
         "jobs",
         "keep",
+        "keep_gone",
         "limits",
         "max_retries",
         "observed",
@@ -281,7 +288,7 @@ class ClientJudge(Judge):
         # each rule's jobs in the order the rule function meets them
         self.entry_jobs: list[_Job] = []  # by their first own entry
         self.shown_jobs: list[_Job] = []  # by the first entry that showed them
-        self.status_jobs: list[_Job] = []  # by their first status read
+        self.status_jobs: list[_Job] = _NO_LIST  # by their first status read
         self.allowed = 1 if limits.retrievals is None else limits.retrievals
         self.keep = max(self.allowed, limits.retrievals or 0)
         self.wanted = limits.retrievals
@@ -290,39 +297,41 @@ class ClientJudge(Judge):
         self.deadline = limits.deadline
         self.slack = limits.deadline_slack
         self.br_groups: dict[tuple[str, str], list[int] | None] = {}  # None once reported
-        self.br_found: dict[tuple[str, str], Violation] = {}
-        self.ra_kinds: list[str] = []  # the scope kinds of the sources so far
+        # (the containers marked ``_NO_DICT`` or ``_NO_LIST`` are made on first use: a run
+        # of many clients makes as many judges, and most never need them)
+        self.br_found: dict[tuple[str, str], Violation] = _NO_DICT
+        self.ra_kinds: list[str] = _NO_LIST  # the scope kinds of the sources so far
         # scope group -> heap of (headers at, index, source)
-        self.ra_pending: dict[tuple[object, ...], list[tuple[float, int, EntryLike]]] = {}
-        self.ra_found: list[tuple[int, Violation]] = []
+        self.ra_pending: dict[tuple[object, ...], list[tuple[float, int, EntryLike]]] = _NO_DICT
+        self.ra_found: list[tuple[int, Violation]] = _NO_LIST
         # request body -> its last submit, when it failed under an Idempotency-Key
-        self.rs_last: dict[str | None, EntryLike] = {}
+        self.rs_last: dict[str | None, EntryLike] = _NO_DICT
         # request body -> job -> the submits that made it: (seq, Idempotency-Key, credential)
-        self.rs_open: dict[str | None, dict[str, list[tuple[int, str | None, str | None]]]] = {}
-        self.rs_found: list[Violation] = []
+        self.rs_open: dict[str | None, dict[str, list[tuple[int, str | None, str | None]]]] = (
+            _NO_DICT
+        )
+        self.rs_found: list[Violation] = _NO_LIST
         # credential -> heap of (headers at, index, seq, kind, job, status code)
-        self.au_pending: dict[str | None, list[tuple[float, int, int, str, str | None, int]]] = {}
+        self.au_pending: dict[str | None, list[tuple[float, int, int, str, str | None, int]]] = (
+            _NO_DICT
+        )
         # credential -> (index of the earliest refusal retried, it, the retry)
         self.au_retried: dict[
             str | None, tuple[int, tuple[float, int, int, str, str | None, int], EntryLike]
-        ] = {}
-        rates: Judge | None = None
-        if limits.status_rate is not None:
-            rates = (
-                BoundedStatusRate(limits, keep_gone=keep_gone or KEEP_GONE)
-                if bounded
-                else StatusRate(limits)
-            )
-        self.rates = rates
+        ] = _NO_DICT
+        # status_rate's judge, made at the client's first status read (None until then, and
+        # for good when no budget is set); how many reads let go it keeps (-1: all of them)
+        self.rates: Judge | None = None
+        self.keep_gone = (keep_gone or KEEP_GONE) if bounded else -1
         # what ``_stream`` counts for the metrics and coverage: the entries are ``count``
         self.status_reads = 0
         self.rate_limit_hits = 0
         self.retries = 0
         # per (kind, request body or job) once one of its entries failed: whether the last did
-        self.failed_last: dict[tuple[str, str | None], bool] = {}
+        self.failed_last: dict[tuple[str, str | None], bool] = _NO_DICT
         self.codes: dict[int, int] = {}
-        self.forms: dict[str, int] = {}
-        self.faults: dict[str, int] = {}
+        self.forms: dict[str, int] = _NO_DICT
+        self.faults: dict[str, int] = _NO_DICT
         self.dropped = 0
         self.observed: set[str] = set()  # the job statuses its answers showed
         self.seen_jobs: list[_Job] = []  # by the first answer that showed them ended
@@ -363,10 +372,14 @@ class ClientJudge(Judge):
                 self.dropped += 1
         if record is not None:
             forms = self.forms
+            if forms is _NO_DICT:
+                self.forms = forms = {}
             forms[record.form] = forms.get(record.form, 0) + 1
         fault = e.fault
         if fault:
             faults = self.faults
+            if faults is _NO_DICT:
+                self.faults = faults = {}
             faults[fault] = faults.get(fault, 0) + 1
         if status:
             self.observed.add(status)
@@ -440,6 +453,8 @@ class ClientJudge(Judge):
                 if failed_last.get(group, False):
                     self.retries += 1
                 if failed or group in failed_last:
+                    if failed_last is _NO_DICT:
+                        self.failed_last = failed_last = {}
                     failed_last[group] = failed
             if key is not None:
                 unsuccessful = failed or (
@@ -455,9 +470,13 @@ class ClientJudge(Judge):
         if record is not None and record.not_before is not None:
             scope_kind = _scope_kind(e, _scope(e, self.limits))
             if scope_kind not in self.ra_kinds:
+                if self.ra_kinds is _NO_LIST:
+                    self.ra_kinds = []
                 self.ra_kinds.append(scope_kind)
             scope_key = _scope_key(e, scope_kind)
             assert scope_key is not None  # a source is in its own scope
+            if self.ra_pending is _NO_DICT:
+                self.ra_pending = {}
             heapq.heappush(
                 self.ra_pending.setdefault(scope_key, []),
                 (_headers_at(e), index, e),
@@ -474,8 +493,11 @@ class ClientJudge(Judge):
         if job is None:
             if kind == "status":
                 self.status_reads += 1
-                if self.rates is not None:
-                    self.rates.add(e)
+                rates = self.rates
+                if rates is None and self.limits.status_rate is not None:
+                    rates = self._rates()
+                if rates is not None:
+                    rates.add(e)
             return
 
         # deadline
@@ -497,13 +519,18 @@ class ClientJudge(Judge):
 
         if kind == "status":
             self.status_reads += 1
-            if self.rates is not None:
-                self.rates.add(e)
+            rates = self.rates
+            if rates is None and self.limits.status_rate is not None:
+                rates = self._rates()
+            if rates is not None:
+                rates.add(e)
             # no_overlap
             negated = job.ov_negated
             if negated is None:
                 job.ov_negated = negated = []
                 job.ov_reads = []
+                if self.status_jobs is _NO_LIST:
+                    self.status_jobs = []
                 self.status_jobs.append(job)
             reads = job.ov_reads
             assert reads is not None  # made with ov_negated
@@ -552,6 +579,17 @@ class ClientJudge(Judge):
             and received >= job.st_at
         ):
             job.st_found, job.st_found_at = seq, received
+
+    def _rates(self) -> Judge:
+        """Make ``status_rate``'s judge (at the first status read, with a budget set)."""
+        keep_gone = self.keep_gone
+        rates: Judge = (
+            StatusRate(self.limits)
+            if keep_gone < 0
+            else BoundedStatusRate(self.limits, keep_gone=keep_gone)
+        )
+        self.rates = rates
+        return rates
 
     def _shown(
         self, e: EntryLike, job: _Job, status: str | None, seen: float, retrieval: bool
@@ -640,6 +678,8 @@ class ClientJudge(Judge):
         if failures is None:
             return
         if len(failures) > self.max_retries:
+            if self.br_found is _NO_DICT:
+                self.br_found = {}
             self.br_found[group] = Violation(
                 "bounded_retries",
                 e.job_id if e.kind != "submit" else None,
@@ -684,6 +724,8 @@ class ClientJudge(Judge):
         if later.received_at < not_before - slack:
             scope = _scope(source, self.limits)
             early = not_before - later.received_at
+            if self.ra_found is _NO_LIST:
+                self.ra_found = []
             self.ra_found.append(
                 (
                     index,
@@ -705,12 +747,17 @@ class ClientJudge(Judge):
         digest = s.request_digest
         candidates = self.rs_open.get(digest)
         if candidates is None:
+            if self.rs_open is _NO_DICT:
+                self.rs_open = {}
             self.rs_open[digest] = candidates = {}
-        self._resubmitted(s, self.rs_last.get(digest), candidates, seq)
+        rs_last = self.rs_last
+        self._resubmitted(s, rs_last.get(digest), candidates, seq)
         if failed and s.idempotency_key is not None:
-            self.rs_last[digest] = s  # the only last submit a retry is held to
-        else:
-            self.rs_last.pop(digest, None)
+            if rs_last is _NO_DICT:
+                self.rs_last = rs_last = {}
+            rs_last[digest] = s  # the only last submit a retry is held to
+        elif rs_last:
+            rs_last.pop(digest, None)
         job_id = s.job_id
         if job_id is not None:
             makers = candidates.get(job_id)
@@ -730,7 +777,7 @@ class ClientJudge(Judge):
         if previous is not None and previous.failed and previous.idempotency_key is not None:
             failed = previous
             if s.idempotency_key != failed.idempotency_key:
-                self.rs_found.append(
+                self._resubmission(
                     Violation(
                         "no_resubmission",
                         s.job_id,
@@ -779,8 +826,13 @@ class ClientJudge(Judge):
                     f" as job {job_id} (submit #{origin[0]}), which the client had not seen end"
                 )
                 seqs = (origin[0], s.seq)
-            self.rs_found.append(Violation("no_resubmission", job_id, seqs, message, s.client))
+            self._resubmission(Violation("no_resubmission", job_id, seqs, message, s.client))
             break
+
+    def _resubmission(self, found: Violation) -> None:
+        if self.rs_found is _NO_LIST:
+            self.rs_found = []
+        self.rs_found.append(found)
 
     def _auth(self, e: EntryLike, index: int, code: int | None) -> None:
         """``no_retry_on_auth_error``'s part."""
@@ -794,6 +846,8 @@ class ClientJudge(Judge):
                 if best is None or refused[1] < best[0]:
                     best = (refused[1], refused, e)
             if best is not None:
+                if self.au_retried is _NO_DICT:
+                    self.au_retried = {}
                 self.au_retried[credential] = best
                 # only refusals earlier than the one retried can still be the one reported
                 kept = [item for item in heap if item[1] < best[0]]
@@ -802,6 +856,8 @@ class ClientJudge(Judge):
                     self.au_pending[credential] = heap = kept
         if (code == 401 or code == 403) and credential not in self.au_retried:
             if heap is None:
+                if self.au_pending is _NO_DICT:
+                    self.au_pending = {}
                 self.au_pending[credential] = heap = []
             heapq.heappush(heap, (_headers_at(e), index, e.seq, e.kind, e.job_id, code))
 

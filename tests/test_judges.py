@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -228,3 +229,53 @@ def test_a_read_far_back_in_time_is_judged_against_the_reads_let_go() -> None:
     found = judge.close({})
     assert found == list(_rules.status_rate(reads, limits))
     assert found[0].seqs == (*range(41, 1001), 1001)
+
+
+def test_a_client_that_only_submits_and_reads_makes_no_container_of_the_rules_it_never_needs() -> (
+    None
+):
+    """Containers per client are made on first use (a run of many clients makes as many
+    judges): a submit and a successful read leave the Retry-After, auth, resubmission,
+    failure and status_rate parts at their shared empty values, and a 401 makes its own."""
+    judge = _judges.ClientJudge(Limits(), bounded=True)
+    submit = Entry(
+        seq=1,
+        kind="submit",
+        job_id="j_1",
+        method="POST",
+        path="/v1/jobs",
+        client="c",
+        received_at=0.0,
+        response_started_at=0.1,
+        completed_at=0.1,
+        status_code=202,
+        job_status="queued",
+    )
+    judge.add(submit)
+
+    def read(seq: int, code: int) -> Entry:
+        at = float(seq)
+        return dataclasses.replace(
+            submit,
+            seq=seq,
+            kind="status",
+            method="GET",
+            path="/v1/jobs/j_1",
+            status_code=code,
+            received_at=at,
+            response_started_at=at + 0.1,
+            completed_at=at + 0.1,
+        )
+
+    judge.add(read(2, 200))
+    empty = (judge.br_found, judge.ra_pending, judge.au_pending, judge.au_retried, judge.rs_last)
+    assert all(part is _judges._NO_DICT for part in empty)
+    assert (judge.failed_last, judge.forms, judge.faults) == ({}, {}, {})
+    assert (judge.ra_kinds, judge.ra_found, judge.rs_found) == ((), (), ())
+    assert judge.rates is None  # no status_rate budget
+    judge.add(read(3, 401))
+    assert judge.au_pending == {None: [(3.1, 2, 3, "status", "j_1", 401)]}
+    assert judge.au_pending is not _judges._NO_DICT
+    assert judge.close({}) == []
+    with pytest.raises(TypeError):
+        _judges._NO_DICT["x"] = 1  # shared: never written
