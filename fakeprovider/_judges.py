@@ -57,14 +57,26 @@ __all__ = [
     "Judge",
     "Unjudgeable",
     "found_as_is",
+    "hooks_of",
     "violation",
 ]
 
-#: The run's webhook deliveries by job id (what ``_judge`` hands every client at ``close``).
-Hooks = Mapping[str, Sequence[EntryLike]]
+#: The run's webhook deliveries that told (``told``) by job id, each as its ``received_at`` and
+#: ``event``, in file order (what ``_judge`` hands every client at ``close``: ``hooks_of``).
+Hooks = Mapping[str, Sequence[tuple[float, str | None]]]
 
 _INF = math.inf
 _bisect_left = bisect.bisect_left
+
+
+def hooks_of(webhooks: Iterable[EntryLike]) -> dict[str, list[tuple[float, str | None]]]:
+    """The ``Hooks`` of a run's ``webhooks`` (webhook entries in file order)."""
+    out: dict[str, list[tuple[float, str | None]]] = {}
+    for w in webhooks:
+        if w.job_id is not None and told(w):
+            out.setdefault(w.job_id, []).append((w.received_at, w.event))
+    return out
+
 
 #: An empty container of a judge until its first use (shared, and read-only so that a use
 #: that forgot to make its own fails at once instead of writing into every judge's).
@@ -1192,9 +1204,9 @@ class ClientJudge(Judge):
                 continue
             told_at = min(
                 (
-                    w.received_at
-                    for w in hooks.get(job.job_id, ())
-                    if told(w) and (w.event or "").removeprefix("job.") in SUCCESS_STATUSES
+                    at
+                    for at, event in hooks.get(job.job_id, ())
+                    if (event or "").removeprefix("job.") in SUCCESS_STATUSES
                 ),
                 default=_INF,
             )
@@ -1236,7 +1248,7 @@ class ClientJudge(Judge):
             if not polls:
                 continue
             job_id = job.job_id
-            times = sorted(w.received_at for w in hooks.get(job_id, ()) if told(w))
+            times = sorted(at for at, _ in hooks.get(job_id, ()))
             for at in range(0, len(polls), 5):
                 answered, received, hint, prev_seq, seq = polls[at : at + 5]
                 after = bisect.bisect_left(times, answered)

@@ -170,8 +170,9 @@ class _Run:
         # each client's judge, by its first request (which counts what the metrics, coverage
         # and warnings need too)
         self.clients: dict[str, ClientJudge] = {}
-        # the webhooks that told (``told``) by job: all the judges read of the deliveries
-        self.hooks_of: dict[str, list[EntryLike]] = {}
+        # the webhooks that told (``told``) by job, each as when it came and its event: all
+        # the judges read of the deliveries (``_judges.Hooks``)
+        self.hooks_of: dict[str, list[tuple[float, str | None]]] = {}
         self.violations: list[Violation] = []
         self.terminal_at: dict[str, float] = {}
         self.status_changes: dict[str, tuple[dict[float, str], list[float]]] = {}
@@ -203,6 +204,7 @@ class _Totals:
         self.observed: dict[str, frozenset[str]] = {}
         self.reached: dict[str, frozenset[str]] = {}
         self.sets: dict[frozenset[str], frozenset[str]] = {}
+        self.strings: dict[str, str] = {}  # one of each webhook event kept (``_Run.hooks_of``)
         self.codes: dict[int, int] = {}
         self.forms: dict[str, int] = {}
         self.faults: dict[str, int] = {}
@@ -317,11 +319,16 @@ def _webhook(run: _Run, e: EntryLike, totals: _Totals) -> None:
     sent = was_sent(e)
     heard = sent and told(e)
     if job_id is not None and heard:
+        event = e.event
+        told_as = (
+            e.received_at,
+            event if event is None else totals.strings.setdefault(event, event),
+        )
         hooks = run.hooks_of.get(job_id)
         if hooks is None:
-            run.hooks_of[job_id] = [e]
+            run.hooks_of[job_id] = [told_as]
         else:
-            hooks.append(e)
+            hooks.append(told_as)
     if job_id and e.true_status:
         run.true_by_job.setdefault(job_id, set()).add(e.true_status)
     if e.status_since is not None:

@@ -65,11 +65,11 @@ LIMITS = st.builds(
 )
 
 
-def _hooks_of(hooks: list[Entry]) -> dict[str, list[Entry]]:
-    out: dict[str, list[Entry]] = {}
+def _hooks_of(hooks: list[Entry]) -> dict[str, list[tuple[float, str | None]]]:
+    out: dict[str, list[tuple[float, str | None]]] = {}
     for w in hooks:
-        if w.job_id is not None:
-            out.setdefault(w.job_id, []).append(w)
+        if w.job_id is not None and _rules.told(w):
+            out.setdefault(w.job_id, []).append((w.received_at, w.event))
     return out
 
 
