@@ -28,10 +28,18 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from ._suggest import did_you_mean
+from .dialects import Dialect
 from .errors import ScenarioError
-from .http import HttpRequest, HttpResponse, client_of, fast_constructor, format_http_date
+from .http import (
+    NO_BODY,
+    HttpRequest,
+    HttpResponse,
+    client_of,
+    fast_constructor,
+    format_http_date,
+)
 from .journal import Entry
-from .messages import ApiError, Reply
+from .messages import ApiError, Reply, Request
 from .provider import INTERNAL_ERROR_MESSAGE, FakeProvider, internal_error
 from .scenario import bundled_scenarios, load_scenario, parse_scenario
 
@@ -88,6 +96,16 @@ class FakeProviderApp:
         self.stopping = False
         #: What ``_request`` made of the last scopes, by their parts.
         self._requests: dict[tuple[Any, ...], HttpRequest] = {}
+        #: By ``id(http)``: an ``HttpRequest`` ``_request`` made, the dialect that parsed it and
+        #: the request it made of it (``_parsed``).
+        self._kept_parses: dict[int, tuple[HttpRequest, Dialect, Request]] = {}
+        #: Whether requests without a body take the lane (``_parsed``, ``provider.respond``,
+        #: the journal completed in place): not for a provider whose class answers or journals
+        #: otherwise (the pytest plugin's records what fails in ``receive`` and ``sent``).
+        self._lanes = type(provider).receive is FakeProvider.receive and (
+            type(provider).sent is FakeProvider.sent
+            and type(provider).respond is FakeProvider.respond
+        )
 
     def begin_shutdown(self) -> None:
         """Answer every request waiting out a scripted delay now (call on the server's loop)."""
@@ -125,36 +143,20 @@ class FakeProviderApp:
         reply: Reply | None = None
         started = False
         try:
-            limit = provider.scenario.max_body_bytes
             message = await receive()
             if message["type"] == "http.disconnect":
                 return
             body: bytes | bytearray = message.get("body", b"")
-            too_large = len(body) > limit
-            if message.get("more_body", False):
-                body = bytearray(body)
-                more = True
-                while more:
-                    message = await receive()
-                    if message["type"] == "http.disconnect":
-                        return
-                    if not too_large:
-                        body += message.get("body", b"")
-                        too_large = len(body) > limit
-                    more = message.get("more_body", False)
-            http = self._request(scope)
-            if body or too_large:
-                http = _http_request(
-                    http.method,
-                    http.path,
-                    http.query,
-                    http.headers,
-                    b"" if too_large else bytes(body),
-                    http.peer,
-                    http.base_url,
-                    limit if too_large else None,
-                )
-            reply, response = provider.receive(http)
+            if body or message.get("more_body", False) or not self._lanes:
+                received = await self._received(scope, receive, message)
+                if received is None:
+                    return  # the client went away while sending the body
+                reply, response = received
+            else:
+                # No body (a status read, a download, a list...): the request parsed of the
+                # same scope before, handed to the engine without parsing it again.
+                http, request = self._parsed(scope, provider)
+                reply, response = provider.respond(http, request)
             cut_short = reply.delay > 0 and await self._pause(reply.delay)
             clock = provider.clock
             if reply.action != "respond":
@@ -164,20 +166,31 @@ class FakeProviderApp:
                 _abort(receive)
                 return
             # Stopping: the answer goes out now, dated now rather than at the scripted time.
-            date = _date(provider) if cut_short else provider.date_header(reply)
-            raw = _raw_headers(response, date.encode("latin-1"))
+            date = (_date(provider) if cut_short else provider.date_header(reply)).encode("latin-1")
+            status = response.status
+            answer = response.body
+            if response.headers or response.media_type != "application/json" or status in NO_BODY:
+                raw = _raw_headers(response, date)
+            else:  # what _raw_headers makes of a JSON answer with no headers of its own
+                raw = [(b"content-length", b"%d" % len(answer)), _JSON_TYPE, (b"date", date)]
             # One clock reading for both ends of the answer: the entry is journaled before the
             # body goes out (below), so a second reading would only say when the status line had
             # been handed to the server, microseconds later; started == completed keeps
             # received <= started <= completed.
             now = clock.now()
             started = True
-            await send({"type": "http.response.start", "status": response.status, "headers": raw})
+            await send({"type": "http.response.start", "status": status, "headers": raw})
             # Journal before the body goes out (asyncio buffers the write at once anyway), so that
             # a client that has read the whole response always finds its entry complete.
             answered, reply = reply, None
-            provider.sent(answered, started=now, completed=now, status_code=response.status)
-            await send({"type": "http.response.body", "body": response.body})
+            if answered.error is None and self._lanes:
+                # what ``provider.sent`` does with an answer that went out whole
+                provider.journal.complete(
+                    answered.seq, response_started_at=now, completed_at=now, status_code=status
+                )
+            else:
+                provider.sent(answered, started=now, completed=now, status_code=status)
+            await send({"type": "http.response.body", "body": answer})
         except asyncio.CancelledError:
             # uvicorn gave up waiting (graceful shutdown timed out): the connection is closed
             _Exchange(provider, send, reply, started).abandon("shutdown")
@@ -185,6 +198,63 @@ class FakeProviderApp:
         except Exception as exc:  # never a traceback to the client; the server keeps going
             self._failed(scope, exc)
             await _Exchange(provider, send, reply, started).fail(receive)
+
+    async def _received(
+        self, scope: Scope, receive: Receive, message: Message
+    ) -> tuple[Reply, HttpResponse] | None:
+        """The general path: the body read whole (or as much of it as shows it too large),
+        the ``HttpRequest`` made of the scope and body, and ``provider.receive``'s answer;
+        None when the client went away first."""
+        provider = self.provider
+        limit = provider.scenario.max_body_bytes
+        body: bytes | bytearray = message.get("body", b"")
+        too_large = len(body) > limit
+        if message.get("more_body", False):
+            body = bytearray(body)
+            more = True
+            while more:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    return None
+                if not too_large:
+                    body += message.get("body", b"")
+                    too_large = len(body) > limit
+                more = message.get("more_body", False)
+        http = self._request(scope)
+        if body or too_large:
+            http = _http_request(
+                http.method,
+                http.path,
+                http.query,
+                http.headers,
+                b"" if too_large else bytes(body),
+                http.peer,
+                http.base_url,
+                limit if too_large else None,
+            )
+        return provider.receive(http)
+
+    def _parsed(self, scope: Scope, provider: FakeProvider) -> tuple[HttpRequest, Request]:
+        """The ``HttpRequest`` for ``scope`` (without a body: ``_request``'s) and the request
+        the provider's dialect parses it as: the very pair made for the same scope before,
+        while that dialect plays (a scenario load brings another), as ``Dialect.parse`` keeps
+        them. A request the dialect failed to parse, or that carries a body, is parsed again
+        every time, as ``provider.receive`` would."""
+        http = self._request(scope)
+        dialect = provider.dialect
+        kept = self._kept_parses.get(id(http))
+        if kept is not None and kept[0] is http and kept[1] is dialect:
+            return http, kept[2]
+        try:
+            request: Request = dialect.parse(http)
+        except Exception as exc:
+            return http, provider.unparsed(http, exc)
+        if request.body is None:
+            parses = self._kept_parses
+            if len(parses) >= _REQUESTS_KEPT:
+                parses.clear()
+            parses[id(http)] = (http, dialect, request)  # holding ``http``: its id is not reused
+        return http, request
 
     def _request(self, scope: Scope) -> HttpRequest:
         """The ``HttpRequest`` for ``scope`` without a body: the very object made for the same
@@ -364,6 +434,8 @@ else:
 #: Each media type's ``Content-Type`` field as sent (a handful: the dialects' and the
 #: scenario's); at most ``_FIELDS_CACHED`` kept, the others encoded per answer.
 _CONTENT_TYPES: dict[str, tuple[bytes, bytes]] = {}
+#: The ``Content-Type`` field of a JSON answer, as sent.
+_JSON_TYPE = (b"content-type", b"application/json")
 _FIELDS_CACHED = 64
 #: Each header name as sent (lower case, encoded), at most ``_FIELDS_CACHED`` of them.
 _NAMES: dict[str, bytes] = {}

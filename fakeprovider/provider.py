@@ -281,23 +281,33 @@ class FakeProvider:
         answer HTTP/1.1 cannot carry, it is a 500 ``unsendable_answer`` saying why. ``sent``
         then journals the status the client got.
         """
-        self.base_url = http.base_url
         try:
             request: Request = self.dialect.parse(http)
         except Exception as exc:
-            self.log_once.exception(
-                "parse", exc, "fakeprovider failed to parse %s %s", http.method, http.path
-            )
-            self.failed(f"{http.method} {http.path}", exc)
-            request = Request(
-                kind="unknown",
-                method=http.method,
-                path=http.path,
-                client=http.client,
-                problem=INTERNAL_ERROR_MESSAGE,
-                problem_status=500,
-                problem_code="internal_error",
-            )
+            request = self.unparsed(http, exc)
+        return self.respond(http, request)
+
+    def unparsed(self, http: HttpRequest, exc: Exception) -> Request:
+        """The request ``receive`` hands the engine when the dialect failed to parse ``http``
+        (raising ``exc``, a bug): logged once per cause, and answered 500 ``internal_error``."""
+        self.log_once.exception(
+            "parse", exc, "fakeprovider failed to parse %s %s", http.method, http.path
+        )
+        self.failed(f"{http.method} {http.path}", exc)
+        return Request(
+            kind="unknown",
+            method=http.method,
+            path=http.path,
+            client=http.client,
+            problem=INTERNAL_ERROR_MESSAGE,
+            problem_status=500,
+            problem_code="internal_error",
+        )
+
+    def respond(self, http: HttpRequest, request: Request) -> tuple[Reply, HttpResponse]:
+        """``receive``'s answer to ``http``, which this provider's dialect parsed as ``request``
+        (or ``unparsed`` made of it): what an adapter that keeps the requests it parsed calls."""
+        self.base_url = http.base_url
         with self._lock:
             now = self.clock.now()
             try:

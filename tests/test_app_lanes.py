@@ -108,7 +108,9 @@ class _Side:
 
         self.app._pause = no_wait  # type: ignore[method-assign]
         if not lanes:
+            self.app._lanes = False  # every request through provider.receive
             self.app._requests = _Forgetful()
+            self.app._kept_parses = _Forgetful()
             self.provider.dialect._parsed = _Forgetful()
 
     def call(self, scope: dict[str, Any], chunks: list[bytes]) -> list[Any]:
@@ -129,7 +131,7 @@ def _fill(template: str, job_id: str) -> str:
 @st.composite
 def _requests(draw: st.DrawFn, dialect: str) -> list[tuple[Any, ...]]:
     """Requests as (advance, method, path or template, job id pick, query, headers, client,
-    body, split): templates are filled with a job id when sent (the sides' ids are alike).
+    body, split, admin request first or None): templates are filled with a job id when sent (the sides' ids are alike).
     Each request after the first is the one before with one or two parts changed, so that
     kept requests are hit, and missed by a change in any one part."""
     submit_path, submit_body = SUBMITS[dialect]
@@ -144,6 +146,7 @@ def _requests(draw: st.DrawFn, dialect: str) -> list[tuple[Any, ...]]:
         st.sampled_from(CLIENTS),
         st.sampled_from([*BODIES, json.dumps(submit_body).encode()]),
         st.booleans(),
+        st.sampled_from([*[None] * 12, *ADMIN]),
     )
     request = draw(st.tuples(*parts))
     made = [request]
@@ -181,7 +184,11 @@ def _play(dialect: str, scenario: str, requests: list[tuple[Any, ...]]) -> None:
         for _ in range(3):
             scope = _scope("POST", submit_path, b"", _SUBMIT_HEADERS, CLIENTS[0])
             side.call(scope, [create])
-    for advance, method, template, pick, query, headers, client, body, split in requests:
+    for advance, method, template, pick, query, headers, client, body, split, admin in requests:
+        if admin is not None:  # a reset or a scenario load mid-run, on both sides
+            admin_method, admin_path, admin_body = admin
+            admin_scope = _scope(admin_method, admin_path, b"", [], CLIENTS[0])
+            assert fast.call(admin_scope, [admin_body]) == general.call(admin_scope, [admin_body])
         ids = [job.id for job in fast.provider.engine.jobs]
         assert ids == [job.id for job in general.provider.engine.jobs]
         job_id = (ids + JOB_IDS)[pick % (len(ids) + len(JOB_IDS))]
@@ -197,6 +204,13 @@ def _play(dialect: str, scenario: str, requests: list[tuple[Any, ...]]) -> None:
 
 
 _SUBMIT_HEADERS = [HEADERS[0], HEADERS[6], HEADERS[8], HEADERS[9]]
+#: Admin requests made mid-run: a reset, and loads of other scenarios (a new dialect each).
+ADMIN = [
+    ("POST", "/__admin/reset", b""),
+    ("PUT", "/__admin/scenario", b"long-render"),
+    ("PUT", "/__admin/scenario", b"outage"),
+    ("PUT", "/__admin/scenario", b"quick-preview"),
+]
 
 
 @pytest.mark.parametrize("dialect", sorted(DIALECTS))
@@ -218,7 +232,7 @@ def test_a_change_in_any_one_part_is_answered_as_made_afresh(dialect: str) -> No
     """A status read, then each part changed alone to each of its values, the read again
     between: whatever part a kept request were wrongly kept across shows."""
     template = next(r.template for r in DIALECTS[dialect].routes if r.kind == "status")
-    base = (0.0, "GET", template, 0, b"", [HEADERS[0], HEADERS[8]], CLIENTS[0], b"", False)
+    base = (0.0, "GET", template, 0, b"", [HEADERS[0], HEADERS[8]], CLIENTS[0], b"", False, None)
     values: list[list[Any]] = [
         [0.5],
         ["POST", "HEAD", "DELETE"],
@@ -229,6 +243,7 @@ def test_a_change_in_any_one_part_is_answered_as_made_afresh(dialect: str) -> No
         CLIENTS,
         [*BODIES, json.dumps(SUBMITS[dialect][1]).encode()],
         [True],
+        ADMIN,
     ]
     requests = [base]
     for index, alternatives in enumerate(values):
@@ -299,3 +314,46 @@ def test_kept_requests_and_parses_are_bounded_and_forgotten_all_at_once(
         provider.dialect.parse(http)
         sizes.append((len(app._requests), len(provider.dialect._parsed)))
     assert sizes == [(1, 1), (2, 2), (3, 3), (1, 1), (2, 2)]
+
+
+def test_a_kept_parse_is_not_used_by_the_dialect_of_a_scenario_loaded_since() -> None:
+    provider = FakeProvider("long-render", clock=VirtualClock())
+    app = create_app(provider)
+    scope = _scope("GET", "/v1/jobs/j1", b"", HEADERS[:1], CLIENTS[0])
+    http, first = app._parsed(scope, provider)
+    assert app._parsed(scope, provider) == (http, first)
+    assert app._parsed(scope, provider)[1] is first
+    provider.load("quick-preview")
+    again_http, again = app._parsed(scope, provider)
+    assert again_http is http
+    assert again is not first
+    assert again == provider.dialect._parse(http)
+
+
+def test_a_request_the_dialect_failed_to_parse_is_parsed_again_every_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    provider = FakeProvider("long-render", clock=VirtualClock())
+    app = create_app(provider)
+    calls: list[str] = []
+
+    def broken(http: HttpRequest) -> None:
+        calls.append(http.path)
+        raise RuntimeError("parse broke")
+
+    monkeypatch.setattr(provider.dialect, "_parse", broken)
+    scope = _scope("GET", "/v1/jobs/j1", b"", [], CLIENTS[0])
+    for _ in range(2):
+        _, request = app._parsed(scope, provider)
+        assert (request.kind, request.problem_code) == ("unknown", "internal_error")
+    assert calls == ["/v1/jobs/j1", "/v1/jobs/j1"]
+    assert app._kept_parses == {}
+
+
+def test_a_provider_class_that_answers_or_journals_otherwise_takes_no_lane() -> None:
+    class Recording(FakeProvider):
+        def sent(self, *args: Any, **kwargs: Any) -> Any:
+            return super().sent(*args, **kwargs)
+
+    assert create_app(FakeProvider("long-render", clock=VirtualClock()))._lanes
+    assert not create_app(Recording("long-render", clock=VirtualClock()))._lanes

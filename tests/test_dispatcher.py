@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -16,9 +17,11 @@ import pytest
 from standardwebhooks.webhooks import Webhook
 
 from fakeprovider import FakeProvider
-from fakeprovider.dispatcher import redact_url
+from fakeprovider.clock import VirtualClock
+from fakeprovider.dispatcher import Dispatcher, redact_url
 from fakeprovider.http import HttpRequest
 from fakeprovider.journal import RetryAfterRecord, read_journal
+from fakeprovider.messages import StateChange
 from fakeprovider.server import ServerThread
 
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
@@ -189,9 +192,17 @@ def test_receiver_gets_every_scripted_delivery_and_duplicates_share_the_id(recei
     assert len({r.headers["webhook-id"] for r in receiver.received}) == 3
     first, duplicate = receiver.received[2], receiver.received[5]
     assert first.body == duplicate.body
-    assert (
-        int(duplicate.headers["webhook-timestamp"]) == int(first.headers["webhook-timestamp"]) + 1
-    )
+    # each timestamp is the clock when it was sent (not when it was due: on a loaded machine a
+    # send is late by a fraction of a second, and the whole seconds of two sends 1 s apart can
+    # then differ by 2); the duplicate went out no sooner than the gap after the first was due
+    journal = server.provider.journal
+    sends = [e for e in journal if e.kind == "webhook"]
+    epoch = server.provider.clock.epoch
+    assert [int(r.headers["webhook-timestamp"]) for r in receiver.received] == [
+        math.floor(epoch + e.received_at) for e in sends
+    ]
+    submitted = next(e for e in journal if e.kind == "submit").received_at
+    assert sends[5].received_at >= submitted + 0.3 + 1.0 - 1e-9
     assert duplicate.headers["webhook-signature"] != first.headers["webhook-signature"]
     for delivery in receiver.received:
         payload = Webhook(SECRET).verify(delivery.body, delivery.headers)
@@ -204,6 +215,75 @@ def test_receiver_gets_every_scripted_delivery_and_duplicates_share_the_id(recei
         ("job.processing", 200, "duplicate", 1, None),
         ("job.succeeded", 200, "duplicate", 1, None),
     ]
+
+
+def _woken(dispatcher: Dispatcher) -> list[None]:
+    woken: list[None] = []
+    dispatcher.wake = lambda: woken.append(None)  # type: ignore[method-assign]
+    return woken
+
+
+def _submitted_change(provider: FakeProvider) -> StateChange:
+    headers = {"content-type": "application/json"}
+    request = HttpRequest("POST", "/v1/jobs", headers=headers, body=b'{"prompt": "a cat"}')
+    reply = provider.receive(request)[0]
+    assert reply.created
+    provider.sent(reply, started=0.0, completed=0.0, status_code=202)
+    [change] = provider.engine.changes_since(0)
+    return change
+
+
+def test_a_change_that_sends_nothing_wakes_the_loop_only_for_a_step_due_before_it_wakes(
+    receiver: Receiver,
+) -> None:
+    # job.queued is not listed: its change sends nothing, but the job's processing step
+    # (100 ms on) is due before a loop asleep until 1 s wakes, and not before one until 0.1 s
+    provider = FakeProvider(scenario(receiver, "  events: [job.processing]\n"))
+    dispatcher = Dispatcher(provider)  # not started: _changed is called by hand
+    woken = _woken(dispatcher)
+    change = _submitted_change(provider)
+    due = provider.engine.next_due()
+    assert due is not None
+    dispatcher._until = due
+    dispatcher._changed(change)
+    assert woken == []
+    dispatcher._until = due + 0.9
+    dispatcher._changed(change)
+    assert woken == [None]
+
+
+def test_a_listed_change_wakes_the_loop_however_long_it_sleeps(receiver: Receiver) -> None:
+    provider = FakeProvider(scenario(receiver, "  events: [job.queued]\n"))
+    dispatcher = Dispatcher(provider)
+    woken = _woken(dispatcher)
+    dispatcher._until = 0.0
+    dispatcher._changed(_submitted_change(provider))
+    assert woken == [None]
+
+
+def test_an_idle_loop_on_the_machine_clock_sleeps_until_something_is_due(
+    receiver: Receiver, serve: Callable[..., ServerThread]
+) -> None:
+    server = serve(scenario(receiver, "  events: [job.succeeded]\n"))
+    turns: list[float] = []
+    turn = server.dispatcher._turn
+
+    def counted() -> float:
+        turns.append(server.provider.clock.now())
+        return turn()
+
+    server.dispatcher._turn = counted  # type: ignore[method-assign]
+    server.dispatcher.wake()
+    assert settle_until(server, lambda: len(turns) >= 1)
+    time.sleep(0.5)
+    # asleep after the wake's turn (REAL_TICK is 1 s): at a tick of 20 ms it was 25 more turns
+    assert len(turns) <= 2
+
+
+def test_a_loop_on_a_clock_that_can_jump_looks_every_tick(receiver: Receiver) -> None:
+    provider = FakeProvider(scenario(receiver, "  events: [job.succeeded]\n"), clock=VirtualClock())
+    assert Dispatcher(provider)._cap() == Dispatcher(provider).tick == 0.02
+    assert Dispatcher(FakeProvider(scenario(receiver, "  events: []\n")))._cap() == 1.0
 
 
 def test_state_changes_are_delivered_at_their_scripted_time_without_polls(receiver, serve):
