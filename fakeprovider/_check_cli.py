@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import itertools
 import os
 import stat
 import sys
@@ -18,11 +19,11 @@ from typing import Any
 from ._formats import FORMATS, format_report
 from ._judges import Unjudgeable
 from ._report import MAX_VIOLATIONS
-from ._stream import StreamReport, Unordered, check_stream, in_seq_order, render_streamed
+from ._stream import StreamReport, Unordered, check_stream, in_seq_order_batches, render_streamed
 from .entries import EntryLike
 from .errors import ScenarioError
 from .invariants import Limits, Report, check, runs_with_headers
-from .journal import iter_records, paused_gc, read_journal
+from .journal import iter_record_batches, paused_gc, read_journal
 from .limits import limits_for
 
 __all__ = [
@@ -298,8 +299,11 @@ class _Snapshot:
         return cls(path, found.st_dev, found.st_ino, found.st_size)
 
     def entries(self) -> Iterable[EntryLike]:
-        """The entries in the snapshot's bytes, in file order (as records: ``iter_records``)."""
-        return iter_records(self.path, limit=self.size)
+        """The entries in the snapshot's bytes in ``order_entries``'s order (``in_seq_order``),
+        as records (``iter_records``), read and put in order a block of the file at a time.
+        Raises ``Unordered`` where ``in_seq_order`` does."""
+        batches = iter_record_batches(self.path, limit=self.size)
+        return itertools.chain.from_iterable(in_seq_order_batches(batches))
 
     def unchanged(self) -> bool:
         """Whether the file at ``path`` is still this one, holding at least these bytes."""
@@ -334,14 +338,14 @@ def judge_streamed(
     try:
         with paused_gc():
             try:
-                found = check_stream(in_seq_order(journal.entries()), limits_of, shown=shown)
+                found = check_stream(journal.entries(), limits_of, shown=shown)
             except Unordered:
                 raise
             except Unjudgeable:
                 # a status read far back in time: judge again keeping every read let go
                 # (numbers in arrays, 24 bytes a read) rather than every entry
                 found = check_stream(
-                    in_seq_order(journal.entries()), limits_of, shown=shown, keep_gone=sys.maxsize
+                    journal.entries(), limits_of, shown=shown, keep_gone=sys.maxsize
                 )
     except Unjudgeable:
         return None
@@ -413,7 +417,7 @@ def _render_streamed(found: StreamReport, journal: _Snapshot, max_violations: in
         raise changed
     try:
         with paused_gc():
-            text = render_streamed(found, lambda: in_seq_order(journal.entries()), max_violations)
+            text = render_streamed(found, journal.entries, max_violations)
     except (Unordered, ValueError, OSError):
         raise changed from None
     if not journal.unchanged():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import bisect
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ._rules import Violation, _answer, _with_listed, describe, fmt_time, told, was_sent
@@ -21,6 +22,7 @@ __all__ = ["coverage", "job_key", "metrics", "render", "summarise_metrics"]
 #: How many violations the text report details unless told otherwise (the count per rule at
 #: its top covers every one).
 MAX_VIOLATIONS = 20
+_NONE: frozenset[str] = frozenset()
 _CONTEXT = 3  # entries shown before and after the offending ones
 _MAX_LINES = 14
 
@@ -209,8 +211,8 @@ def summarise_coverage(
     limits: Limits,
     *,
     requests: int,
-    observed: Mapping[str, set[str]],
-    reached: Mapping[str, set[str]],
+    observed: Mapping[str, AbstractSet[str]],
+    reached: Mapping[str, AbstractSet[str]],
     codes: Mapping[int, int],
     forms: Mapping[str, int],
     faults: Mapping[str, int],
@@ -222,6 +224,7 @@ def summarise_coverage(
     with (``requests`` of them), what each client saw (``observed``) and what the jobs it read
     went through (``reached``): the in-memory and the streamed check both build it here.
     ``gave_up`` is read only when there were requests."""
+    clients = sorted(observed)
     not_checked: dict[str, str] = {}
     if limits.deadline is None:
         not_checked["deadline"] = "no deadline was set"
@@ -230,7 +233,7 @@ def summarise_coverage(
     if not webhook_sent:
         not_checked["webhook_ack"] = "no webhook was delivered"
     found = {
-        "statuses_observed": {c: sorted(s) for c, s in sorted(observed.items())},
+        "statuses_observed": {c: sorted(observed[c]) for c in clients},
         "status_codes": {str(code): n for code, n in sorted(codes.items())},
         "faults_served": dict(sorted(faults.items())),
         "retry_after_forms": dict(sorted(forms.items())),
@@ -251,8 +254,8 @@ def summarise_coverage(
         warnings.append("no Retry-After was served, so honours_retry_after was not exercised")
     if not any(s & TERMINAL_STATUSES for s in observed.values()):
         warnings.append("no client saw a job end, so stops_at_terminal was not exercised")
-    for client in sorted(observed):
-        for status in sorted(reached.get(client, set()) - observed[client]):
+    for client in clients:
+        for status in sorted(reached.get(client, _NONE) - observed[client]):
             warnings.append(f"the client {client!r} never observed {status!r}")
     warnings.extend(gave_up)
     warnings.extend(f"{name} was not checked: {why}" for name, why in not_checked.items())

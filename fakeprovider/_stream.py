@@ -23,18 +23,26 @@ import itertools
 import operator
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Set as AbstractSet
 from typing import Any, TypeVar
 
-from ._judges import ClientJudge, Found, Unjudgeable, found_as_is, violation
+from ._judges import ClientJudge, Found, Unjudgeable, _Job, found_as_is, violation
 from ._report import job_key, render_indexed, summarise_coverage, summarise_metrics
-from ._rules import Violation, _answer, describe, told, was_sent, webhook_ack
+from ._rules import _REJECT, EPSILON, Violation, _answer, describe, told, was_sent, webhook_ack
 from ._runs import _RUN_STARTS
 from .entries import EntryLike
 from .invariants import INVARIANTS
 from .limits import Limits
 from .scenario import TERMINAL_STATUSES
 
-__all__ = ["StreamReport", "Unordered", "check_stream", "in_seq_order", "render_streamed"]
+__all__ = [
+    "StreamReport",
+    "Unordered",
+    "check_stream",
+    "in_seq_order",
+    "in_seq_order_batches",
+    "render_streamed",
+]
 
 #: How many entries ``in_seq_order`` holds back waiting for a missing seq before it gives up
 #: waiting (and, should that seq come after all, raises ``Unordered``).
@@ -45,7 +53,10 @@ class Unordered(Unjudgeable):
     """The entries are too far out of seq order to be judged as they stream by."""
 
 
-def in_seq_order(entries: Iterable[EntryLike], window: int = WINDOW) -> Iterator[EntryLike]:
+_Entry = TypeVar("_Entry", bound=EntryLike)
+
+
+def in_seq_order(entries: Iterable[_Entry], window: int = WINDOW) -> Iterator[_Entry]:
     """``entries`` in ``order_entries``'s order, holding back at most about ``window`` of them.
 
     Within a process's part of the file (from its run header numbered 0), an entry is let
@@ -54,31 +65,68 @@ def in_seq_order(entries: Iterable[EntryLike], window: int = WINDOW) -> Iterator
     file's first run header numbered 0 comes after other entries (``order_entries`` then
     sorts the file as one part or several, which only its end tells).
     """
-    heap: list[tuple[int, int, EntryLike]] = []
+    return itertools.chain.from_iterable(in_seq_order_batches(([e] for e in entries), window))
+
+
+_SEQ = operator.attrgetter("seq")
+
+
+def in_seq_order_batches(
+    batches: Iterable[list[_Entry]], window: int = WINDOW
+) -> Iterator[list[_Entry]]:
+    """``in_seq_order`` of the entries of ``batches`` (lists, as ``journal.iter_record_batches``
+    reads them), given in lists: the same entries in the same order, ``Unordered`` raised after
+    the same entries. A list whose seqs follow on from the last let through, one by one, while
+    nothing waits (a file in seq order: nearly every list) is given as it is, checked in C
+    (its seqs against a ``range``); any other list is put in order entry by entry."""
+    heap: list[tuple[int, int, _Entry]] = []
     last = -1  # the last seq let through in this part
     headers = 0
-    for position, e in enumerate(entries):
-        seq = e.seq
-        if seq == 0 and e.run is not None:
-            if position:
-                if not headers:
-                    raise Unordered("a run header numbered 0 after other entries")
-                while heap:
-                    yield heapq.heappop(heap)[2]
-                last = -1
-            headers += 1
-        if seq < last:
-            raise Unordered(f"seq {seq} after seq {last}")
-        if seq <= last + 1 and not heap:  # next in order (the usual case): through at once
-            last = seq
-            yield e
+    position = 0  # of the next entry in the file
+    for batch in batches:
+        size = len(batch)
+        # seqs are >= 0, so with last >= 0 no entry of such a list is a seq 0 (a new part)
+        if (
+            not heap
+            and last >= 0
+            and list(map(_SEQ, batch)) == list(range(last + 1, last + 1 + size))
+        ):
+            if size:
+                last += size
+                position += size
+                yield batch
             continue
-        heapq.heappush(heap, (seq, position, e))
-        while heap and (heap[0][0] <= last + 1 or len(heap) > window):
-            last, _, out = heapq.heappop(heap)
+        out: list[_Entry] = []
+        try:
+            for e in batch:
+                seq = e.seq
+                if seq == 0 and e.run is not None:
+                    if position:
+                        if not headers:
+                            raise Unordered("a run header numbered 0 after other entries")
+                        while heap:
+                            out.append(heapq.heappop(heap)[2])
+                        last = -1
+                    headers += 1
+                if seq < last:
+                    raise Unordered(f"seq {seq} after seq {last}")
+                if seq <= last + 1 and not heap:  # next in order (the usual case): through
+                    last = seq
+                    out.append(e)
+                else:
+                    heapq.heappush(heap, (seq, position, e))
+                    while heap and (heap[0][0] <= last + 1 or len(heap) > window):
+                        last, _, let_through = heapq.heappop(heap)
+                        out.append(let_through)
+                position += 1
+        except Unordered:
+            if out:
+                yield out  # what was let through before it, as entry by entry
+            raise
+        if out:
             yield out
-    while heap:
-        yield heapq.heappop(heap)[2]
+    if heap:
+        yield [heapq.heappop(heap)[2] for _ in range(len(heap))]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -100,26 +148,11 @@ class StreamReport:
     counts: tuple[tuple[str, int], ...] = ()
 
 
-class _Client:
-    """One client's state in one run: its judge (which counts what the metrics, coverage and
-    warnings need too), and where its counts go at the end of the run."""
-
-    __slots__ = ("judge", "metrics", "observed")
-
-    def __init__(
-        self, limits: Limits, metrics: dict[str, Any], observed: set[str], keep_gone: int
-    ) -> None:
-        self.judge = ClientJudge(limits, bounded=True, keep_gone=keep_gone)
-        self.metrics = metrics
-        self.observed = observed
-
-
 class _Run:
     """One run's state."""
 
     __slots__ = (
         "clients",
-        "deliveries",
         "hooks_of",
         "limits",
         "notified",
@@ -134,13 +167,16 @@ class _Run:
     def __init__(self, number: int, limits: Limits) -> None:
         self.number = number
         self.limits = limits
-        self.clients: dict[str, _Client] = {}
-        self.hooks_of: dict[str, list[EntryLike]] = {}
+        # each client's judge, by its first request (which counts what the metrics, coverage
+        # and warnings need too)
+        self.clients: dict[str, ClientJudge] = {}
+        # the webhooks that told (``told``) by job, each as when it came and its event: all
+        # the judges read of the deliveries (``_judges.Hooks``)
+        self.hooks_of: dict[str, list[tuple[float, str | None]]] = {}
         self.violations: list[Violation] = []
         self.terminal_at: dict[str, float] = {}
         self.status_changes: dict[str, tuple[dict[float, str], list[float]]] = {}
         self.true_by_job: dict[str, set[str]] = {}
-        self.deliveries = 0
         self.notified: set[str] = set()  # jobs a genuine webhook told had ended (metrics)
         self.notified_status: set[str | None] = set()  # by the entry's status (warnings)
 
@@ -153,7 +189,9 @@ class _Totals:
         self.keep_gone = keep_gone
         self.violations: list[Violation] = []
         self.counts: Counter[str] = Counter()  # per rule, in the order they first come
-        self.per_client: dict[str, dict[str, Any]] = {}
+        # per client, by its first request: requests, status reads, completions, retries,
+        # rate-limit hits (``_metrics`` makes them the report's dicts)
+        self.per_client: dict[str, list[int]] = {}
         self.delays: list[tuple[str, str, int, float]] = []
         self.time_in_status: list[tuple[str, int, dict[str, float]]] = []
         self.acknowledged = 0
@@ -161,15 +199,29 @@ class _Totals:
         self.by_event: Counter[str] = Counter()
         self.terminal_jobs = 0
         self.notified = 0
-        self.observed: dict[str, set[str]] = {}
-        self.reached: dict[str, set[str]] = {}
-        self.codes: Counter[int] = Counter()
-        self.forms: Counter[str] = Counter()
-        self.faults: Counter[str] = Counter()
+        # per client, the statuses its answers showed and those its jobs went through: one
+        # frozenset for every client that saw the same (``sets``)
+        self.observed: dict[str, frozenset[str]] = {}
+        self.reached: dict[str, frozenset[str]] = {}
+        self.sets: dict[frozenset[str], frozenset[str]] = {}
+        self.strings: dict[str, str] = {}  # one of each webhook event kept (``_Run.hooks_of``)
+        self.codes: dict[int, int] = {}
+        self.forms: dict[str, int] = {}
+        self.faults: dict[str, int] = {}
         self.dropped = 0
         self.requests = 0
         self.sent = False
         self.gave_up: list[str] = []
+
+    def union(self, old: frozenset[str], new: AbstractSet[str]) -> frozenset[str]:
+        """``old | new``, as the one frozenset of those statuses every client shares."""
+        if new <= old:
+            return old
+        both = old | new
+        return self.sets.setdefault(both, both)
+
+
+_EMPTY: frozenset[str] = frozenset()
 
 
 def check_stream(
@@ -217,7 +269,12 @@ def check_stream(
         if kind != "unknown":
             if e.client != name or add is None:
                 name = e.client
-                add = _client(run, name, totals).judge.add
+                judge = run.clients.get(name)
+                if judge is None:
+                    run.clients[name] = judge = ClientJudge(
+                        run.limits, bounded=True, keep_gone=keep_gone
+                    )
+                add = judge.add
             add(e)  # the rules, and the client's metrics and coverage
             if e.true_status is not None and e.job_id is not None:
                 _truths(run, e)
@@ -259,43 +316,41 @@ def _status_facts(run: _Run, e: EntryLike) -> None:
 
 def _webhook(run: _Run, e: EntryLike, totals: _Totals) -> None:
     job_id = e.job_id
-    if job_id is not None:
-        run.hooks_of.setdefault(job_id, []).append(e)
+    sent = was_sent(e)
+    heard = sent and told(e)
+    if job_id is not None and heard:
+        event = e.event
+        told_as = (
+            e.received_at,
+            event if event is None else totals.strings.setdefault(event, event),
+        )
+        hooks = run.hooks_of.get(job_id)
+        if hooks is None:
+            run.hooks_of[job_id] = [told_as]
+        else:
+            hooks.append(told_as)
     if job_id and e.true_status:
         run.true_by_job.setdefault(job_id, set()).add(e.true_status)
-    _status_facts(run, e)
-    run.violations.extend(webhook_ack((e,), run.limits))
-    if was_sent(e):
+    if e.status_since is not None:
+        _status_facts(run, e)
+    code = e.status_code
+    if not (  # what ``webhook_ack`` lets pass without a look: a 2xx to a valid send, in time
+        e.delivery not in _REJECT
+        and code is not None
+        and 200 <= code < 300
+        and ((latency := e.latency) is None or not latency > run.limits.ack_limit + EPSILON)
+    ):
+        run.violations.extend(webhook_ack((e,), run.limits))
+    if sent:
         totals.sent = True
-        run.deliveries += 1
         totals.deliveries += 1
-        if e.status_code is not None and 200 <= e.status_code < 300:
+        if code is not None and 200 <= code < 300:
             totals.acknowledged += 1
         totals.by_event[e.event or "unknown"] += 1
-        if job_id and told(e) and (e.event or "").removeprefix("job.") in TERMINAL_STATUSES:
+        if job_id and heard and (e.event or "").removeprefix("job.") in TERMINAL_STATUSES:
             run.notified.add(job_id)
-    if e.job_status in TERMINAL_STATUSES and told(e):
+    if heard and e.job_status in TERMINAL_STATUSES:
         run.notified_status.add(job_id)
-
-
-def _client(run: _Run, name: str, totals: _Totals) -> _Client:
-    """The run's state of client ``name``, made on its first request."""
-    client = run.clients.get(name)
-    if client is None:
-        metrics = totals.per_client.setdefault(
-            name,
-            {
-                "requests": 0,
-                "status_reads": 0,
-                "completions": 0,
-                "retries": 0,
-                "rate_limit_hits": 0,
-            },
-        )
-        observed = totals.observed.setdefault(name, set())
-        totals.reached.setdefault(name, set())
-        run.clients[name] = client = _Client(run.limits, metrics, observed, totals.keep_gone)
-    return client
 
 
 def _truths(run: _Run, e: EntryLike) -> None:
@@ -310,9 +365,8 @@ def _truths(run: _Run, e: EntryLike) -> None:
 
 
 def _close_run(run: _Run, totals: _Totals) -> None:
-    hooks = run.hooks_of
     found: Iterable[Found] = itertools.chain(
-        itertools.chain.from_iterable(c.judge.iter_found(hooks) for c in run.clients.values()),
+        _closed_clients(run, totals),
         # webhook_ack's, after the clients' as ``_judge`` has them
         (found_as_is(v, _WEBHOOK_ACK) for v in run.violations),
     )
@@ -352,56 +406,90 @@ def _close_run(run: _Run, totals: _Totals) -> None:
     run.status_changes = {}
     totals.terminal_jobs += len(run.terminal_at)
     totals.notified += len(run.notified & run.terminal_at.keys())
-    for name, client in run.clients.items():
-        judge = client.judge
-        metrics = client.metrics
-        metrics["requests"] += judge.count
-        metrics["status_reads"] += judge.status_reads
-        metrics["retries"] += judge.retries
-        metrics["rate_limit_hits"] += judge.rate_limit_hits
-        metrics["completions"] += len(judge.seen_jobs)
+    run.hooks_of = {}
+
+
+def _closed_clients(run: _Run, totals: _Totals) -> Iterator[Found]:
+    """What each client's judge found, client by client (in the order of their first
+    requests); once a client's are taken, its counts go to ``totals`` and its judge is let
+    go (the run's ``clients`` is left empty)."""
+    hooks = run.hooks_of
+    clients = run.clients
+    run.clients = {}
+    number = run.number
+    terminal_at = run.terminal_at
+    true_by_job = run.true_by_job
+    per_client, observed_of, reached_of = totals.per_client, totals.observed, totals.reached
+    codes, forms, faults = totals.codes, totals.forms, totals.faults
+    delays = totals.delays
+    for name in list(clients):
+        judge = clients.pop(name)
+        yield from judge.iter_found(hooks)
+        completions = len(judge.seen_jobs)
+        counted = per_client.get(name)
+        if counted is None:
+            per_client[name] = [
+                judge.count,
+                judge.status_reads,
+                completions,
+                judge.retries,
+                judge.rate_limit_hits,
+            ]
+        else:
+            counted[0] += judge.count
+            counted[1] += judge.status_reads
+            counted[2] += completions
+            counted[3] += judge.retries
+            counted[4] += judge.rate_limit_hits
         totals.requests += judge.count
-        totals.codes.update(judge.codes)
-        totals.forms.update(judge.forms)
-        totals.faults.update(judge.faults)
+        for code, n in judge.codes.items():
+            codes[code] = codes.get(code, 0) + n
+        for form, n in judge.forms.items():
+            forms[form] = forms.get(form, 0) + n
+        for fault, n in judge.faults.items():
+            faults[fault] = faults.get(fault, 0) + n
         totals.dropped += judge.dropped
-        client.observed.update(judge.observed)
-        for job in judge.seen_jobs:
-            job_id = job.job_id
-            if job_id in run.terminal_at:
-                at = job.seen_at
-                assert at is not None  # seen_jobs have seen_at
-                totals.delays.append(
-                    (name, job_id, number, round(max(0.0, at - run.terminal_at[job_id]), 6))
-                )
-        reached = totals.reached[name]
-        true_by_job = run.true_by_job
+        observed_of[name] = totals.union(observed_of.get(name, _EMPTY), judge.observed)
+        if terminal_at:
+            for job in judge.seen_jobs:
+                job_id = job.job_id
+                if job_id in terminal_at:
+                    at = job.seen_at
+                    assert at is not None  # seen_jobs have seen_at
+                    delays.append(
+                        (name, job_id, number, round(max(0.0, at - terminal_at[job_id]), 6))
+                    )
+        reached = reached_of.get(name, _EMPTY)
         if true_by_job:
             for job in judge.entry_jobs:
                 if job.job_id:
-                    reached.update(true_by_job.get(job.job_id, ()))
-        gave_up = sorted(
-            (
-                job
-                for job in judge.jobs.values()
-                if job.last is not None and job.own and not job.ended
-            ),
-            key=_RANK,
+                    found = true_by_job.get(job.job_id)
+                    if found:
+                        reached = totals.union(reached, found)
+        reached_of[name] = reached
+        gave_up = [
+            job for job in judge.jobs.values() if job.last is not None and job.own and not job.ended
+        ]
+        if gave_up:
+            gave_up.sort(key=_RANK)
+            _gave_up(name, gave_up, run, totals)
+
+
+def _gave_up(name: str, gave_up: list[_Job], run: _Run, totals: _Totals) -> None:
+    """The warnings for the jobs ``name`` gave up on after a failed read (``gave_up``, in
+    their rank) that no webhook told had ended."""
+    for job in gave_up:
+        job_id = job.job_id
+        if job_id in run.notified_status:
+            continue
+        e = job.last
+        assert e is not None  # as filtered
+        status = f" while the job was {e.true_status!r}" if e.true_status else ""
+        totals.gave_up.append(
+            f"the client {name!r} never asked about job {job_id} again after"
+            f" {describe(e)} got {_answer(e)}{status}: a failed read is not a failed job;"
+            " unless the client ran out of retries or time, it should have retried"
         )
-        for job in gave_up:
-            job_id = job.job_id
-            if job_id in run.notified_status:
-                continue
-            e = job.last
-            assert e is not None  # as filtered
-            status = f" while the job was {e.true_status!r}" if e.true_status else ""
-            totals.gave_up.append(
-                f"the client {name!r} never asked about job {job_id} again after"
-                f" {describe(e)} got {_answer(e)}{status}: a failed read is not a failed job;"
-                " unless the client ran out of retries or time, it should have retried"
-            )
-    run.clients = {}
-    run.hooks_of = {}
 
 
 def _tallied(found: Iterable[Found], tally: list[int], low: list[int]) -> Iterator[Found]:
@@ -438,7 +526,23 @@ def _metrics(totals: _Totals, runs: int) -> dict[str, Any]:
         "terminal_jobs": totals.terminal_jobs,
         "terminal_jobs_notified": totals.notified,
     }
-    return summarise_metrics(runs, totals.per_client, delays, time_in_status, webhooks)
+    per_client = {
+        name: {
+            "requests": requests,
+            "status_reads": status_reads,
+            "completions": completions,
+            "retries": retries,
+            "rate_limit_hits": rate_limit_hits,
+        }
+        for name, (
+            requests,
+            status_reads,
+            completions,
+            retries,
+            rate_limit_hits,
+        ) in totals.per_client.items()
+    }
+    return summarise_metrics(runs, per_client, delays, time_in_status, webhooks)
 
 
 def _coverage(totals: _Totals, limits: Limits) -> tuple[dict[str, Any], list[str]]:

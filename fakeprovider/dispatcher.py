@@ -6,7 +6,9 @@ from the server's loop, so nothing a receiver does (answer slowly, hang, refuse 
 can hold up a status response: the only thing it shares with request handling is the
 provider's lock, held for microseconds while it asks the engine which state changes are due.
 
-Each loop turn (at most every ``tick`` seconds, sooner when a request changed a job) it brings
+Each loop turn (every ``tick`` seconds while jobs change or sends are in flight, sooner when a
+request made a change that may send; on the machine's clock, once nothing changes, only when a
+send or a timed step is due or the next change comes) it brings
 every job up to the clock (``FakeProvider.advance``), plans the sends of the new state changes
 (``webhooks.plan_change``, with the provider's dialect deciding which events its provider
 sends) and starts the sends that are due; the dialect shapes each send's body and headers
@@ -25,12 +27,14 @@ import heapq
 import itertools
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
+from .clock import RealClock
 from .engine import Engine
 from .http import parse_retry_after
 from .journal import Entry, RetryAfterRecord
@@ -63,8 +67,15 @@ class Dispatcher:
 
     ``allow_webhook_hosts`` adds hosts besides loopback addresses and ``localhost`` that
     deliveries may go to (the provider's own list counts too). ``tick`` bounds how long a
-    change of a virtual clock can go unnoticed.
+    change of a virtual clock (any clock but the machine's own monotonic one) can go
+    unnoticed; on the machine's clock, after a turn that found nothing new, the loop sleeps
+    until something is due (at most ``REAL_TICK``) and the next state change wakes it, so an
+    idle server is not woken 50 times a second and a busy one is not woken per request.
     """
+
+    #: The longest the loop sleeps on the machine's monotonic clock, which cannot jump: every
+    #: change that may need it sooner wakes it.
+    REAL_TICK = 1.0
 
     def __init__(
         self,
@@ -76,6 +87,8 @@ class Dispatcher:
         self.provider = provider
         self.allow_webhook_hosts = frozenset(allow_webhook_hosts)
         self.tick = tick
+        #: Whether the loop sleeps past the next tick: then the next state change wakes it.
+        self._asleep = False
         self._thread = threading.Thread(target=self._run, name="fakeprovider webhooks", daemon=True)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wake: asyncio.Event | None = None
@@ -120,13 +133,20 @@ class Dispatcher:
         # Only a change ``plan_change`` can send for (a URL and a listed event) wakes the loop;
         # the others are planned at the next tick. Waking this thread for every submit took
         # the GIL from the server's loop: a third of a submit's time under load.
-        config, job = self.provider.scenario.webhooks, change.job
-        if (
-            config is not None
-            and job is not None
-            and (job.callback_url or config.url) is not None
-            and event_for(change.status) in config.events
-        ):
+        provider = self.provider
+        config, job = provider.scenario.webhooks, change.job
+        if config is None or job is None:
+            return
+        if (job.callback_url or config.url) is not None and event_for(
+            change.status
+        ) in config.events:
+            self.wake()
+            return
+        # a change that sends nothing may still make a step due (the engine schedules a job's
+        # next step after it announces the change): a loop asleep past the next tick looks now,
+        # and then ticks while changes keep coming, so a stream of requests wakes it once
+        if self._asleep:
+            self._asleep = False
             self.wake()
 
     def wake(self) -> None:
@@ -186,6 +206,7 @@ class Dispatcher:
         self._started.set()
         try:
             while not self._stopping:
+                self._asleep = False
                 wait = self._safe_turn()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), timeout=wait)
@@ -230,8 +251,8 @@ class Dispatcher:
         config = provider.scenario.webhooks
         if provider.engine is not self._engine:
             self._restart(provider.engine)
-        if config is None:
-            return self.tick
+        if config is None:  # nothing to plan; a load may bring webhooks, and then changes
+            return self._sleep(self._cap(), bool(self._tasks), self._reloaded)
         self._http()  # made before the first send is due, not while it waits
         # the engine the cursor counts in: a reset or load since the check above is told apart
         # under the provider's lock, and the new engine is left alone until the next turn
@@ -259,12 +280,41 @@ class Dispatcher:
             task = asyncio.get_running_loop().create_task(self._send(item))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
-        wait = self.tick
+        wait = self._cap()
         if self._queue:
             wait = min(wait, self._queue[0][0] - now)
         if next_due is not None:
             wait = min(wait, next_due - now)
+        return self._sleep(wait, bool(changes or self._tasks), self._unplanned)
+
+    def _sleep(self, wait: float, busy: bool, missed: Callable[[], bool]) -> float:
+        """How long to sleep after a turn: within a tick while ``busy`` (jobs are changing, or
+        a send in flight may need cutting short by a reset or a load, which make no change),
+        unwoken; longer only asleep, when the next change wakes the loop (and at once when
+        ``missed()``: a change came after this turn looked, before it was asleep)."""
+        if busy:
+            wait = min(wait, self.tick)
+        if wait > self.tick:
+            self._asleep = True
+            if missed():
+                self._asleep = False
+                return 0.0
         return max(wait, 0.0)
+
+    def _unplanned(self) -> bool:
+        engine = self.provider.engine
+        return engine is not self._engine or engine.change_count > self._cursor
+
+    def _reloaded(self) -> bool:
+        provider = self.provider
+        return provider.engine is not self._engine or provider.scenario.webhooks is not None
+
+    def _cap(self) -> float:
+        """The longest the loop may sleep: ``tick`` on a clock that can jump."""
+        clock = self.provider.clock
+        if isinstance(clock, RealClock) and clock.monotonic is time.monotonic:
+            return max(self.tick, self.REAL_TICK)
+        return self.tick
 
     def _restart(self, engine: Engine) -> None:
         """A new engine (load or reset): forget everything planned for the old one."""

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._judges import ClientJudge
+from ._judges import ClientJudge, hooks_of
 from ._report import MAX_VIOLATIONS, coverage, metrics, render
 from ._rules import CLIENT_RULES, Violation, webhook_ack
 from ._runs import runs_with_headers, split_runs
@@ -94,20 +94,18 @@ def _judge(run: list[Entry], limits: Limits, number: int) -> list[Violation]:
     """The violations of one run: each client's entries fed to its judges as they come (see
     ``_judges``), then the webhook deliveries; ordered by the last entry each names."""
     webhooks: list[Entry] = []
-    hooks_of: dict[str, list[Entry]] = {}
     clients: dict[str, ClientJudge] = {}
     for e in run:
         kind = e.kind
         if kind == "webhook":
             webhooks.append(e)
-            if e.job_id is not None:
-                hooks_of.setdefault(e.job_id, []).append(e)
         elif kind != "unknown":
             judge = clients.get(e.client)
             if judge is None:
                 clients[e.client] = judge = ClientJudge(limits)
             judge.add(e)
-    found = [v for judge in clients.values() for v in judge.close(hooks_of)]
+    hooks = hooks_of(webhooks)
+    found = [v for judge in clients.values() for v in judge.close(hooks)]
     found.extend(webhook_ack(webhooks, limits))
     order = {name: index for index, name in enumerate(INVARIANTS)}
     found.sort(key=lambda v: (v.seqs[-1], order[v.invariant]))

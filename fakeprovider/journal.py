@@ -50,6 +50,7 @@ __all__ = [
     "RetryAfterRecord",
     "StreamSink",
     "iter_journal",
+    "iter_record_batches",
     "iter_records",
     "order_entries",
     "read_journal",
@@ -1059,20 +1060,27 @@ def iter_records(
     and ``failed``, ``latency``, ``is_header``): the same lines, values, order and errors,
     but each line of the fake's shape in a path or binary stream is given as the struct msgspec
     decoded it into (``entries.record_batches``), not as an ``Entry``: about half the cost of
-    a line. What ``fakeprovider check`` streams a file with. ``entries.as_entry`` makes the
-    ``Entry`` of one."""
+    a line. ``entries.as_entry`` makes the ``Entry`` of one."""
+    return itertools.chain.from_iterable(iter_record_batches(source, limit=limit))
+
+
+def iter_record_batches(
+    source: str | Path | IO[str] | IO[bytes], *, limit: int | None = None
+) -> Iterator[list[EntryLike]]:
+    """``iter_records`` in the lists it reads them in (a block of the file at a time, some of
+    them empty): what ``fakeprovider check`` streams a file with, a list at a time. A bad line's
+    ``JournalError`` is raised after a list of the entries before it."""
     if isinstance(source, (str, Path)):
         with open(source, "rb") as handle:
-            for batch in record_batches(_blocks(handle, limit), str(source)):
-                yield from batch
+            yield from record_batches(_blocks(handle, limit), str(source))
         return
     name = str(getattr(source, "name", "<journal>"))
     read = getattr(source, "read", None)
     if callable(read) and isinstance(read(0), bytes):
-        for batch in record_batches(_blocks(source, None), name):
-            yield from batch
+        yield from record_batches(_blocks(source, None), name)
         return
-    yield from iter_entries(source, name, share_strings=False)
+    for entry in iter_entries(source, name, share_strings=False):
+        yield [entry]
 
 
 #: How many bytes ``iter_journal`` reads at a time (about 120 lines of the fake's: a block, its

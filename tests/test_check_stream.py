@@ -24,7 +24,13 @@ from hypothesis import strategies as st
 
 from fakeprovider import _check_cli, _judges
 from fakeprovider._formats import FORMATS
-from fakeprovider._stream import Unordered, check_stream, in_seq_order, render_streamed
+from fakeprovider._stream import (
+    Unordered,
+    check_stream,
+    in_seq_order,
+    in_seq_order_batches,
+    render_streamed,
+)
 from fakeprovider.cli import main
 from fakeprovider.entries import jsonl_line
 from fakeprovider.invariants import check
@@ -67,6 +73,8 @@ def journals(draw: st.DrawFn) -> list[Entry]:
             out.append(_admin(seq, "/__admin/reset", None))
         for e in draw(runs()):
             seq += 1
+            if e.kind == "webhook":
+                e = draw(delivered(e))
             out.append(
                 dataclasses.replace(
                     e,
@@ -79,6 +87,25 @@ def journals(draw: st.DrawFn) -> list[Entry]:
             )
         seq += 1
     return out
+
+
+@st.composite
+def delivered(draw: st.DrawFn, hook: Entry) -> Entry:
+    """``hook`` as any delivery may end: answered 2xx, 3xx, 4xx, 5xx or not, in time or late
+    (the limits' ``ack_limit`` is 5 s or drawn), genuine, forged, stale, missing or a
+    duplicate, refused or lost, a first attempt, a later one or none."""
+    took = draw(st.sampled_from((None, 0.0, 0.5, 5.0, 5.0000005, 5.1, 30.0, 400.0)))
+    return dataclasses.replace(
+        hook,
+        status_code=draw(st.sampled_from((200, 200, 204, 299, 300, 399, 400, 404, 499, 500, None))),
+        completed_at=None if took is None else hook.received_at + took,
+        delivery=draw(st.sampled_from((None, None, "forged", "stale", "missing", "duplicate"))),
+        attempt=draw(st.sampled_from((1, 1, 2, 0, None))),
+        error_code=draw(
+            st.sampled_from((None, None, None, "connection_error", "host_not_allowed", "timeout"))
+        ),
+        job_status=draw(st.sampled_from(STATUSES)),
+    )
 
 
 def _limits_of(header: dict[str, object] | None) -> Limits:
@@ -130,6 +157,58 @@ def test_entries_put_back_in_seq_order_are_order_entries_or_refused(
     except Unordered:
         return
     assert got == order_entries(shuffled)
+
+
+@settings(max_examples=200, deadline=None)
+@given(journals(), st.randoms(use_true_random=False), st.integers(1, 8), st.data())
+def test_entries_put_in_order_a_list_at_a_time_are_those_put_in_order_one_by_one(
+    entries: list[Entry], random: Any, window: int, data: st.DataObject
+) -> None:
+    """``in_seq_order_batches`` over the entries cut into lists at random (empty ones too)
+    gives what ``in_seq_order`` gives, the same entries before the same ``Unordered``; a list
+    in seq order following on from the last is given as it is."""
+    shuffled = list(entries)
+    for _ in range(data.draw(st.sampled_from((0, len(shuffled) // 4, len(shuffled))))):
+        i = random.randrange(len(shuffled))
+        j = min(len(shuffled) - 1, i + random.randrange(window + 2))
+        shuffled[i], shuffled[j] = shuffled[j], shuffled[i]
+    if data.draw(st.booleans()):  # a gap, a repeated seq, or a second part's run header
+        i = random.randrange(len(shuffled))
+        shuffled[i] = dataclasses.replace(shuffled[i], seq=data.draw(st.sampled_from((0, 2))))
+    cuts = sorted(random.choices(range(len(shuffled) + 1), k=random.randrange(8)))
+    batches = [shuffled[a:b] for a, b in zip([0, *cuts], [*cuts, len(shuffled)], strict=True)]
+    expected: list[object] = []
+    try:
+        expected.extend(in_seq_order(shuffled, window))
+    except Unordered as exc:
+        expected.append(str(exc))
+    got: list[object] = []
+    given: list[list[Entry]] = []
+    try:
+        for batch in in_seq_order_batches(batches, window):
+            given.append(batch)
+            got.extend(batch)
+    except Unordered as exc:
+        got.append(str(exc))
+    assert got == expected
+    assert all(given)  # no empty list given
+    if entries and not any(e.seq == 0 for e in shuffled[1:]) and shuffled == entries:
+        # in seq order already: every list but the first (and those of repeated seqs) as given
+        as_is = {id(batch) for batch in batches}
+        ordered = [e.seq for e in entries]
+        if ordered == list(range(ordered[0], ordered[0] + len(ordered))):
+            assert all(id(batch) in as_is for batch in given[1:])
+
+
+def test_a_list_in_seq_order_is_given_as_it_is_and_a_list_out_of_order_is_put_in_order() -> None:
+    header = _admin(0, "/__admin/start", {"scenario": "a", "limits": Limits().to_dict()})
+    reads = [_read(seq, float(seq), float(seq)) for seq in range(1, 9)]
+    first, second, third = [header, *reads[:3]], reads[3:6], [reads[7], reads[6]]
+    given = list(in_seq_order_batches([first, second, [], third]))
+    assert given[1] is second
+    assert [[e.seq for e in batch] for batch in given] == [[0, 1, 2, 3], [4, 5, 6], [7, 8]]
+    with pytest.raises(Unordered, match=r"^seq 3 after seq 6$"):
+        list(in_seq_order_batches([first, second, [reads[2]]]))
 
 
 def test_a_missing_seq_that_turns_up_past_the_window_is_refused() -> None:

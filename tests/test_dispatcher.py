@@ -17,7 +17,8 @@ import pytest
 from standardwebhooks.webhooks import Webhook
 
 from fakeprovider import FakeProvider
-from fakeprovider.dispatcher import redact_url
+from fakeprovider.clock import VirtualClock
+from fakeprovider.dispatcher import Dispatcher, redact_url
 from fakeprovider.http import HttpRequest
 from fakeprovider.journal import RetryAfterRecord, read_journal
 from fakeprovider.server import ServerThread
@@ -213,6 +214,103 @@ def test_receiver_gets_every_scripted_delivery_and_duplicates_share_the_id(recei
         ("job.processing", 200, "duplicate", 1, None),
         ("job.succeeded", 200, "duplicate", 1, None),
     ]
+
+
+def _woken(dispatcher: Dispatcher) -> list[None]:
+    woken: list[None] = []
+    dispatcher.wake = lambda: woken.append(None)  # type: ignore[method-assign]
+    return woken
+
+
+def _submit_in_process(provider: FakeProvider) -> None:
+    headers = {"content-type": "application/json"}
+    request = HttpRequest("POST", "/v1/jobs", headers=headers, body=b'{"prompt": "a cat"}')
+    reply = provider.receive(request)[0]
+    assert reply.created
+    provider.sent(reply, started=0.0, completed=0.0, status_code=202)
+
+
+def test_a_change_that_sends_nothing_wakes_a_loop_asleep_past_the_next_tick_once(
+    receiver: Receiver,
+) -> None:
+    # job.queued is not listed: its change sends nothing, but the job's processing step is
+    # scheduled (after the change is announced) for 100 ms on, sooner than a sleeping loop
+    # would look; a loop that ticks finds it at its next tick, unwoken
+    provider = FakeProvider(scenario(receiver, "  events: [job.processing]\n"))
+    dispatcher = Dispatcher(provider)  # not started: its loop is played by hand
+    provider.observe(dispatcher._changed)
+    woken = _woken(dispatcher)
+    _submit_in_process(provider)
+    assert woken == []
+    dispatcher._asleep = True
+    _submit_in_process(provider)
+    _submit_in_process(provider)
+    assert woken == [None]  # the first change only: the loop ticks while changes come
+    assert not dispatcher._asleep
+
+
+def test_a_listed_change_wakes_the_loop_however_long_it_sleeps(receiver: Receiver) -> None:
+    provider = FakeProvider(scenario(receiver, "  events: [job.queued]\n"))
+    dispatcher = Dispatcher(provider)
+    provider.observe(dispatcher._changed)
+    woken = _woken(dispatcher)
+    _submit_in_process(provider)  # the loop is awake: only a listed change wakes it
+    assert woken == [None]
+
+
+def test_an_idle_loop_on_the_machine_clock_sleeps_until_something_is_due(
+    receiver: Receiver, serve: Callable[..., ServerThread]
+) -> None:
+    server = serve(scenario(receiver, "  events: [job.succeeded]\n"))
+    turns: list[float] = []
+    turn = server.dispatcher._turn
+
+    def counted() -> float:
+        turns.append(server.provider.clock.now())
+        return turn()
+
+    server.dispatcher._turn = counted  # type: ignore[method-assign]
+    server.dispatcher.wake()
+    assert settle_until(server, lambda: len(turns) >= 1)
+    time.sleep(0.5)
+    # asleep after the wake's turn (REAL_TICK is 1 s): at a tick of 20 ms it was 25 more turns
+    assert len(turns) <= 2
+
+
+def test_a_submit_to_a_sleeping_loop_has_its_webhook_sent_on_time(
+    receiver: Receiver, serve: Callable[..., ServerThread]
+) -> None:
+    # the default events do not list job.queued: the submit's change sends nothing, and the
+    # loop, asleep since nothing changed, must still look for the step 100 ms on (a loop that
+    # slept on until REAL_TICK sent it 0.9 s late)
+    timeline = "      - status: queued\n      - {at: 100ms, status: succeeded}\n"
+    server = serve(scenario(receiver, "", timeline))
+    assert settle_until(server, lambda: server.dispatcher._asleep)
+    submit(server)
+    assert settle_until(server, lambda: len(receiver.received) == 1)
+    submitted, sent = (e.received_at for e in server.provider.journal)
+    assert 0.1 <= sent - submitted < 0.5
+
+
+def test_a_reset_cuts_a_send_in_flight_short_even_when_its_receiver_answers_soon(
+    receiver: Receiver, serve: Callable[..., ServerThread]
+) -> None:
+    receiver.answer = lambda n: (200, {}, 0.4)
+    sink = io.StringIO()
+    server = serve(scenario(receiver, "  events: [job.succeeded]\n"), journal_sink=sink)
+    submit(server)
+    assert settle_until(server, lambda: len(in_flight(server)) == 1)
+    httpx.post(f"{server.url}/__admin/reset")  # makes no state change to wake the loop
+    time.sleep(0.6)
+    assert server.dispatcher.wait_idle(5.0)
+    written = [e for e in read_journal(io.StringIO(sink.getvalue())) if e.kind == "webhook"]
+    assert [(e.status_code, e.completed_at) for e in written] == [(None, None)]
+
+
+def test_a_loop_on_a_clock_that_can_jump_looks_every_tick(receiver: Receiver) -> None:
+    provider = FakeProvider(scenario(receiver, "  events: [job.succeeded]\n"), clock=VirtualClock())
+    assert Dispatcher(provider)._cap() == Dispatcher(provider).tick == 0.02
+    assert Dispatcher(FakeProvider(scenario(receiver, "  events: []\n")))._cap() == 1.0
 
 
 def test_state_changes_are_delivered_at_their_scripted_time_without_polls(receiver, serve):

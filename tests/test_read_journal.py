@@ -895,6 +895,29 @@ def test_a_bad_line_in_records_is_named_after_the_records_before_it(tmp_path: Pa
     )
 
 
+def test_records_come_a_block_at_a_time_in_lists(tmp_path: Path) -> None:
+    """``iter_record_batches`` gives ``iter_records``'s records in the lists it reads them in,
+    a block of the file (64 KiB) at a time, and the entries before a bad line in a list
+    before its error; a text stream gives one entry a list."""
+    path = tmp_path / "run.jsonl"
+    lines = [jsonl_line(entry(seq)) for seq in range(1, 1000)]
+    path.write_text("".join(lines))
+    batches = list(journal.iter_record_batches(path))
+    assert 1 < len(batches) <= path.stat().st_size // (1 << 16) + 2
+    assert [entries.as_entry(one) for batch in batches for one in batch] == [
+        entry(seq) for seq in range(1, 1000)
+    ]
+    lines[500] = "{}\n"
+    path.write_text("".join(lines))
+    *read, error = _prefix(journal.iter_record_batches(path))
+    assert [one.seq for batch in read for one in batch] == list(range(1, 501))
+    assert error == (
+        f"{path}:501: seq: missing; every entry has seq, kind, method, path, client and received_at"
+    )
+    text = list(journal.iter_record_batches(io.StringIO(jsonl(*SAMPLES))))
+    assert text == [[sample] for sample in SAMPLES]
+
+
 # -- a bounded journal's own file: the lines that are entries, the others skipped ----------
 
 
