@@ -66,6 +66,7 @@ __all__ = [
 Hooks = Mapping[str, Sequence[tuple[float, str | None]]]
 
 _INF = math.inf
+_bisect_left = bisect.bisect_left
 
 
 def hooks_of(webhooks: Iterable[EntryLike]) -> dict[str, list[tuple[float, str | None]]]:
@@ -116,6 +117,7 @@ class _Job:
     ``ClientJudge.add``); kept small: numbers, strings and the violations found."""
 
     __slots__ = (
+        "br_clean",
         "dl_found",
         "dl_limit",
         "dl_maxima",
@@ -163,6 +165,9 @@ class _Job:
         self.job_id = job_id
         self.own = False  # an entry of the client names it (``_with_listed``'s known jobs)
         self.shown = False  # an entry showed it (its own, or a list answer)
+        # bounded_retries: the group of its status reads holds no failure since its last
+        # success (nothing a successful read can change: ``add`` skips the group)
+        self.br_clean = False
         # no_overlap: the earlier reads that could still be pending at a later read, a stack
         # of suffix maxima of their response starts (negated), with each read's seq and time
         self.ov_negated: list[float] | None = None
@@ -346,7 +351,7 @@ class ClientJudge(Judge):
         self.faults: dict[str, int] = _NO_DICT
         self.dropped = 0
         self.observed: set[str] = set()  # the job statuses its answers showed
-        self.seen_jobs: list[_Job] = []  # by the first answer that showed them ended
+        self.seen_jobs: list[_Job] = _NO_LIST  # by the first answer that showed them ended
         self.ranked = 0  # the jobs with a ``last_rank``
 
     def extend(self, entries: Iterable[EntryLike]) -> None:
@@ -354,6 +359,209 @@ class ClientJudge(Judge):
             self.add(e)
 
     def add(self, e: EntryLike) -> None:
+        """Judge ``e``, the client's next entry: a status read of a job (most entries of
+        most journals) by ``add``'s own lane, exactly what ``_add`` does for one without
+        the parts of the other kinds; any other entry by ``_add``."""
+        job_id = e.job_id
+        if e.kind != "status" or job_id is None:
+            self._add(e)
+            return
+        index = self.count
+        self.count = index + 1
+        if not index:
+            self.client = e.client
+        seq = e.seq
+        received = e.received_at
+        status = e.job_status
+        code = e.status_code
+        completed = e.completed_at
+        seen = _INF if completed is None else completed
+        dropped = e.dropped
+        record = e.retry_after
+
+        # what the metrics and coverage count (``_stream``), and ``EntryLike.failed``
+        if dropped is None and code is not None and code < 500 and code != 429:
+            failed = False
+            ok = 200 <= code < 300
+            codes = self.codes
+            codes[code] = codes.get(code, 0) + 1
+        else:
+            failed = True
+            ok = False
+            if code is not None:
+                codes = self.codes
+                codes[code] = codes.get(code, 0) + 1
+                if code == 429:
+                    self.rate_limit_hits += 1
+            if dropped is not None or code is None:
+                self.dropped += 1
+        if record is not None:
+            forms = self.forms
+            if forms is _NO_DICT:
+                self.forms = forms = {}
+            forms[record.form] = forms.get(record.form, 0) + 1
+        fault = e.fault
+        if fault:
+            faults = self.faults
+            if faults is _NO_DICT:
+                self.faults = faults = {}
+            faults[fault] = faults.get(fault, 0) + 1
+        if status:
+            self.observed.add(status)
+        terminal = status in TERMINAL_STATUSES
+
+        jobs = self.jobs
+        job = jobs.get(job_id)
+        if job is None:
+            jobs[job_id] = job = _Job(job_id)
+        started = False
+        if not job.own:
+            job.own = True
+            self.entry_jobs.append(job)
+            started = True
+
+        # single_retrieval and no_premature_retrieval (``_shown`` for a status read)
+        if not job.shown:
+            job.shown = True
+            self.shown_jobs.append(job)
+        if job.sr_saw is None and status in SUCCESS_STATUSES:
+            job.sr_saw = (seq, seen, status, e.client)
+        if ok and e.inline_result is True:
+            self._retrieved(e, job)
+        if job.pr_pending_seq != seq:
+            if job.pr_pending_success < job.pr_success:
+                job.pr_success = job.pr_pending_success
+            if job.pr_pending_status is not None:
+                job.pr_last_status, job.pr_last_seq = job.pr_pending_status, job.pr_pending_seq
+            job.pr_pending_success, job.pr_pending_status = _INF, None
+            job.pr_pending_seq = seq
+        if status is not None:
+            job.pr_pending_status = status
+            if status in SUCCESS_STATUSES and seen < job.pr_pending_success:
+                job.pr_pending_success = seen
+        # the stream's gave-up warning, and no_resubmission's news
+        if job.last_rank < 0:
+            job.last_rank = self.ranked
+            self.ranked += 1
+        job.last = e if failed else None
+        if terminal:
+            job.ended = True
+            if job_id and completed is not None and job.seen_at is None:
+                job.seen_at = completed
+                if self.seen_jobs is _NO_LIST:
+                    self.seen_jobs = []
+                self.seen_jobs.append(job)
+        if terminal or failed or job.rs_read is not None:
+            if job.rs_seq != seq:
+                job.rs_seq = seq
+                job.rs_old_ended = job.rs_ended
+                job.rs_old_read = job.rs_read
+            if terminal and seen < job.rs_ended:
+                job.rs_ended = seen
+            job.rs_read = e if failed else None
+
+        # bounded_retries, and the retries the metrics count (``br_clean``: the job's group
+        # of status reads is known to hold no failure since its last success)
+        failed_last = self.failed_last
+        if failed_last or failed:
+            group = ("status", job_id)
+            if failed_last.get(group, False):
+                self.retries += 1
+            if failed or group in failed_last:
+                if failed_last is _NO_DICT:
+                    self.failed_last = failed_last = {}
+                failed_last[group] = failed
+        unsuccessful = failed or (400 <= code < 500 and code != 401 and code != 403)  # type: ignore[operator]
+        if unsuccessful or not job.br_clean:
+            group = ("status", job_id)
+            groups = self.br_groups
+            failures = groups.get(group, _NEW)
+            if unsuccessful or failures is not _NONE:
+                self._retried(e, group, failures, unsuccessful)
+            job.br_clean = not unsuccessful and groups.get(group) is _NONE
+
+        # honours_retry_after
+        if self.ra_pending:
+            self._after_retry_after(e, received)
+        if record is not None and record.not_before is not None:
+            self._retry_after(e, index)
+
+        # no_retry_on_auth_error
+        if self.au_pending or code == 401 or code == 403:
+            self._auth(e, index, code)
+
+        # deadline
+        deadline = self.deadline
+        if deadline is not None:
+            if started:
+                job.dl_seq, job.dl_received, job.dl_submitted = seq, received, False
+                job.dl_limit = received + deadline + self.slack + EPSILON
+            if not job.dl_submitted:
+                maxima = job.dl_maxima
+                if maxima is None:
+                    job.dl_maxima = maxima = []
+                if not maxima or received > maxima[-1][0]:
+                    maxima.append((received, seq, "status", e.client))
+            if job.dl_found is None and received > job.dl_limit:
+                job.dl_found = self._late(job, "status", seq, received, e.client)
+
+        self.status_reads += 1
+        rates = self.rates
+        if rates is None and self.limits.status_rate is not None:
+            rates = self._rates()
+        if rates is not None:
+            rates.add(e)
+        # no_overlap
+        negated = job.ov_negated
+        if negated is None:
+            job.ov_negated = negated = []
+            job.ov_reads = []
+            if self.status_jobs is _NO_LIST:
+                self.status_jobs = []
+            self.status_jobs.append(job)
+        reads = job.ov_reads
+        assert reads is not None  # made with ov_negated
+        if negated:
+            above = _bisect_left(negated, -received)
+            if above:
+                prev_seq, prev_received = reads[above - 1]
+                found = job.ov_found
+                if found is None:
+                    job.ov_found = found = []
+                found += (seq, prev_seq, received, prev_received)
+        started_at = e.response_started_at
+        value = (_INF if started_at is None else started_at) - EPSILON
+        while negated and -negated[-1] <= value:
+            negated.pop()
+            reads.pop()
+        negated.append(-value)
+        reads.append((seq, received))
+        # honours_poll_after
+        if job.pa_seq is not None:
+            hint = job.pa_hint
+            answered = job.pa_seen
+            if hint is not None and received >= answered:
+                gap = received - answered
+                tolerance = self.poll_tolerance
+                if gap < hint * (1 - tolerance) - EPSILON:
+                    polls = job.pa_found
+                    if polls is None:
+                        job.pa_found = polls = []
+                    polls += (answered, received, hint, job.pa_seq, seq)
+        job.pa_seq = seq
+        job.pa_seen = seen
+        poll_after = e.poll_after
+        job.pa_hint = poll_after if poll_after is not None and ok and not terminal else None
+
+        # stops_at_terminal
+        first = job.st_seq
+        if terminal and (first is None or seen < job.st_at):
+            job.st_seq, job.st_status, job.st_at, job.st_found = seq, status, seen, None
+        elif first is not None and job.st_found is None and seq > first and received >= job.st_at:
+            job.st_found, job.st_found_at = seq, received
+
+    def _add(self, e: EntryLike) -> None:
+        """``add`` for any entry (the general path: each rule's part in turn)."""
         index = self.count
         self.count = index + 1
         if not index:
@@ -454,6 +662,8 @@ class ClientJudge(Judge):
 
         if terminal and job_id and completed is not None and job.seen_at is None:  # type: ignore[union-attr]
             job.seen_at = completed  # type: ignore[union-attr]
+            if self.seen_jobs is _NO_LIST:
+                self.seen_jobs = []
             self.seen_jobs.append(job)  # type: ignore[arg-type]
 
         # bounded_retries, and the retries the metrics count (the same groups, of any key)
@@ -480,19 +690,7 @@ class ClientJudge(Judge):
         if self.ra_pending:
             self._after_retry_after(e, received)
         if record is not None and record.not_before is not None:
-            scope_kind = _scope_kind(e, _scope(e, self.limits))
-            if scope_kind not in self.ra_kinds:
-                if self.ra_kinds is _NO_LIST:
-                    self.ra_kinds = []
-                self.ra_kinds.append(scope_kind)
-            scope_key = _scope_key(e, scope_kind)
-            assert scope_key is not None  # a source is in its own scope
-            if self.ra_pending is _NO_DICT:
-                self.ra_pending = {}
-            heapq.heappush(
-                self.ra_pending.setdefault(scope_key, []),
-                (_headers_at(e), index, e),
-            )
+            self._retry_after(e, index)
 
         # no_resubmission
         if kind == "submit":
@@ -592,6 +790,22 @@ class ClientJudge(Judge):
         ):
             job.st_found, job.st_found_at = seq, received
 
+    def _retry_after(self, e: EntryLike, index: int) -> None:
+        """``honours_retry_after``'s part for an answer with a Retry-After (a source)."""
+        scope_kind = _scope_kind(e, _scope(e, self.limits))
+        if scope_kind not in self.ra_kinds:
+            if self.ra_kinds is _NO_LIST:
+                self.ra_kinds = []
+            self.ra_kinds.append(scope_kind)
+        scope_key = _scope_key(e, scope_kind)
+        assert scope_key is not None  # a source is in its own scope
+        if self.ra_pending is _NO_DICT:
+            self.ra_pending = {}
+        heapq.heappush(
+            self.ra_pending.setdefault(scope_key, []),
+            (_headers_at(e), index, e),
+        )
+
     def _rates(self) -> Judge:
         """Make ``status_rate``'s judge (at the first status read, with a budget set)."""
         keep_gone = self.keep_gone
@@ -616,14 +830,7 @@ class ClientJudge(Judge):
         if job.sr_saw is None and status in SUCCESS_STATUSES:
             job.sr_saw = (seq, seen, status, e.client)
         if retrieval:
-            count = job.sr_count = job.sr_count + 1
-            fetched = job.sr_fetched
-            if fetched is None:
-                job.sr_fetched = fetched = []
-            if len(fetched) < self.keep:
-                fetched.append((seq, e.received_at))
-            if count == self.allowed + 1:
-                job.sr_extra = self._extra(e, job.job_id, fetched)
+            self._retrieved(e, job)
         # no_premature_retrieval
         if job.pr_pending_seq != seq:
             if job.pr_pending_success < job.pr_success:
@@ -664,6 +871,17 @@ class ClientJudge(Judge):
                 ),
             )
         )
+
+    def _retrieved(self, e: EntryLike, job: _Job) -> None:
+        """``single_retrieval``'s part for an entry that retrieved ``job``'s result."""
+        count = job.sr_count = job.sr_count + 1
+        fetched = job.sr_fetched
+        if fetched is None:
+            job.sr_fetched = fetched = []
+        if len(fetched) < self.keep:
+            fetched.append((e.seq, e.received_at))
+        if count == self.allowed + 1:
+            job.sr_extra = self._extra(e, job.job_id, fetched)
 
     def _extra(self, extra: EntryLike, job_id: str, fetched: list[tuple[int, float]]) -> Violation:
         """``single_retrieval``'s violation for the first retrieval too many."""
@@ -1197,6 +1415,7 @@ class BoundedStatusRate(Judge):
     __slots__ = (
         "allowed",
         "at",
+        "base",
         "count",
         "done",
         "dropped",
@@ -1206,6 +1425,9 @@ class BoundedStatusRate(Judge):
         "gone_seq",
         "keep_gone",
         "limits",
+        "lo",
+        "ordered",
+        "seqs",
         "times",
         "window",
     )
@@ -1218,6 +1440,15 @@ class BoundedStatusRate(Judge):
         self.allowed = 0 if rate is None else max(1, math.floor(rate * self.window + EPSILON))
         self.at: list[float] = []  # when each read kept was received, sorted
         self.times: list[tuple[float, int, int]] = []  # (received at, arrival, seq), alike
+        # while every read so far was received no earlier than the one before it (the usual
+        # case), ``times`` stays empty: the reads kept are ``at`` and their seqs ``seqs``, the
+        # first of them the ``base``-th read, and ``lo`` is where the latest read's window
+        # starts in ``at`` (it only moves forward); the first read received earlier than the
+        # one before it makes ``times`` of them for good
+        self.ordered = True
+        self.seqs: list[int] = []
+        self.base = 0
+        self.lo = 0
         self.count = 0
         self.dropped = -math.inf  # the latest reading among the reads let go
         self.forgotten = -math.inf  # the latest reading among the reads forgotten
@@ -1229,11 +1460,17 @@ class BoundedStatusRate(Judge):
     def add(self, e: EntryLike) -> None:
         if e.kind != "status" or self.limits.status_rate is None or self.done is not None:
             return
-        index = self.count
-        self.count = index + 1
         received = e.received_at
         start = received - self.window
-        at, times = self.at, self.times
+        at = self.at
+        if self.ordered:
+            if (not at or at[-1] <= received) and start < received:
+                self._in_order(e, received, start)
+                return
+            self._unorder()
+        index = self.count
+        self.count = index + 1
+        times = self.times
         if start < self.dropped:
             if start < self.forgotten:
                 raise Unjudgeable(f"status read #{e.seq} reaches back past the reads forgotten")
@@ -1272,19 +1509,7 @@ class BoundedStatusRate(Judge):
                     )
                 )
             inside.sort(key=_SECOND)
-            first_received, _, first_seq = inside[0]
-            self.done = Violation(
-                "status_rate",
-                None,
-                tuple(seq for _, _, seq in inside),
-                f"status read #{e.seq} at {fmt_time(received)} was read {len(inside)}"
-                f" within {fmt_time(self.window)} (since #{first_seq} at"
-                f" {fmt_time(first_received)}); the budget of"
-                f" {self.limits.status_rate:g} per second allows {self.allowed}",
-                e.client,
-            )
-            self.at, self.times = [], []
-            self.gone_at, self.gone_index, self.gone_seq = _NO_GONE
+            self._found(e, received, inside)
             return
         # let go of the reads more than two windows older than this one (looked at every
         # 64th read: when they go changes what is kept, never the verdict)
@@ -1308,6 +1533,76 @@ class BoundedStatusRate(Judge):
                 del self.gone_at[:half]
                 del self.gone_index[:half]
                 del self.gone_seq[:half]
+
+    def _in_order(self, e: EntryLike, received: float, start: float) -> None:
+        """``add`` for a read received no earlier than every read before it (exactly what
+        the general path does: nothing kept is later than it, no read let go is in its
+        window, and ``at`` stays sorted by appending)."""
+        index = self.count
+        self.count = index + 1
+        at, seqs = self.at, self.seqs
+        at.append(received)
+        seqs.append(e.seq)
+        lo = self.lo
+        while at[lo] <= start:  # (it stops at this read: ``start < received``)
+            lo += 1
+        self.lo = lo
+        if len(at) - lo > self.allowed:
+            self._found(
+                e,
+                received,
+                list(zip(at[lo:], range(self.base + lo, index + 1), seqs[lo:], strict=True)),
+            )
+            return
+        if index & 63:
+            return
+        keep = bisect.bisect_right(at, start - self.window)
+        if keep > 64 and keep * 2 > len(at):
+            self.dropped = max(self.dropped, at[keep - 1])
+            if self.gone_at is _NO_GONE[0]:
+                self.gone_at = array.array("d")
+                self.gone_index = array.array("q")
+                self.gone_seq = array.array("q")
+            base = self.base
+            self.gone_at.extend(at[:keep])
+            self.gone_index.extend(range(base, base + keep))
+            self.gone_seq.extend(seqs[:keep])
+            del at[:keep]
+            del seqs[:keep]
+            self.base = base + keep
+            self.lo = lo - keep
+            if len(self.gone_at) > self.keep_gone:
+                half = len(self.gone_at) // 2
+                self.forgotten = self.gone_at[half - 1]
+                del self.gone_at[:half]
+                del self.gone_index[:half]
+                del self.gone_seq[:half]
+
+    def _unorder(self) -> None:
+        """Leave ``_in_order``'s lane for good: ``times`` of the reads kept."""
+        base = self.base
+        self.times = [
+            (received, base + offset, seq)
+            for offset, (received, seq) in enumerate(zip(self.at, self.seqs, strict=True))
+        ]
+        self.seqs = []
+        self.ordered = False
+
+    def _found(self, e: EntryLike, received: float, inside: list[tuple[float, int, int]]) -> None:
+        """The violation at read ``e``: ``inside`` are the reads in its window (by arrival)."""
+        first_received, _, first_seq = inside[0]
+        self.done = Violation(
+            "status_rate",
+            None,
+            tuple(seq for _, _, seq in inside),
+            f"status read #{e.seq} at {fmt_time(received)} was read {len(inside)}"
+            f" within {fmt_time(self.window)} (since #{first_seq} at"
+            f" {fmt_time(first_received)}); the budget of"
+            f" {self.limits.status_rate:g} per second allows {self.allowed}",
+            e.client,
+        )
+        self.at, self.times, self.seqs = [], [], []
+        self.gone_at, self.gone_index, self.gone_seq = _NO_GONE
 
     def close(self, hooks: Hooks) -> list[Violation]:
         return [] if self.done is None else [self.done]

@@ -201,8 +201,67 @@ def test_the_bounded_status_rate_finds_what_the_rule_finds_or_says_it_cannot(
         assert keep_gone is not None
         return
     assert judge.close({}) == list(_rules.status_rate(reads, limits))
-    assert len(judge.at) == len(judge.times) <= 2 * (2 * judge.allowed + 64) + 1
+    kept = judge.seqs if judge.ordered else judge.times
+    assert len(judge.at) == len(kept) <= 2 * (2 * judge.allowed + 64) + 1
     assert len(judge.gone_at) == len(judge.gone_index) == len(judge.gone_seq)
+
+
+@st.composite
+def ordered_reads(draw: st.DrawFn) -> list[Entry]:
+    """Up to 600 status reads received in order (ties too), then perhaps one far back."""
+    reads = draw(jittered_reads())
+    out = sorted(reads, key=lambda e: e.received_at)
+    out = [dataclasses.replace(e, seq=seq) for seq, e in enumerate(out, 1)]
+    out += draw(jittered_reads())[:3]
+    return out
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.one_of(jittered_reads(), ordered_reads()),
+    st.builds(
+        Limits,
+        status_rate=st.sampled_from((5.0, 20.0, 60.0)),
+        status_rate_window=st.sampled_from((0.5, 1.0, 2.0)),
+    ),
+    st.sampled_from((None, 64, 200)),
+)
+def test_the_bounded_status_rate_judges_reads_in_order_as_its_general_path_does(
+    reads: list[Entry], limits: Limits, keep_gone: int | None
+) -> None:
+    """The lane for reads received in order keeps what the general path keeps (the same
+    reads, let go and forgotten at the same reads), so it finds the same violation and
+    gives up on the same read."""
+    lane = _judges.BoundedStatusRate(limits, keep_gone=keep_gone or _judges.KEEP_GONE)
+    general = _judges.BoundedStatusRate(limits, keep_gone=keep_gone or _judges.KEEP_GONE)
+    general.ordered = False
+
+    def state(judge: _judges.BoundedStatusRate) -> tuple[object, ...]:
+        times = (
+            list(
+                zip(
+                    judge.at, range(judge.base, judge.base + len(judge.at)), judge.seqs, strict=True
+                )
+            )
+            if judge.ordered
+            else judge.times
+        )
+        gone = (list(judge.gone_at), list(judge.gone_index), list(judge.gone_seq))
+        return (judge.at, times, gone, judge.dropped, judge.forgotten, judge.done, judge.count)
+
+    for e in reads:
+        outcomes = []
+        for judge in (lane, general):
+            try:
+                judge.add(e)
+                outcomes.append("judged")
+            except _judges.Unjudgeable as error:
+                outcomes.append(str(error))
+        assert outcomes[0] == outcomes[1]
+        assert state(lane) == state(general)
+        if outcomes[0] != "judged":
+            return
+    assert lane.close({}) == general.close({}) == list(_rules.status_rate(reads, limits))
 
 
 def test_a_read_far_back_in_time_is_judged_against_the_reads_let_go() -> None:
@@ -271,7 +330,9 @@ def test_a_client_that_only_submits_and_reads_makes_no_container_of_the_rules_it
     empty = (judge.br_found, judge.ra_pending, judge.au_pending, judge.au_retried, judge.rs_last)
     assert all(part is _judges._NO_DICT for part in empty)
     assert (judge.failed_last, judge.forms, judge.faults) == ({}, {}, {})
-    assert (judge.ra_kinds, judge.ra_found, judge.rs_found) == ((), (), ())
+    assert all(
+        part is _judges._NO_LIST for part in (judge.ra_kinds, judge.ra_found, judge.rs_found)
+    )
     assert judge.rates is None  # no status_rate budget
     judge.add(read(3, 401))
     assert judge.au_pending == {None: [(3.1, 2, 3, "status", "j_1", 401)]}
