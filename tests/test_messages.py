@@ -103,3 +103,43 @@ def test_a_request_digest_is_the_sha256_of_the_sorted_compact_json_of_the_body()
 def test_the_digest_encoder_made_once_writes_what_json_dumps_writes(body: dict[str, Any]) -> None:
     text = json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)
     assert request_digest(body) == hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+@given(
+    st.dictionaries(
+        st.text(),
+        st.none() | st.booleans() | st.integers() | st.text() | st.floats(),
+        max_size=6,
+    )
+)
+def test_a_flat_bodys_digest_is_the_sha256_of_what_json_dumps_writes(body: dict[str, Any]) -> None:
+    # flat bodies of strings, integers, booleans and None are written by msgspec: any
+    # character (controls, DEL, non-ASCII, lone surrogates), any integer, any key order
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)
+    assert request_digest(body) == hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"prompt": "a cat riding a bicycle", "n": 2, "hd": True, "seed": None},
+        {"Z": "", "a": "\x7f", "_": '\x00\x1f\n"\\/'},
+        {"prompt": "caf\u00e9"},
+        {"prompt": "\ud800"},
+        {"big": 2**70, "small": -(2**64)},
+        {},
+    ],
+)
+def test_a_flat_bodys_digest_does_not_depend_on_msgspec(
+    body: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with_msgspec = request_digest(body)
+    monkeypatch.setattr("fakeprovider.messages._SORTED", None)
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)
+    assert with_msgspec == request_digest(body) == hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def test_ids_digests_and_fingerprints_are_sha256_whichever_implementation_makes_it() -> None:
+    assert default_job_id(3, 14) == "job_" + hashlib.sha256(b"3:14").hexdigest()[:12]
+    assert credential_fingerprint("k") == "cred_" + hashlib.sha256(b"k").hexdigest()[:8]
+    assert request_digest({"a": 1}) == hashlib.sha256(b'{"a":1}').hexdigest()[:16]

@@ -349,6 +349,17 @@ class Dialect:
             return self._status_answer(reply, http)
         return self.render_answer(reply, http)
 
+    def renderer(self, kind: RequestKind) -> Callable[[Reply, HttpRequest], HttpResponse]:
+        """What ``render`` is for a reply to a request of ``kind`` that neither a fault nor a
+        refusal touches (``reply.fault`` and ``reply.error`` None): the step it comes to, so
+        that an adapter keeping a parsed request (the ASGI app) calls it straight away. A
+        dialect whose class renders otherwise (overrides ``render``) gets ``render`` itself."""
+        if type(self).render is not Dialect.render:
+            return self.render
+        if kind == "status" and self.keeps_status_answers:
+            return self._status_answer
+        return self.render_answer
+
     def _status_answer(self, reply: Reply, http: HttpRequest) -> HttpResponse:
         """``render_answer(reply, http)`` for a status read: the answer kept for the job when
         everything it was made from is the same (see ``keeps_status_answers``)."""
