@@ -26,6 +26,7 @@ import contextlib
 import heapq
 import itertools
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -206,7 +207,7 @@ class Dispatcher:
         self._started.set()
         try:
             while not self._stopping:
-                self._asleep = False
+                self._awake()
                 wait = self._safe_turn()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), timeout=wait)
@@ -252,7 +253,7 @@ class Dispatcher:
         if provider.engine is not self._engine:
             self._restart(provider.engine)
         if config is None:  # nothing to plan; a load may bring webhooks, and then changes
-            return self._sleep(self._cap(), bool(self._tasks), self._reloaded)
+            return self._sleep(self._cap(), bool(self._tasks), self._reloaded, 0.0)
         self._http()  # made before the first send is due, not while it waits
         # the engine the cursor counts in: a reset or load since the check above is told apart
         # under the provider's lock, and the new engine is left alone until the next turn
@@ -285,27 +286,46 @@ class Dispatcher:
             wait = min(wait, self._queue[0][0] - now)
         if next_due is not None:
             wait = min(wait, next_due - now)
-        return self._sleep(wait, bool(changes or self._tasks), self._unplanned)
+        return self._sleep(wait, bool(changes or self._tasks), self._unplanned, now)
 
-    def _sleep(self, wait: float, busy: bool, missed: Callable[[], bool]) -> float:
+    def _sleep(self, wait: float, busy: bool, missed: Callable[[float], bool], now: float) -> float:
         """How long to sleep after a turn: within a tick while ``busy`` (jobs are changing, or
         a send in flight may need cutting short by a reset or a load, which make no change),
-        unwoken; longer only asleep, when the next change wakes the loop (and at once when
-        ``missed()``: a change came after this turn looked, before it was asleep)."""
+        unwoken; longer only asleep, when the next state change or a timed step scheduled
+        before ``now + wait`` wakes the loop (and at once when ``missed(now + wait)``: one came
+        after this turn looked, before it was asleep)."""
         if busy:
             wait = min(wait, self.tick)
         if wait > self.tick:
             self._asleep = True
-            if missed():
-                self._asleep = False
+            engine = self._engine
+            if engine is not None:
+                engine.wake_at = now + wait
+            if missed(now + wait):
+                self._awake()
                 return 0.0
         return max(wait, 0.0)
 
-    def _unplanned(self) -> bool:
-        engine = self.provider.engine
-        return engine is not self._engine or engine.change_count > self._cursor
+    def _awake(self) -> None:
+        self._asleep = False
+        if self._engine is not None:
+            self._engine.wake_at = -math.inf
 
-    def _reloaded(self) -> bool:
+    def _woken_early(self) -> None:
+        """The engine scheduled a timed step before the loop wakes (a request's thread, under
+        the provider's lock)."""
+        if self._asleep:
+            self._asleep = False
+            self.wake()
+
+    def _unplanned(self, until: float) -> bool:
+        engine = self.provider.engine
+        if engine is not self._engine or engine.change_count > self._cursor:
+            return True
+        due = engine.next_due()
+        return due is not None and due < until
+
+    def _reloaded(self, until: float) -> bool:
         provider = self.provider
         return provider.engine is not self._engine or provider.scenario.webhooks is not None
 
@@ -318,7 +338,10 @@ class Dispatcher:
 
     def _restart(self, engine: Engine) -> None:
         """A new engine (load or reset): forget everything planned for the old one."""
+        if self._engine is not None:
+            self._engine.on_early = None
         self._engine = engine
+        engine.on_early = self._woken_early
         self._generation += 1
         # from the first change kept: 0, but for a run served in-process before this started
         self._cursor = engine.changes_let_go

@@ -292,6 +292,42 @@ def test_a_submit_to_a_sleeping_loop_has_its_webhook_sent_on_time(
     assert 0.1 <= sent - submitted < 0.5
 
 
+def test_a_step_a_status_read_schedules_without_a_state_change_wakes_a_sleeping_loop(
+    receiver: Receiver, serve: Callable[..., ServerThread]
+) -> None:
+    # the read takes a progress-only step (no state change to announce) and so schedules the
+    # succeeded step 300 ms on; the loop, asleep since the submit, must be woken for it
+    timeline = (
+        "      - status: queued\n"
+        "      - {after_polls: 1, progress: 10}\n"
+        "      - {at: 300ms, status: succeeded}\n"
+    )
+    server = serve(scenario(receiver, "  events: [job.succeeded]\n", timeline))
+    job_id = submit(server)
+    assert settle_until(server, lambda: server.dispatcher._asleep)
+    assert httpx.get(f"{server.url}/v1/jobs/{job_id}").status_code == 200
+    assert settle_until(server, lambda: len(receiver.received) == 1)
+    submitted, _, sent = (e.received_at for e in server.provider.journal)
+    assert 0.3 <= sent - submitted < 0.7  # asleep until REAL_TICK it was 0.7 s late or more
+
+
+def test_the_engine_calls_on_early_once_for_a_step_scheduled_before_the_wake(
+    receiver: Receiver,
+) -> None:
+    provider = FakeProvider(scenario(receiver, "  events: [job.succeeded]\n"))
+    engine = provider.engine
+    early: list[None] = []
+    engine.on_early = lambda: early.append(None)
+    engine.wake_at = 0.05  # the job's next step (100 ms) is after it: no call
+    _submit_in_process(provider)
+    assert early == []
+    engine.wake_at = 10.0
+    _submit_in_process(provider)
+    _submit_in_process(provider)
+    assert early == [None]  # once: the dispatcher is awake after the first
+    assert engine.wake_at == -math.inf
+
+
 def test_a_reset_cuts_a_send_in_flight_short_even_when_its_receiver_answers_soon(
     receiver: Receiver, serve: Callable[..., ServerThread]
 ) -> None:
