@@ -1465,7 +1465,50 @@ class BoundedStatusRate(Judge):
         at = self.at
         if self.ordered:
             if (not at or at[-1] <= received) and start < received:
-                self._in_order(e, received, start)
+                # a read received no earlier than every read before it: exactly what the
+                # general path does (nothing kept is later than it, no read let go is in
+                # its window, and ``at`` stays sorted by appending)
+                index = self.count
+                self.count = index + 1
+                seqs = self.seqs
+                at.append(received)
+                seqs.append(e.seq)
+                lo = self.lo
+                while at[lo] <= start:  # (it stops at this read: ``start < received``)
+                    lo += 1
+                self.lo = lo
+                if len(at) - lo > self.allowed:
+                    self._found(
+                        e,
+                        received,
+                        list(
+                            zip(at[lo:], range(self.base + lo, index + 1), seqs[lo:], strict=True)
+                        ),
+                    )
+                    return
+                if index & 63:
+                    return
+                keep = bisect.bisect_right(at, start - self.window)
+                if keep > 64 and keep * 2 > len(at):
+                    self.dropped = max(self.dropped, at[keep - 1])
+                    if self.gone_at is _NO_GONE[0]:
+                        self.gone_at = array.array("d")
+                        self.gone_index = array.array("q")
+                        self.gone_seq = array.array("q")
+                    base = self.base
+                    self.gone_at.extend(at[:keep])
+                    self.gone_index.extend(range(base, base + keep))
+                    self.gone_seq.extend(seqs[:keep])
+                    del at[:keep]
+                    del seqs[:keep]
+                    self.base = base + keep
+                    self.lo = lo - keep
+                    if len(self.gone_at) > self.keep_gone:
+                        half = len(self.gone_at) // 2
+                        self.forgotten = self.gone_at[half - 1]
+                        del self.gone_at[:half]
+                        del self.gone_index[:half]
+                        del self.gone_seq[:half]
                 return
             self._unorder()
         index = self.count
@@ -1527,50 +1570,6 @@ class BoundedStatusRate(Judge):
             self.gone_seq.extend(seq for _, _, seq in times[:keep])
             del at[:keep]
             del times[:keep]
-            if len(self.gone_at) > self.keep_gone:
-                half = len(self.gone_at) // 2
-                self.forgotten = self.gone_at[half - 1]
-                del self.gone_at[:half]
-                del self.gone_index[:half]
-                del self.gone_seq[:half]
-
-    def _in_order(self, e: EntryLike, received: float, start: float) -> None:
-        """``add`` for a read received no earlier than every read before it (exactly what
-        the general path does: nothing kept is later than it, no read let go is in its
-        window, and ``at`` stays sorted by appending)."""
-        index = self.count
-        self.count = index + 1
-        at, seqs = self.at, self.seqs
-        at.append(received)
-        seqs.append(e.seq)
-        lo = self.lo
-        while at[lo] <= start:  # (it stops at this read: ``start < received``)
-            lo += 1
-        self.lo = lo
-        if len(at) - lo > self.allowed:
-            self._found(
-                e,
-                received,
-                list(zip(at[lo:], range(self.base + lo, index + 1), seqs[lo:], strict=True)),
-            )
-            return
-        if index & 63:
-            return
-        keep = bisect.bisect_right(at, start - self.window)
-        if keep > 64 and keep * 2 > len(at):
-            self.dropped = max(self.dropped, at[keep - 1])
-            if self.gone_at is _NO_GONE[0]:
-                self.gone_at = array.array("d")
-                self.gone_index = array.array("q")
-                self.gone_seq = array.array("q")
-            base = self.base
-            self.gone_at.extend(at[:keep])
-            self.gone_index.extend(range(base, base + keep))
-            self.gone_seq.extend(seqs[:keep])
-            del at[:keep]
-            del seqs[:keep]
-            self.base = base + keep
-            self.lo = lo - keep
             if len(self.gone_at) > self.keep_gone:
                 half = len(self.gone_at) // 2
                 self.forgotten = self.gone_at[half - 1]

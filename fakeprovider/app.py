@@ -40,7 +40,15 @@ from .http import (
 )
 from .journal import Entry
 from .messages import ApiError, Reply, Request
-from .provider import INTERNAL_ERROR_MESSAGE, FakeProvider, internal_error
+from .provider import (
+    _CHECKED_STATUSES as _CHECKED,
+)
+from .provider import (
+    INTERNAL_ERROR_MESSAGE,
+    NOTHING_SENT,
+    FakeProvider,
+    internal_error,
+)
 from .scenario import bundled_scenarios, load_scenario, parse_scenario
 
 __all__ = ["FakeProviderApp", "admin_refusal", "create_app"]
@@ -96,11 +104,12 @@ class FakeProviderApp:
         self.stopping = False
         #: What ``_request`` made of the last scopes, by their parts.
         self._requests: dict[tuple[Any, ...], HttpRequest] = {}
-        #: By ``id(http)``: an ``HttpRequest`` ``_request`` made, the dialect that parsed it and
-        #: the request it made of it (``_parsed``).
-        self._kept_parses: dict[int, tuple[HttpRequest, Dialect, Request]] = {}
-        #: Whether requests without a body take the lane (``_parsed``, ``provider.respond``,
-        #: the journal completed in place): not for a provider whose class answers or journals
+        #: The lanes of the last scopes without a body (``_lane``), by their parts.
+        self._lanes_kept: dict[tuple[Any, ...], _Lane] = {}
+        #: The body lanes of the last scopes with a body (``_body_lane``), by their parts.
+        self._body_lanes: dict[tuple[Any, ...], _BodyLane] = {}
+        #: Whether requests without a body take their lane (``_lane``, the journal completed
+        #: in place): not for a provider whose class answers or journals
         #: otherwise (the pytest plugin's records what fails in ``receive`` and ``sent``).
         self._lanes = type(provider).receive is FakeProvider.receive and (
             type(provider).sent is FakeProvider.sent
@@ -153,10 +162,50 @@ class FakeProviderApp:
                     return  # the client went away while sending the body
                 reply, response = received
             else:
-                # No body (a status read, a download, a list...): the request parsed of the
-                # same scope before, handed to the engine without parsing it again.
-                http, request = self._parsed(scope, provider)
-                reply, response = provider.respond(http, request)
+                # No body (a status read, a download, a list...): the request's lane (``_lane``),
+                # the request parsed of the same scope before straight to the engine, and a
+                # reply that neither a fault nor a refusal touches straight to the dialect's
+                # renderer for its kind. Everything else is answered by the provider's own
+                # steps, as ``provider.respond`` takes them (tests/test_app_lanes.py).
+                key = (
+                    scope["method"],
+                    scope["path"],
+                    scope.get("query_string", b""),
+                    scope.get("client"),
+                    scope.get("scheme", "http"),
+                    *scope["headers"],
+                )
+                try:
+                    lane = self._lanes_kept.get(key)
+                except TypeError:  # a part that cannot be a key (a header as a list)
+                    lane = None
+                if lane is None or lane[1] is not provider.dialect:
+                    lane = self._lane(scope, provider)
+                http, dialect, request, render = lane
+                provider.base_url = http.base_url
+                with provider._lock:
+                    now = provider.clock.now()
+                    try:
+                        reply = provider.engine.handle(request, now)
+                        failed = False
+                    except Exception as exc:
+                        reply, failed = provider.unhandled(http, request, now, exc), True
+                if failed:  # the engine failed (a bug): its 500 is answered
+                    response = internal_error()
+                elif reply.action == "reset":
+                    response = NOTHING_SENT
+                else:
+                    try:
+                        if reply.fault is None and reply.error is None:
+                            response = render(reply, http)
+                        else:
+                            response = dialect.render(reply, http)
+                    except Exception as exc:
+                        reply, response = provider.unrendered(http, reply, exc)
+                    else:
+                        status = response.status
+                        if response.headers or not 200 <= status <= 599 or status in _CHECKED:
+                            reply, response = provider.checked(http, request, reply, response)
             cut_short = reply.delay > 0 and await self._pause(reply.delay)
             clock = provider.clock
             if reply.action != "respond":
@@ -220,41 +269,113 @@ class FakeProviderApp:
                     body += message.get("body", b"")
                     too_large = len(body) > limit
                 more = message.get("more_body", False)
-        http = self._request(scope)
-        if body or too_large:
-            http = _http_request(
-                http.method,
-                http.path,
-                http.query,
-                http.headers,
-                b"" if too_large else bytes(body),
-                http.peer,
-                http.base_url,
-                limit if too_large else None,
-            )
-        return provider.receive(http)
+        if not (body or too_large) or not self._lanes:
+            http = self._request(scope)
+            if body or too_large:
+                http = _http_request(
+                    http.method,
+                    http.path,
+                    http.query,
+                    http.headers,
+                    b"" if too_large else bytes(body),
+                    http.peer,
+                    http.base_url,
+                    limit if too_large else None,
+                )
+            return provider.receive(http)
+        # A body's lane: what the dialect parses of everything but the body, kept per scope
+        # (``_body_lane``), and the body parsed alone (tests/test_app_lanes.py).
+        key = (
+            scope["method"],
+            scope["path"],
+            scope.get("query_string", b""),
+            scope.get("client"),
+            scope.get("scheme", "http"),
+            *scope["headers"],
+        )
+        try:
+            lane = self._body_lanes.get(key)
+        except TypeError:  # a part that cannot be a key (a header as a list)
+            lane = None
+        if lane is None or lane[1] is not provider.dialect:
+            lane = self._body_lane(scope, provider)
+        bare, _, parse = lane
+        http = _http_request(
+            bare.method,
+            bare.path,
+            bare.query,
+            bare.headers,
+            b"" if too_large else bytes(body),
+            bare.peer,
+            bare.base_url,
+            limit if too_large else None,
+        )
+        if parse is None:
+            return provider.receive(http)
+        try:
+            request = parse(http)
+        except Exception as exc:
+            request = provider.unparsed(http, exc)
+        return provider.respond(http, request)
 
-    def _parsed(self, scope: Scope, provider: FakeProvider) -> tuple[HttpRequest, Request]:
-        """The ``HttpRequest`` for ``scope`` (without a body: ``_request``'s) and the request
-        the provider's dialect parses it as: the very pair made for the same scope before,
-        while that dialect plays (a scenario load brings another), as ``Dialect.parse`` keeps
-        them. A request the dialect failed to parse, or that carries a body, is parsed again
-        every time, as ``provider.receive`` would."""
+    def _body_lane(self, scope: Scope, provider: FakeProvider) -> _BodyLane:
+        """The ``HttpRequest`` for ``scope`` without a body (``_request``'s), the provider's
+        dialect, and that dialect's ``body_parser`` for it (None: ``provider.receive`` parses
+        each request whole), kept by the scope's parts while that dialect plays. Not kept
+        when the dialect failed to make the parser (``provider.receive`` then fails as
+        before, every time)."""
         http = self._request(scope)
         dialect = provider.dialect
-        kept = self._kept_parses.get(id(http))
-        if kept is not None and kept[0] is http and kept[1] is dialect:
-            return http, kept[2]
+        try:
+            lane = (http, dialect, dialect.body_parser(http))
+        except Exception:
+            return (http, dialect, None)
+        lanes = self._body_lanes
+        key = (
+            scope["method"],
+            scope["path"],
+            scope.get("query_string", b""),
+            scope.get("client"),
+            scope.get("scheme", "http"),
+            *scope["headers"],
+        )
+        with contextlib.suppress(TypeError):  # a part that cannot be a key: not kept
+            if len(lanes) >= _REQUESTS_KEPT:
+                lanes.clear()
+            lanes[key] = lane
+        return lane
+
+    def _lane(self, scope: Scope, provider: FakeProvider) -> _Lane:
+        """The lane of the request ``scope`` stands for, without a body: the ``HttpRequest``
+        (``_request``'s), the provider's dialect, the request that dialect parses it as, and
+        the dialect's renderer for that request's kind. Kept by the scope's parts (as
+        ``_request`` keeps the ``HttpRequest``) while that dialect plays (a scenario load brings
+        another), as ``Dialect.parse`` keeps what it parsed: not a request the dialect failed to
+        parse, or one that carries a body (parsed again every time, as ``provider.receive``
+        does)."""
+        http = self._request(scope)
+        dialect = provider.dialect
         try:
             request: Request = dialect.parse(http)
         except Exception as exc:
-            return http, provider.unparsed(http, exc)
+            request = provider.unparsed(http, exc)
+            return (http, dialect, request, dialect.renderer(request.kind))
+        lane = (http, dialect, request, dialect.renderer(request.kind))
         if request.body is None:
-            parses = self._kept_parses
-            if len(parses) >= _REQUESTS_KEPT:
-                parses.clear()
-            parses[id(http)] = (http, dialect, request)  # holding ``http``: its id is not reused
-        return http, request
+            lanes = self._lanes_kept
+            key = (
+                scope["method"],
+                scope["path"],
+                scope.get("query_string", b""),
+                scope.get("client"),
+                scope.get("scheme", "http"),
+                *scope["headers"],
+            )
+            with contextlib.suppress(TypeError):  # a part that cannot be a key: not kept
+                if len(lanes) >= _REQUESTS_KEPT:
+                    lanes.clear()
+                lanes[key] = lane
+        return lane
 
     def _request(self, scope: Scope) -> HttpRequest:
         """The ``HttpRequest`` for ``scope`` without a body: the very object made for the same
@@ -439,6 +560,12 @@ _JSON_TYPE = (b"content-type", b"application/json")
 _FIELDS_CACHED = 64
 #: Each header name as sent (lower case, encoded), at most ``_FIELDS_CACHED`` of them.
 _NAMES: dict[str, bytes] = {}
+#: A request without a body as the app keeps it (``FakeProviderApp._lane``): the
+#: ``HttpRequest``, the dialect, the request it parsed and its renderer for the request's kind.
+_Lane = tuple[HttpRequest, Dialect, Request, Callable[[Reply, HttpRequest], HttpResponse]]
+#: A request with a body as the app keeps it (``FakeProviderApp._body_lane``): the
+#: ``HttpRequest`` without the body, the dialect, and its parser of such requests' bodies.
+_BodyLane = tuple[HttpRequest, Dialect, Callable[[HttpRequest], Request] | None]
 #: Scopes whose ``HttpRequest`` the app keeps at most (``FakeProviderApp._request``).
 _REQUESTS_KEPT = 512
 

@@ -6,8 +6,9 @@ from the server's loop, so nothing a receiver does (answer slowly, hang, refuse 
 can hold up a status response: the only thing it shares with request handling is the
 provider's lock, held for microseconds while it asks the engine which state changes are due.
 
-Each loop turn (when a send or a timed step is due, when a request made a change that may
-send or that is due sooner, and at least every ``tick`` seconds on a clock that can jump) it brings
+Each loop turn (every ``tick`` seconds while jobs change or sends are in flight, sooner when a
+request made a change that may send; on the machine's clock, once nothing changes, only when a
+send or a timed step is due or the next change comes) it brings
 every job up to the clock (``FakeProvider.advance``), plans the sends of the new state changes
 (``webhooks.plan_change``, with the provider's dialect deciding which events its provider
 sends) and starts the sends that are due; the dialect shapes each send's body and headers
@@ -68,8 +69,9 @@ class Dispatcher:
     ``allow_webhook_hosts`` adds hosts besides loopback addresses and ``localhost`` that
     deliveries may go to (the provider's own list counts too). ``tick`` bounds how long a
     change of a virtual clock (any clock but the machine's own monotonic one) can go
-    unnoticed; on the machine's clock the loop sleeps until something is due (at most
-    ``REAL_TICK``), so an idle server is not woken 50 times a second.
+    unnoticed; on the machine's clock, after a turn that found nothing new, the loop sleeps
+    until something is due (at most ``REAL_TICK``) and the next state change wakes it, so an
+    idle server is not woken 50 times a second and a busy one is not woken per request.
     """
 
     #: The longest the loop sleeps on the machine's monotonic clock, which cannot jump: every
@@ -86,8 +88,8 @@ class Dispatcher:
         self.provider = provider
         self.allow_webhook_hosts = frozenset(allow_webhook_hosts)
         self.tick = tick
-        #: The clock reading the loop sleeps until (infinity while it is awake).
-        self._until = math.inf
+        #: Whether the loop sleeps past the next tick: then the next state change wakes it.
+        self._asleep = False
         self._thread = threading.Thread(target=self._run, name="fakeprovider webhooks", daemon=True)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wake: asyncio.Event | None = None
@@ -141,9 +143,11 @@ class Dispatcher:
         ) in config.events:
             self.wake()
             return
-        # a change that sends nothing may still make a timed step due before the loop wakes
-        due = provider.engine.next_due()
-        if due is not None and due < self._until:
+        # a change that sends nothing may still make a step due (the engine schedules a job's
+        # next step after it announces the change): a loop asleep past the next tick looks now,
+        # and then ticks while changes keep coming, so a stream of requests wakes it once
+        if self._asleep:
+            self._asleep = False
             self.wake()
 
     def wake(self) -> None:
@@ -203,7 +207,7 @@ class Dispatcher:
         self._started.set()
         try:
             while not self._stopping:
-                self._until = math.inf  # awake: any change made now wakes the next turn
+                self._awake()
                 wait = self._safe_turn()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), timeout=wait)
@@ -248,8 +252,8 @@ class Dispatcher:
         config = provider.scenario.webhooks
         if provider.engine is not self._engine:
             self._restart(provider.engine)
-        if config is None:
-            return self._cap()
+        if config is None:  # nothing to plan; a load may bring webhooks, and then changes
+            return self._sleep(self._cap(), bool(self._tasks), self._reloaded, 0.0)
         self._http()  # made before the first send is due, not while it waits
         # the engine the cursor counts in: a reset or load since the check above is told apart
         # under the provider's lock, and the new engine is left alone until the next turn
@@ -282,9 +286,48 @@ class Dispatcher:
             wait = min(wait, self._queue[0][0] - now)
         if next_due is not None:
             wait = min(wait, next_due - now)
-        wait = max(wait, 0.0)
-        self._until = now + wait
-        return wait
+        return self._sleep(wait, bool(changes or self._tasks), self._unplanned, now)
+
+    def _sleep(self, wait: float, busy: bool, missed: Callable[[float], bool], now: float) -> float:
+        """How long to sleep after a turn: within a tick while ``busy`` (jobs are changing, or
+        a send in flight may need cutting short by a reset or a load, which make no change),
+        unwoken; longer only asleep, when the next state change or a timed step scheduled
+        before ``now + wait`` wakes the loop (and at once when ``missed(now + wait)``: one came
+        after this turn looked, before it was asleep)."""
+        if busy:
+            wait = min(wait, self.tick)
+        if wait > self.tick:
+            self._asleep = True
+            engine = self._engine
+            if engine is not None:
+                engine.wake_at = now + wait
+            if missed(now + wait):
+                self._awake()
+                return 0.0
+        return max(wait, 0.0)
+
+    def _awake(self) -> None:
+        self._asleep = False
+        if self._engine is not None:
+            self._engine.wake_at = -math.inf
+
+    def _woken_early(self) -> None:
+        """The engine scheduled a timed step before the loop wakes (a request's thread, under
+        the provider's lock)."""
+        if self._asleep:
+            self._asleep = False
+            self.wake()
+
+    def _unplanned(self, until: float) -> bool:
+        engine = self.provider.engine
+        if engine is not self._engine or engine.change_count > self._cursor:
+            return True
+        due = engine.next_due()
+        return due is not None and due < until
+
+    def _reloaded(self, until: float) -> bool:
+        provider = self.provider
+        return provider.engine is not self._engine or provider.scenario.webhooks is not None
 
     def _cap(self) -> float:
         """The longest the loop may sleep: ``tick`` on a clock that can jump."""
@@ -295,7 +338,10 @@ class Dispatcher:
 
     def _restart(self, engine: Engine) -> None:
         """A new engine (load or reset): forget everything planned for the old one."""
+        if self._engine is not None:
+            self._engine.on_early = None
         self._engine = engine
+        engine.on_early = self._woken_early
         self._generation += 1
         # from the first change kept: 0, but for a run served in-process before this started
         self._cursor = engine.changes_let_go

@@ -232,6 +232,11 @@ class Engine:
         self._wanted: int | None = 0 if follow_changes else None
         self._trim_at = 2 * keep_changes + 64  # trimmed when this many are kept: amortised O(1)
         self._on_change = on_change
+        #: A webhook dispatcher going to sleep sets the clock reading it wakes at, and what
+        #: wakes it: a timed step scheduled before then (a submit's, or one a status read made
+        #: due without a state change) calls ``on_early`` once, at once.
+        self.wake_at = -math.inf
+        self.on_early: Callable[[], None] | None = None
         #: The request kinds that no credential check and no rate limit touches, and those of
         #: them that no fault's route takes either: a well-formed request of an open kind goes
         #: straight to its route.
@@ -773,6 +778,8 @@ class Engine:
         if scheduled:
             self._due_counter += 1
             heapq.heappush(self._due, (due, self._due_counter, job_id))
+            if due < self.wake_at:
+                self._early()
         hints = self.poll_hints
         self.journal.append(
             Entry(  # positional, in the order of Entry's fields (cheaper than by name)
@@ -967,6 +974,14 @@ class Engine:
         heapq.heappush(self._due, (due, self._due_counter, job.id))
         job.scheduled = True
         job.due = due
+        if due < self.wake_at:
+            self._early()
+
+    def _early(self) -> None:
+        """A timed step is due before a sleeping dispatcher wakes: wake it (once)."""
+        self.wake_at = -math.inf
+        if self.on_early is not None:
+            self.on_early()
 
     def _changed(self, job: Job, at: float) -> JobView:
         """Announce ``job``'s new status (entered at ``at``); return the view announced."""

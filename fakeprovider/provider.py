@@ -91,6 +91,8 @@ def internal_error() -> HttpResponse:
     return error_response(500, "internal_error", INTERNAL_ERROR_MESSAGE)
 
 
+#: The answer to a reply whose connection is reset: nothing is ever sent.
+NOTHING_SENT = HttpResponse(0, b"", None)
 #: The statuses ``FakeProvider.receive`` looks at whatever the headers: 405 (``Allow``) and
 #: those without a body.
 _CHECKED_STATUSES = NO_BODY | {405}
@@ -313,26 +315,47 @@ class FakeProvider:
             try:
                 reply = self.engine.handle(request, now)
             except Exception as exc:
-                self.log_once.exception(
-                    "handle", exc, "fakeprovider failed to handle %s %s", http.method, http.path
-                )
-                self.failed(f"{http.method} {http.path}", exc)
-                return self._failed(request, now), internal_error()
+                return self.unhandled(http, request, now, exc), internal_error()
         if reply.action == "reset":
-            return reply, HttpResponse(0, b"", None)  # nothing is ever sent
+            return reply, NOTHING_SENT
         try:
             response = self.dialect.render(reply, http)
         except Exception as exc:
-            self.log_once.exception(
-                "render", exc, "fakeprovider failed to answer %s %s", http.method, http.path
-            )
-            self.failed(f"{http.method} {http.path}", exc)
-            return _with_error(reply, "internal_error"), internal_error()
+            return self.unrendered(http, reply, exc)
         status = response.status
         if not response.headers and 200 <= status <= 599 and status not in _CHECKED_STATUSES:
             # no header to check or make safe, a body this status may carry, a final status:
-            # every check below would pass it as it is
+            # every check in ``checked`` would pass it as it is
             return reply, response
+        return self.checked(http, request, reply, response)
+
+    def unhandled(self, http: HttpRequest, request: Request, now: float, exc: Exception) -> Reply:
+        """The engine failed on ``request`` (raising ``exc``, a bug) at ``now``: logged once per
+        cause and journaled; the reply the journal holds (its answer is ``internal_error()``).
+        Called holding the provider's lock, as the engine is."""
+        self.log_once.exception(
+            "handle", exc, "fakeprovider failed to handle %s %s", http.method, http.path
+        )
+        self.failed(f"{http.method} {http.path}", exc)
+        return self._failed(request, now)
+
+    def unrendered(
+        self, http: HttpRequest, reply: Reply, exc: Exception
+    ) -> tuple[Reply, HttpResponse]:
+        """The dialect failed to render ``reply`` (raising ``exc``, a bug): logged once per cause;
+        the reply as the journal will record it, and the 500 ``internal_error`` sent instead."""
+        self.log_once.exception(
+            "render", exc, "fakeprovider failed to answer %s %s", http.method, http.path
+        )
+        self.failed(f"{http.method} {http.path}", exc)
+        return _with_error(reply, "internal_error"), internal_error()
+
+    def checked(
+        self, http: HttpRequest, request: Request, reply: Reply, response: HttpResponse
+    ) -> tuple[Reply, HttpResponse]:
+        """``response``, rendered for ``reply``, as it goes on the wire: a 405's ``Allow``,
+        header values made safe, no body on a 204 or 304; a 500 ``unsendable_answer`` (and the
+        reply journaled with it) when HTTP/1.1 cannot carry it."""
         if response.status == 405 and request.problem_code == "method_not_allowed":
             allowed = ", ".join(self.dialect.allowed_methods(http.path))
             response = dataclasses.replace(

@@ -9,6 +9,7 @@ made and parsed afresh, the general path), in-process, on virtual clocks that mo
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import io
 import json
 import re
@@ -110,7 +111,8 @@ class _Side:
         if not lanes:
             self.app._lanes = False  # every request through provider.receive
             self.app._requests = _Forgetful()
-            self.app._kept_parses = _Forgetful()
+            self.app._lanes_kept = _Forgetful()
+            self.app._body_lanes = _Forgetful()
             self.provider.dialect._parsed = _Forgetful()
 
     def call(self, scope: dict[str, Any], chunks: list[bytes]) -> list[Any]:
@@ -320,12 +322,13 @@ def test_a_kept_parse_is_not_used_by_the_dialect_of_a_scenario_loaded_since() ->
     provider = FakeProvider("long-render", clock=VirtualClock())
     app = create_app(provider)
     scope = _scope("GET", "/v1/jobs/j1", b"", HEADERS[:1], CLIENTS[0])
-    http, first = app._parsed(scope, provider)
-    assert app._parsed(scope, provider) == (http, first)
-    assert app._parsed(scope, provider)[1] is first
+    http, _, first, _ = app._lane(scope, provider)
+    assert app._lanes_kept[next(iter(app._lanes_kept))][2] is first
+    assert app._lane(scope, provider)[2] is first
     provider.load("quick-preview")
-    again_http, again = app._parsed(scope, provider)
+    again_http, dialect, again, _ = app._lane(scope, provider)
     assert again_http is http
+    assert dialect is provider.dialect
     assert again is not first
     assert again == provider.dialect._parse(http)
 
@@ -344,10 +347,10 @@ def test_a_request_the_dialect_failed_to_parse_is_parsed_again_every_time(
     monkeypatch.setattr(provider.dialect, "_parse", broken)
     scope = _scope("GET", "/v1/jobs/j1", b"", [], CLIENTS[0])
     for _ in range(2):
-        _, request = app._parsed(scope, provider)
+        _, _, request, _ = app._lane(scope, provider)
         assert (request.kind, request.problem_code) == ("unknown", "internal_error")
     assert calls == ["/v1/jobs/j1", "/v1/jobs/j1"]
-    assert app._kept_parses == {}
+    assert app._lanes_kept == {}
 
 
 def test_a_provider_class_that_answers_or_journals_otherwise_takes_no_lane() -> None:
@@ -357,3 +360,94 @@ def test_a_provider_class_that_answers_or_journals_otherwise_takes_no_lane() -> 
 
     assert create_app(FakeProvider("long-render", clock=VirtualClock()))._lanes
     assert not create_app(Recording("long-render", clock=VirtualClock()))._lanes
+
+
+@pytest.mark.parametrize("dialect", sorted(DIALECTS))
+@pytest.mark.parametrize("broken", ["handle", "renderer", "render"])
+def test_a_failure_in_the_lane_is_answered_and_journaled_as_on_the_general_path(
+    dialect: str, broken: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The engine or the dialect failing (a bug) on a lane's request: the same 500 and the
+    same journal lines as ``provider.receive`` gives, whatever part failed."""
+    template = next(r.template for r in DIALECTS[dialect].routes if r.kind == "status")
+    base = (0.0, "GET", template, 0, b"", [HEADERS[0]], CLIENTS[0], b"", False, None)
+    sides = [_Side(dialect, "transient-5xx", lanes) for lanes in (True, False)]
+    for side in sides:
+        target: Any = side.provider.engine if broken == "handle" else side.provider.dialect
+        name = "render" if broken == "renderer" else broken
+        original = getattr(target, name)
+        calls = [0]
+
+        def fails_every_other(*args: Any, _original: Any = original, _calls: Any = calls) -> Any:
+            # the engine on every other request; the dialect on every other reply (by its
+            # seq), ``render`` on those a fault or a refusal touched (the lane's renderer
+            # takes the others: "renderer")
+            _calls[0] += 1
+            if broken == "handle":
+                fails = _calls[0] % 2 == 0
+            else:
+                reply = args[0]
+                touched = reply.fault is not None or reply.error is not None
+                fails = reply.seq % 2 == 0 and (touched or broken == "renderer")
+            if fails:
+                raise RuntimeError(f"{broken} broke")
+            return _original(*args)
+
+        if broken == "renderer":
+            # the lane's renderer for status reads fails; the general path's render too
+            kind_renderer = side.provider.dialect.renderer
+
+            def renderer(kind: Any, _make: Any = kind_renderer, _f: Any = fails_every_other) -> Any:
+                made = _make(kind)
+                return lambda reply, http: (_f(reply, http), made(reply, http))[1]
+
+            side.provider.dialect.renderer = renderer  # type: ignore[method-assign]
+        setattr(target, name, fails_every_other)
+    requests = [base, (0.5, *base[1:]), base, (5.0, *base[1:]), base, base, base]
+    fast, general = sides
+    _play_on(fast, general, dialect, requests)
+    assert '"error_code":"internal_error"' in fast.sink.getvalue()
+
+
+def _play_on(fast: _Side, general: _Side, dialect: str, requests: list[Any]) -> None:
+    submit_path, submit_body = SUBMITS[dialect]
+    create = json.dumps(submit_body).encode()
+    for side in (fast, general):
+        side.call(_scope("POST", submit_path, b"", _SUBMIT_HEADERS, CLIENTS[0]), [create])
+    for advance, method, template, pick, query, headers, client, body, _split, _admin in requests:
+        ids = [job.id for job in fast.provider.engine.jobs]
+        job_id = (ids + JOB_IDS)[pick % (len(ids) + len(JOB_IDS))]
+        path = _fill(template, job_id)
+        answers = []
+        for side in (fast, general):
+            side.clock.advance(advance)
+            answers.append(side.call(_scope(method, path, query, headers, client), [body]))
+        assert answers[0] == answers[1], (method, path)
+    assert fast.sink.getvalue() == general.sink.getvalue()
+
+
+@pytest.mark.parametrize("dialect", sorted(DIALECTS))
+@settings(max_examples=30, deadline=None)
+@given(data=st.data())
+def test_a_body_parser_parses_each_body_as_parse_parses_the_whole_request(
+    dialect: str, data: st.DataObject
+) -> None:
+    from fakeprovider.dialects import get_dialect
+
+    made = get_dialect(dialect)
+    submit_path, submit_body = SUBMITS[dialect]
+    templates = [r.template for r in made.routes]
+    method = data.draw(st.sampled_from(["POST", "GET", "DELETE"]))
+    path = _fill(data.draw(st.sampled_from([submit_path, *templates, "/nope"])), "j1")
+    drawn = data.draw(st.lists(st.sampled_from(HEADERS), max_size=5))
+    headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in drawn}
+    query = data.draw(st.sampled_from([{}, {"fal_webhook": "http://127.0.0.1/h"}]))
+    bare = HttpRequest(method, path, query, headers, b"", "127.0.0.1:5000", "http://x")
+    parse = made.body_parser(bare)
+    body = data.draw(st.sampled_from([*BODIES, json.dumps(submit_body).encode()]))
+    too_large = data.draw(st.sampled_from([None, None, 10]))
+    whole = dataclasses.replace(bare, body=b"" if too_large else body, too_large=too_large)
+    if parse is None:
+        assert made.match(method, path) is None
+    else:
+        assert parse(whole) == made.parse(whole)

@@ -21,7 +21,6 @@ from fakeprovider.clock import VirtualClock
 from fakeprovider.dispatcher import Dispatcher, redact_url
 from fakeprovider.http import HttpRequest
 from fakeprovider.journal import RetryAfterRecord, read_journal
-from fakeprovider.messages import StateChange
 from fakeprovider.server import ServerThread
 
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
@@ -223,41 +222,39 @@ def _woken(dispatcher: Dispatcher) -> list[None]:
     return woken
 
 
-def _submitted_change(provider: FakeProvider) -> StateChange:
+def _submit_in_process(provider: FakeProvider) -> None:
     headers = {"content-type": "application/json"}
     request = HttpRequest("POST", "/v1/jobs", headers=headers, body=b'{"prompt": "a cat"}')
     reply = provider.receive(request)[0]
     assert reply.created
     provider.sent(reply, started=0.0, completed=0.0, status_code=202)
-    [change] = provider.engine.changes_since(0)
-    return change
 
 
-def test_a_change_that_sends_nothing_wakes_the_loop_only_for_a_step_due_before_it_wakes(
+def test_a_change_that_sends_nothing_wakes_a_loop_asleep_past_the_next_tick_once(
     receiver: Receiver,
 ) -> None:
-    # job.queued is not listed: its change sends nothing, but the job's processing step
-    # (100 ms on) is due before a loop asleep until 1 s wakes, and not before one until 0.1 s
+    # job.queued is not listed: its change sends nothing, but the job's processing step is
+    # scheduled (after the change is announced) for 100 ms on, sooner than a sleeping loop
+    # would look; a loop that ticks finds it at its next tick, unwoken
     provider = FakeProvider(scenario(receiver, "  events: [job.processing]\n"))
-    dispatcher = Dispatcher(provider)  # not started: _changed is called by hand
+    dispatcher = Dispatcher(provider)  # not started: its loop is played by hand
+    provider.observe(dispatcher._changed)
     woken = _woken(dispatcher)
-    change = _submitted_change(provider)
-    due = provider.engine.next_due()
-    assert due is not None
-    dispatcher._until = due
-    dispatcher._changed(change)
+    _submit_in_process(provider)
     assert woken == []
-    dispatcher._until = due + 0.9
-    dispatcher._changed(change)
-    assert woken == [None]
+    dispatcher._asleep = True
+    _submit_in_process(provider)
+    _submit_in_process(provider)
+    assert woken == [None]  # the first change only: the loop ticks while changes come
+    assert not dispatcher._asleep
 
 
 def test_a_listed_change_wakes_the_loop_however_long_it_sleeps(receiver: Receiver) -> None:
     provider = FakeProvider(scenario(receiver, "  events: [job.queued]\n"))
     dispatcher = Dispatcher(provider)
+    provider.observe(dispatcher._changed)
     woken = _woken(dispatcher)
-    dispatcher._until = 0.0
-    dispatcher._changed(_submitted_change(provider))
+    _submit_in_process(provider)  # the loop is awake: only a listed change wakes it
     assert woken == [None]
 
 
@@ -278,6 +275,72 @@ def test_an_idle_loop_on_the_machine_clock_sleeps_until_something_is_due(
     time.sleep(0.5)
     # asleep after the wake's turn (REAL_TICK is 1 s): at a tick of 20 ms it was 25 more turns
     assert len(turns) <= 2
+
+
+def test_a_submit_to_a_sleeping_loop_has_its_webhook_sent_on_time(
+    receiver: Receiver, serve: Callable[..., ServerThread]
+) -> None:
+    # the default events do not list job.queued: the submit's change sends nothing, and the
+    # loop, asleep since nothing changed, must still look for the step 100 ms on (a loop that
+    # slept on until REAL_TICK sent it 0.9 s late)
+    timeline = "      - status: queued\n      - {at: 100ms, status: succeeded}\n"
+    server = serve(scenario(receiver, "", timeline))
+    assert settle_until(server, lambda: server.dispatcher._asleep)
+    submit(server)
+    assert settle_until(server, lambda: len(receiver.received) == 1)
+    submitted, sent = (e.received_at for e in server.provider.journal)
+    assert 0.1 <= sent - submitted < 0.5
+
+
+def test_a_step_a_status_read_schedules_without_a_state_change_wakes_a_sleeping_loop(
+    receiver: Receiver, serve: Callable[..., ServerThread]
+) -> None:
+    # the read takes a progress-only step (no state change to announce) and so schedules the
+    # succeeded step 300 ms on; the loop, asleep since the submit, must be woken for it
+    timeline = (
+        "      - status: queued\n"
+        "      - {after_polls: 1, progress: 10}\n"
+        "      - {at: 300ms, status: succeeded}\n"
+    )
+    server = serve(scenario(receiver, "  events: [job.succeeded]\n", timeline))
+    job_id = submit(server)
+    assert settle_until(server, lambda: server.dispatcher._asleep)
+    assert httpx.get(f"{server.url}/v1/jobs/{job_id}").status_code == 200
+    assert settle_until(server, lambda: len(receiver.received) == 1)
+    submitted, _, sent = (e.received_at for e in server.provider.journal)
+    assert 0.3 <= sent - submitted < 0.7  # asleep until REAL_TICK it was 0.7 s late or more
+
+
+def test_the_engine_calls_on_early_once_for_a_step_scheduled_before_the_wake(
+    receiver: Receiver,
+) -> None:
+    provider = FakeProvider(scenario(receiver, "  events: [job.succeeded]\n"))
+    engine = provider.engine
+    early: list[None] = []
+    engine.on_early = lambda: early.append(None)
+    engine.wake_at = 0.05  # the job's next step (100 ms) is after it: no call
+    _submit_in_process(provider)
+    assert early == []
+    engine.wake_at = 10.0
+    _submit_in_process(provider)
+    _submit_in_process(provider)
+    assert early == [None]  # once: the dispatcher is awake after the first
+    assert engine.wake_at == -math.inf
+
+
+def test_a_reset_cuts_a_send_in_flight_short_even_when_its_receiver_answers_soon(
+    receiver: Receiver, serve: Callable[..., ServerThread]
+) -> None:
+    receiver.answer = lambda n: (200, {}, 0.4)
+    sink = io.StringIO()
+    server = serve(scenario(receiver, "  events: [job.succeeded]\n"), journal_sink=sink)
+    submit(server)
+    assert settle_until(server, lambda: len(in_flight(server)) == 1)
+    httpx.post(f"{server.url}/__admin/reset")  # makes no state change to wake the loop
+    time.sleep(0.6)
+    assert server.dispatcher.wait_idle(5.0)
+    written = [e for e in read_journal(io.StringIO(sink.getvalue())) if e.kind == "webhook"]
+    assert [(e.status_code, e.completed_at) for e in written] == [(None, None)]
 
 
 def test_a_loop_on_a_clock_that_can_jump_looks_every_tick(receiver: Receiver) -> None:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..http import HttpRequest, HttpResponse, _response, json_response, json_text
-from ..messages import JobView, Reply, Request
+from ..messages import JobView, Reply, Request, RequestKind
 from ..settings import RunSettings
 from ..webhooks import Outgoing, WebhookMessage, iso_timestamp, signed_message
 from .base import (
@@ -114,14 +114,28 @@ class GenericDialect(Dialect):
             }
             headers = (*reply.headers, ("Location", f"/v1/jobs/{job.id}"))
             return json_response(reply.status_code, payload, headers)
-        return self._status(job, reply.headers)
+        return self._status(reply, http)
 
-    def _status(self, job: JobView, headers: tuple[tuple[str, str], ...]) -> HttpResponse:
-        """``json_response(200, self.job(job), headers)``, the same answer, from the pieces kept
+    def renderer(self, kind: RequestKind) -> Callable[[Reply, HttpRequest], HttpResponse]:
+        cls = type(self)
+        if (
+            kind == "status"
+            and cls.render is Dialect.render
+            and cls.render_answer is GenericDialect.render_answer
+            and not self.keeps_status_answers
+        ):
+            return self._status
+        return super().renderer(kind)
+
+    def _status(self, reply: Reply, http: HttpRequest) -> HttpResponse:
+        """``render_answer(reply, http)`` for a status read of ``job = reply.job``:
+        ``json_response(200, self.job(job), reply.headers)``, the same answer, from the pieces kept
         for the job's id: what ``job`` shows of a job but its elapsed time depends on the step
         it is at alone (the same objects from the engine's table of steps while it stays there).
         So the body is the pieces around ``elapsed_seconds`` made once per step, joined around
         that number, as long as every other input is the very object they were made from."""
+        job = reply.job
+        assert job is not None
         kept = self._pieces.get(job.id)
         if (
             kept is None
@@ -136,9 +150,9 @@ class GenericDialect(Dialect):
             kept = self._keep(job)
         elapsed = round(job.now - job.created_at, 3)  # job.elapsed
         if kept is None or type(elapsed) is not float or not math.isfinite(elapsed):
-            return json_response(200, self.job(job), headers)
+            return json_response(200, self.job(job), reply.headers)
         body = b"".join((kept[6], float.__repr__(elapsed).encode(), kept[7]))
-        return _response(200, body, "application/json", tuple(headers))
+        return _response(200, body, "application/json", tuple(reply.headers))
 
     def _keep(self, job: JobView) -> _Pieces | None:
         """The pieces of ``job``'s JSON around its ``elapsed_seconds``, kept for its id; None
