@@ -215,8 +215,6 @@ class _Totals:
 
     def union(self, old: frozenset[str], new: AbstractSet[str]) -> frozenset[str]:
         """``old | new``, as the one frozenset of those statuses every client shares."""
-        if new <= old:
-            return old
         both = old | new
         return self.sets.setdefault(both, both)
 
@@ -246,6 +244,7 @@ def check_stream(
     tested = False
     name: str | None = None  # the client of the last request, and its judge's ``add``
     add: Callable[[EntryLike], None] | None = None
+    new_judge = ClientJudge
     for e in entries:
         kind = e.kind
         if kind == "admin":
@@ -271,7 +270,7 @@ def check_stream(
                 name = e.client
                 judge = run.clients.get(name)
                 if judge is None:
-                    run.clients[name] = judge = ClientJudge(
+                    run.clients[name] = judge = new_judge(
                         run.limits, bounded=True, keep_gone=keep_gone
                     )
                 add = judge.add
@@ -315,11 +314,10 @@ def _status_facts(run: _Run, e: EntryLike) -> None:
 
 
 def _webhook(run: _Run, e: EntryLike, totals: _Totals) -> None:
-    job_id = e.job_id
+    job_id, event, code = e.job_id, e.event, e.status_code
     sent = was_sent(e)
     heard = sent and told(e)
-    if job_id is not None and heard:
-        event = e.event
+    if heard and job_id is not None:
         told_as = (
             e.received_at,
             event if event is None else totals.strings.setdefault(event, event),
@@ -333,21 +331,20 @@ def _webhook(run: _Run, e: EntryLike, totals: _Totals) -> None:
         run.true_by_job.setdefault(job_id, set()).add(e.true_status)
     if e.status_since is not None:
         _status_facts(run, e)
-    code = e.status_code
+    acknowledged = code is not None and 200 <= code < 300
     if not (  # what ``webhook_ack`` lets pass without a look: a 2xx to a valid send, in time
-        e.delivery not in _REJECT
-        and code is not None
-        and 200 <= code < 300
+        acknowledged
+        and e.delivery not in _REJECT
         and ((latency := e.latency) is None or not latency > run.limits.ack_limit + EPSILON)
     ):
         run.violations.extend(webhook_ack((e,), run.limits))
     if sent:
         totals.sent = True
         totals.deliveries += 1
-        if code is not None and 200 <= code < 300:
+        if acknowledged:
             totals.acknowledged += 1
-        totals.by_event[e.event or "unknown"] += 1
-        if job_id and heard and (e.event or "").removeprefix("job.") in TERMINAL_STATUSES:
+        totals.by_event[event or "unknown"] += 1
+        if heard and job_id and (event or "").removeprefix("job.") in TERMINAL_STATUSES:
             run.notified.add(job_id)
     if heard and e.job_status in TERMINAL_STATUSES:
         run.notified_status.add(job_id)
@@ -422,36 +419,42 @@ def _closed_clients(run: _Run, totals: _Totals) -> Iterator[Found]:
     per_client, observed_of, reached_of = totals.per_client, totals.observed, totals.reached
     codes, forms, faults = totals.codes, totals.forms, totals.faults
     delays = totals.delays
+    union = totals.union
     for name in list(clients):
         judge = clients.pop(name)
         yield from judge.iter_found(hooks)
-        completions = len(judge.seen_jobs)
+        count = judge.count
+        seen_jobs = judge.seen_jobs
         counted = per_client.get(name)
         if counted is None:
             per_client[name] = [
-                judge.count,
+                count,
                 judge.status_reads,
-                completions,
+                len(seen_jobs),
                 judge.retries,
                 judge.rate_limit_hits,
             ]
         else:
-            counted[0] += judge.count
+            counted[0] += count
             counted[1] += judge.status_reads
-            counted[2] += completions
+            counted[2] += len(seen_jobs)
             counted[3] += judge.retries
             counted[4] += judge.rate_limit_hits
-        totals.requests += judge.count
+        totals.requests += count
         for code, n in judge.codes.items():
             codes[code] = codes.get(code, 0) + n
-        for form, n in judge.forms.items():
-            forms[form] = forms.get(form, 0) + n
-        for fault, n in judge.faults.items():
-            faults[fault] = faults.get(fault, 0) + n
+        if judge.forms:
+            for form, n in judge.forms.items():
+                forms[form] = forms.get(form, 0) + n
+        if judge.faults:
+            for fault, n in judge.faults.items():
+                faults[fault] = faults.get(fault, 0) + n
         totals.dropped += judge.dropped
-        observed_of[name] = totals.union(observed_of.get(name, _EMPTY), judge.observed)
-        if terminal_at:
-            for job in judge.seen_jobs:
+        seen = observed_of.get(name, _EMPTY)
+        observed = judge.observed
+        observed_of[name] = seen if observed <= seen else union(seen, observed)
+        if terminal_at and seen_jobs:
+            for job in seen_jobs:
                 job_id = job.job_id
                 if job_id in terminal_at:
                     at = job.seen_at
@@ -464,8 +467,8 @@ def _closed_clients(run: _Run, totals: _Totals) -> Iterator[Found]:
             for job in judge.entry_jobs:
                 if job.job_id:
                     found = true_by_job.get(job.job_id)
-                    if found:
-                        reached = totals.union(reached, found)
+                    if found and not found <= reached:
+                        reached = union(reached, found)
         reached_of[name] = reached
         gave_up = [
             job for job in judge.jobs.values() if job.last is not None and job.own and not job.ended
