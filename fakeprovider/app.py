@@ -106,6 +106,8 @@ class FakeProviderApp:
         self._requests: dict[tuple[Any, ...], HttpRequest] = {}
         #: The lanes of the last scopes without a body (``_lane``), by their parts.
         self._lanes_kept: dict[tuple[Any, ...], _Lane] = {}
+        #: The body lanes of the last scopes with a body (``_body_lane``), by their parts.
+        self._body_lanes: dict[tuple[Any, ...], _BodyLane] = {}
         #: Whether requests without a body take their lane (``_lane``, the journal completed
         #: in place): not for a provider whose class answers or journals
         #: otherwise (the pytest plugin's records what fails in ``receive`` and ``sent``).
@@ -267,19 +269,81 @@ class FakeProviderApp:
                     body += message.get("body", b"")
                     too_large = len(body) > limit
                 more = message.get("more_body", False)
+        if not (body or too_large) or not self._lanes:
+            http = self._request(scope)
+            if body or too_large:
+                http = _http_request(
+                    http.method,
+                    http.path,
+                    http.query,
+                    http.headers,
+                    b"" if too_large else bytes(body),
+                    http.peer,
+                    http.base_url,
+                    limit if too_large else None,
+                )
+            return provider.receive(http)
+        # A body's lane: what the dialect parses of everything but the body, kept per scope
+        # (``_body_lane``), and the body parsed alone (tests/test_app_lanes.py).
+        key = (
+            scope["method"],
+            scope["path"],
+            scope.get("query_string", b""),
+            scope.get("client"),
+            scope.get("scheme", "http"),
+            *scope["headers"],
+        )
+        try:
+            lane = self._body_lanes.get(key)
+        except TypeError:  # a part that cannot be a key (a header as a list)
+            lane = None
+        if lane is None or lane[1] is not provider.dialect:
+            lane = self._body_lane(scope, provider)
+        bare, _, parse = lane
+        http = _http_request(
+            bare.method,
+            bare.path,
+            bare.query,
+            bare.headers,
+            b"" if too_large else bytes(body),
+            bare.peer,
+            bare.base_url,
+            limit if too_large else None,
+        )
+        if parse is None:
+            return provider.receive(http)
+        try:
+            request = parse(http)
+        except Exception as exc:
+            request = provider.unparsed(http, exc)
+        return provider.respond(http, request)
+
+    def _body_lane(self, scope: Scope, provider: FakeProvider) -> _BodyLane:
+        """The ``HttpRequest`` for ``scope`` without a body (``_request``'s), the provider's
+        dialect, and that dialect's ``body_parser`` for it (None: ``provider.receive`` parses
+        each request whole), kept by the scope's parts while that dialect plays. Not kept
+        when the dialect failed to make the parser (``provider.receive`` then fails as
+        before, every time)."""
         http = self._request(scope)
-        if body or too_large:
-            http = _http_request(
-                http.method,
-                http.path,
-                http.query,
-                http.headers,
-                b"" if too_large else bytes(body),
-                http.peer,
-                http.base_url,
-                limit if too_large else None,
-            )
-        return provider.receive(http)
+        dialect = provider.dialect
+        try:
+            lane = (http, dialect, dialect.body_parser(http))
+        except Exception:
+            return (http, dialect, None)
+        lanes = self._body_lanes
+        key = (
+            scope["method"],
+            scope["path"],
+            scope.get("query_string", b""),
+            scope.get("client"),
+            scope.get("scheme", "http"),
+            *scope["headers"],
+        )
+        with contextlib.suppress(TypeError):  # a part that cannot be a key: not kept
+            if len(lanes) >= _REQUESTS_KEPT:
+                lanes.clear()
+            lanes[key] = lane
+        return lane
 
     def _lane(self, scope: Scope, provider: FakeProvider) -> _Lane:
         """The lane of the request ``scope`` stands for, without a body: the ``HttpRequest``
@@ -499,6 +563,9 @@ _NAMES: dict[str, bytes] = {}
 #: A request without a body as the app keeps it (``FakeProviderApp._lane``): the
 #: ``HttpRequest``, the dialect, the request it parsed and its renderer for the request's kind.
 _Lane = tuple[HttpRequest, Dialect, Request, Callable[[Reply, HttpRequest], HttpResponse]]
+#: A request with a body as the app keeps it (``FakeProviderApp._body_lane``): the
+#: ``HttpRequest`` without the body, the dialect, and its parser of such requests' bodies.
+_BodyLane = tuple[HttpRequest, Dialect, Callable[[HttpRequest], Request] | None]
 #: Scopes whose ``HttpRequest`` the app keeps at most (``FakeProviderApp._request``).
 _REQUESTS_KEPT = 512
 

@@ -9,6 +9,7 @@ made and parsed afresh, the general path), in-process, on virtual clocks that mo
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import io
 import json
 import re
@@ -111,6 +112,7 @@ class _Side:
             self.app._lanes = False  # every request through provider.receive
             self.app._requests = _Forgetful()
             self.app._lanes_kept = _Forgetful()
+            self.app._body_lanes = _Forgetful()
             self.provider.dialect._parsed = _Forgetful()
 
     def call(self, scope: dict[str, Any], chunks: list[bytes]) -> list[Any]:
@@ -422,3 +424,30 @@ def _play_on(fast: _Side, general: _Side, dialect: str, requests: list[Any]) -> 
             answers.append(side.call(_scope(method, path, query, headers, client), [body]))
         assert answers[0] == answers[1], (method, path)
     assert fast.sink.getvalue() == general.sink.getvalue()
+
+
+@pytest.mark.parametrize("dialect", sorted(DIALECTS))
+@settings(max_examples=30, deadline=None)
+@given(data=st.data())
+def test_a_body_parser_parses_each_body_as_parse_parses_the_whole_request(
+    dialect: str, data: st.DataObject
+) -> None:
+    from fakeprovider.dialects import get_dialect
+
+    made = get_dialect(dialect)
+    submit_path, submit_body = SUBMITS[dialect]
+    templates = [r.template for r in made.routes]
+    method = data.draw(st.sampled_from(["POST", "GET", "DELETE"]))
+    path = _fill(data.draw(st.sampled_from([submit_path, *templates, "/nope"])), "j1")
+    drawn = data.draw(st.lists(st.sampled_from(HEADERS), max_size=5))
+    headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in drawn}
+    query = data.draw(st.sampled_from([{}, {"fal_webhook": "http://127.0.0.1/h"}]))
+    bare = HttpRequest(method, path, query, headers, b"", "127.0.0.1:5000", "http://x")
+    parse = made.body_parser(bare)
+    body = data.draw(st.sampled_from([*BODIES, json.dumps(submit_body).encode()]))
+    too_large = data.draw(st.sampled_from([None, None, 10]))
+    whole = dataclasses.replace(bare, body=b"" if too_large else body, too_large=too_large)
+    if parse is None:
+        assert made.match(method, path) is None
+    else:
+        assert parse(whole) == made.parse(whole)

@@ -768,3 +768,25 @@ def test_a_served_bounded_journal_reports_each_run_after_resets_and_scenario_loa
         [(11, "admin"), (12, "submit"), (13, "list")],
         [(19, "admin"), (20, "submit"), (21, "list")],
     ]
+
+
+def test_sequence_numbers_go_on_in_order_across_a_clear_from_every_thread() -> None:
+    journal = Journal()
+    assert [journal.next_seq(), Journal.next_seq(journal)] == [1, 2]
+    journal.append(entry(journal.next_seq(), completed_at=1.0))
+    journal.clear()
+    journal.append(entry(journal.next_seq(), completed_at=1.0))  # the run starts at 4
+    assert [e.seq for e in journal] == [4]
+    taken: list[int] = []
+    threads = [
+        threading.Thread(target=lambda: taken.extend(journal.next_seq() for _ in range(2000)))
+        for _ in range(4)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(taken) == list(range(5, 8005))
+    journal.clear()
+    journal.append(entry(journal.next_seq(), completed_at=1.0))
+    assert [e.seq for e in journal] == [8005]

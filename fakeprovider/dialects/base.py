@@ -323,6 +323,41 @@ class Dialect:
         except BadRequest as refused:
             return refused.request(route.kind, params.get("job_id"), common)
 
+    def body_parser(self, http: HttpRequest) -> Callable[[HttpRequest], Request] | None:
+        """What ``parse`` is for a request with the method, path, query, headers, peer and base
+        URL of ``http`` and any body (or one too large): the route matched, the credential,
+        client and idempotency key read once, so that an adapter that keeps it per request
+        line and headers (the ASGI app) parses each body alone. None when no route matches
+        (``parse`` answers those) or the dialect's class parses otherwise (overrides ``parse``
+        or ``_parse``)."""
+        cls = type(self)
+        if cls.parse is not Dialect.parse or cls._parse is not Dialect._parse:
+            return None
+        found = self.match(http.method, http.path)
+        if found is None:
+            return None
+        route, params = found
+        headers = http.headers
+        common: dict[str, Any] = {  # as _parse makes it (no dialect changes it)
+            "method": http.method,
+            "path": http.path,
+            "credential": self.credential(http),
+            "client": client_of(headers.get("x-client-id"), http.peer),
+            "idempotency_key": headers.get("idempotency-key"),
+        }
+        kind, job_id, parse_route = route.kind, params.get("job_id"), self.parse_route
+
+        def parse(with_body: HttpRequest) -> Request:
+            try:
+                if with_body.too_large is not None:
+                    message = f"Request bodies are limited to {with_body.too_large} bytes."
+                    raise BadRequest(413, "payload_too_large", message)
+                return parse_route(route, dict(params), with_body, common)
+            except BadRequest as refused:
+                return refused.request(kind, job_id, common)
+
+        return parse
+
     def credential(self, http: HttpRequest) -> str | None:
         """The request's credential: ``http.bearer`` unless the provider says otherwise."""
         scheme, _, token = http.headers.get("authorization", "").partition(" ")  # http.bearer
