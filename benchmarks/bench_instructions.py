@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import itertools
 import json
 import os
@@ -93,6 +94,11 @@ async def _child(kind: str, app_name: str, count: int) -> None:
         scope, body = (submit, SUBMIT) if kind == "submit" else (status, b"")
         for _ in range(WARMUP):
             await call(app, scope, body)
+        # what the warm-up made stays out of the collector's way: whether a full collection,
+        # which visits every object, fell in one run and not the other swung the difference
+        # by up to 7,000 instructions a request
+        gc.collect()
+        gc.freeze()
         for _ in range(count):
             await call(app, scope, body)
         sink.close()
@@ -113,6 +119,7 @@ def _measure(kind: str, app: str, count: int, valgrind: str, tree: Path | None =
             str(count),
         ]
         env = dict(os.environ)
+        env.setdefault("PYTHONHASHSEED", "0")  # the same dict and set layouts in every run
         if tree is not None:  # that checkout's fakeprovider, this script
             env["PYTHONPATH"] = os.pathsep.join([str(tree), env.get("PYTHONPATH", "")])
         done = subprocess.run(

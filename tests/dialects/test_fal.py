@@ -272,9 +272,14 @@ def test_a_receiver_that_verifies_accepts_the_genuine_sends_and_rejects_the_rest
         ("job.succeeded", "succeeded", "forged", 1, 400),
         ("job.succeeded", "succeeded", "stale", 1, 400),
     ]
-    assert [h.verdict for h in receiver.hooks][2:] == [
+    # sends close together can arrive in either order on a loaded machine: the rows above hold
+    # the order they were sent in, the receiver's verdicts are compared as a set
+    stale = next(h for h in receiver.hooks if (h.verdict or "").startswith("timestamp"))
+    assert sorted(h.verdict or "" for h in receiver.hooks) == [
+        "",
+        "",
         "no key of the JWKS verifies the signature",
-        f"timestamp {receiver.hooks[3].headers['x-fal-webhook-timestamp']} is not within 300 s",
+        f"timestamp {stale.headers['x-fal-webhook-timestamp']} is not within 300 s",
     ]
     assert violated(provider) == set()
 
