@@ -180,16 +180,20 @@ def test_receiver_gets_every_scripted_delivery_and_duplicates_share_the_id(recei
     job_id = submit(server)
     settle(server, 1.4)
 
-    assert [(r.type, r.headers["webhook-id"]) for r in receiver.received] == [
-        ("job.queued", receiver.received[0].headers["webhook-id"]),
-        ("job.processing", receiver.received[1].headers["webhook-id"]),
-        ("job.succeeded", receiver.received[2].headers["webhook-id"]),
-        ("job.queued", receiver.received[0].headers["webhook-id"]),
-        ("job.processing", receiver.received[1].headers["webhook-id"]),
-        ("job.succeeded", receiver.received[2].headers["webhook-id"]),
-    ]
+    # sends 100 ms apart can arrive in either order on a loaded machine: the journal's rows
+    # (below) hold the order they were sent in; the receiver's are grouped by type, where the
+    # two sends of one change are a second apart
+    by_type: dict[str, list[Received]] = {}
+    for r in receiver.received:
+        by_type.setdefault(r.type, []).append(r)
+    assert {t: len(rs) for t, rs in by_type.items()} == {
+        "job.queued": 2,
+        "job.processing": 2,
+        "job.succeeded": 2,
+    }
+    assert all(a.headers["webhook-id"] == b.headers["webhook-id"] for a, b in by_type.values())
     assert len({r.headers["webhook-id"] for r in receiver.received}) == 3
-    first, duplicate = receiver.received[2], receiver.received[5]
+    first, duplicate = by_type["job.succeeded"]
     assert first.body == duplicate.body
     # each timestamp is the clock when it was sent (not when it was due: on a loaded machine a
     # send is late by a fraction of a second, and the whole seconds of two sends 1 s apart can
@@ -197,8 +201,11 @@ def test_receiver_gets_every_scripted_delivery_and_duplicates_share_the_id(recei
     journal = server.provider.journal
     sends = [e for e in journal if e.kind == "webhook"]
     epoch = server.provider.clock.epoch
-    assert [int(r.headers["webhook-timestamp"]) for r in receiver.received] == [
+    assert sorted(int(r.headers["webhook-timestamp"]) for r in receiver.received) == sorted(
         math.floor(epoch + e.received_at) for e in sends
+    )
+    assert [int(r.headers["webhook-timestamp"]) for r in (first, duplicate)] == [
+        math.floor(epoch + e.received_at) for e in (sends[2], sends[5])
     ]
     submitted = next(e for e in journal if e.kind == "submit").received_at
     assert sends[5].received_at >= submitted + 0.3 + 1.0 - 1e-9
@@ -362,7 +369,9 @@ def test_state_changes_are_delivered_at_their_scripted_time_without_polls(receiv
         True,
         True,
     ]
-    assert [r.type for r in receiver.received] == ["job.processing", "job.succeeded"]
+    # 200 ms apart, they can still arrive in either order on a loaded machine (the journal
+    # above holds the order they were sent in)
+    assert sorted(r.type for r in receiver.received) == ["job.processing", "job.succeeded"]
 
 
 def test_a_503_is_retried_and_the_callback_url_wins(receiver, serve):
