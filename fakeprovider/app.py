@@ -167,16 +167,8 @@ class FakeProviderApp:
                 # reply that neither a fault nor a refusal touches straight to the dialect's
                 # renderer for its kind. Everything else is answered by the provider's own
                 # steps, as ``provider.respond`` takes them (tests/test_app_lanes.py).
-                key = (
-                    scope["method"],
-                    scope["path"],
-                    scope.get("query_string", b""),
-                    scope.get("client"),
-                    scope.get("scheme", "http"),
-                    *scope["headers"],
-                )
                 try:
-                    lane = self._lanes_kept.get(key)
+                    lane = self._lanes_kept.get(_scope_key(scope))
                 except TypeError:  # a part that cannot be a key (a header as a list)
                     lane = None
                 if lane is None or lane[1] is not provider.dialect:
@@ -285,16 +277,8 @@ class FakeProviderApp:
             return provider.receive(http)
         # A body's lane: what the dialect parses of everything but the body, kept per scope
         # (``_body_lane``), and the body parsed alone (tests/test_app_lanes.py).
-        key = (
-            scope["method"],
-            scope["path"],
-            scope.get("query_string", b""),
-            scope.get("client"),
-            scope.get("scheme", "http"),
-            *scope["headers"],
-        )
         try:
-            lane = self._body_lanes.get(key)
+            lane = self._body_lanes.get(_scope_key(scope))
         except TypeError:  # a part that cannot be a key (a header as a list)
             lane = None
         if lane is None or lane[1] is not provider.dialect:
@@ -331,18 +315,10 @@ class FakeProviderApp:
         except Exception:
             return (http, dialect, None)
         lanes = self._body_lanes
-        key = (
-            scope["method"],
-            scope["path"],
-            scope.get("query_string", b""),
-            scope.get("client"),
-            scope.get("scheme", "http"),
-            *scope["headers"],
-        )
         with contextlib.suppress(TypeError):  # a part that cannot be a key: not kept
             if len(lanes) >= _REQUESTS_KEPT:
                 lanes.clear()
-            lanes[key] = lane
+            lanes[_scope_key(scope)] = lane
         return lane
 
     def _lane(self, scope: Scope, provider: FakeProvider) -> _Lane:
@@ -363,18 +339,10 @@ class FakeProviderApp:
         lane = (http, dialect, request, dialect.renderer(request.kind))
         if request.body is None:
             lanes = self._lanes_kept
-            key = (
-                scope["method"],
-                scope["path"],
-                scope.get("query_string", b""),
-                scope.get("client"),
-                scope.get("scheme", "http"),
-                *scope["headers"],
-            )
             with contextlib.suppress(TypeError):  # a part that cannot be a key: not kept
                 if len(lanes) >= _REQUESTS_KEPT:
                     lanes.clear()
-                lanes[key] = lane
+                lanes[_scope_key(scope)] = lane
         return lane
 
     def _request(self, scope: Scope) -> HttpRequest:
@@ -446,6 +414,19 @@ class FakeProviderApp:
             "app", exc, "fakeprovider failed answering %s %s", scope["method"], scope["path"]
         )
         self.provider.failed(f"{scope['method']} {scope['path']}", exc)
+
+
+def _scope_key(scope: Scope) -> tuple[Any, ...]:
+    """What a lane is kept under: every part of ``scope`` the request is made of (a header as
+    a list, which cannot be a key, makes the lookup raise TypeError: no lane is kept then)."""
+    return (
+        scope["method"],
+        scope["path"],
+        scope.get("query_string", b""),
+        scope.get("client"),
+        scope.get("scheme", "http"),
+        *scope["headers"],
+    )
 
 
 def _date(provider: FakeProvider) -> str:
