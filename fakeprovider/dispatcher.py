@@ -146,9 +146,7 @@ class Dispatcher:
         # a change that sends nothing may still make a step due (the engine schedules a job's
         # next step after it announces the change): a loop asleep past the next tick looks now,
         # and then ticks while changes keep coming, so a stream of requests wakes it once
-        if self._asleep:
-            self._asleep = False
-            self.wake()
+        self._woken_early()
 
     def wake(self) -> None:
         """Look for due work now rather than at the next tick (safe from any thread)."""
@@ -312,8 +310,8 @@ class Dispatcher:
             self._engine.wake_at = -math.inf
 
     def _woken_early(self) -> None:
-        """The engine scheduled a timed step before the loop wakes (a request's thread, under
-        the provider's lock)."""
+        """Wake a loop asleep past the next tick, once: the engine scheduled a timed step before
+        it wakes, or a change came (a request's thread, under the provider's lock)."""
         if self._asleep:
             self._asleep = False
             self.wake()
