@@ -275,6 +275,7 @@ class ClientJudge(Judge):
         "failed_last",
         "faults",
         "forms",
+        "found_jobs",
         "jobs",
         "keep",
         "keep_gone",
@@ -362,6 +363,10 @@ class ClientJudge(Judge):
         self.observed: set[str] = set()  # the job statuses its answers showed
         self.seen_jobs: list[_Job] = _NO_LIST  # by the first answer that showed them ended
         self.ranked = 0  # the jobs with a ``last_rank``
+        # whether a job's part holds a violation or a candidate (``ov_found``, ``pa_found``,
+        # ``pr_candidates``, ``st_found``, ``dl_found``, ``sr_extra``): set when one is first
+        # kept, never reset; while False ``iter_found`` skips the rules' loops over the jobs
+        self.found_jobs = False
 
     def extend(self, entries: Iterable[EntryLike]) -> None:
         for e in entries:
@@ -480,6 +485,7 @@ class ClientJudge(Judge):
         # bounded_retries, and the retries the metrics count (``br_clean``: the job's group
         # of status reads is known to hold no failure since its last success)
         failed_last = self.failed_last
+        group = None
         if failed_last or failed:
             group = ("status", job_id)
             if failed_last.get(group, False):
@@ -490,10 +496,12 @@ class ClientJudge(Judge):
                 failed_last[group] = failed
         unsuccessful = failed or (400 <= code < 500 and code != 401 and code != 403)  # type: ignore[operator]
         if unsuccessful or not job.br_clean:
-            group = ("status", job_id)
+            if group is None:
+                group = ("status", job_id)
             groups = self.br_groups
             failures = groups.get(group, _NEW)
-            if unsuccessful or failures is not _NONE:
+            # (None: the group was reported, and nothing changes it any more)
+            if failures is not None and (unsuccessful or failures is not _NONE):
                 self._retried(e, group, failures, unsuccessful)
             job.br_clean = not unsuccessful and groups.get(group) is _NONE
 
@@ -600,6 +608,7 @@ class ClientJudge(Judge):
                 found = job.ov_found
                 if found is None:
                     job.ov_found = found = []
+                    self.found_jobs = True
                 found += (seq, prev_seq, received, prev_received)
         value = (_INF if started_at is None else started_at) - EPSILON
         while negated and -negated[-1] <= value:
@@ -618,6 +627,7 @@ class ClientJudge(Judge):
                     polls = job.pa_found
                     if polls is None:
                         job.pa_found = polls = []
+                        self.found_jobs = True
                     polls += (answered, received, hint, job.pa_seq, seq)
         job.pa_seq = seq
         job.pa_seen = seen
@@ -630,6 +640,7 @@ class ClientJudge(Judge):
             job.st_seq, job.st_status, job.st_at, job.st_found = seq, status, seen, None
         elif first is not None and job.st_found is None and seq > first and received >= job.st_at:
             job.st_found, job.st_found_at = seq, received
+            self.found_jobs = True
 
     def _add(self, e: EntryLike) -> None:
         """``add`` for any entry (the general path: each rule's part in turn)."""
@@ -822,6 +833,7 @@ class ClientJudge(Judge):
                     found = job.ov_found
                     if found is None:
                         job.ov_found = found = []
+                        self.found_jobs = True
                     found += (seq, prev_seq, received, prev_received)
             started_at = e.response_started_at
             value = (_INF if started_at is None else started_at) - EPSILON
@@ -841,6 +853,8 @@ class ClientJudge(Judge):
                         polls = job.pa_found
                         if polls is None:
                             job.pa_found = polls = []
+                            self.found_jobs = True
+                        self.found_jobs = True
                         polls += (answered, received, hint, job.pa_seq, seq)
         if kind == "status" or kind == "submit":
             job.pa_seq = seq
@@ -860,6 +874,7 @@ class ClientJudge(Judge):
             and received >= job.st_at
         ):
             job.st_found, job.st_found_at = seq, received
+            self.found_jobs = True
 
     def _counted(self, e: EntryLike, code: int | None) -> bool:
         """Count ``e`` for the metrics and coverage (``_stream``): its code, whether it was
@@ -1193,6 +1208,7 @@ class ClientJudge(Judge):
         candidates = job.pr_candidates
         if candidates is None:
             job.pr_candidates = candidates = []
+            self.found_jobs = True
         elif candidates and candidates[-1][0] <= received:
             return  # excused whenever the earlier candidate is: never the one reported
         last_seq = job.pr_last_seq
@@ -1229,6 +1245,7 @@ class ClientJudge(Judge):
 
     def _extra(self, extra: EntryLike, job_id: str, fetched: list[tuple[int, float]]) -> Violation:
         """``single_retrieval``'s violation for the first retrieval too many."""
+        self.found_jobs = True
         allowed = self.allowed
         head = f"{describe(extra)} at {fmt_time(extra.received_at)} {_got(extra)}"
         if allowed == 0:
@@ -1454,6 +1471,7 @@ class ClientJudge(Judge):
     def _late(self, job: _Job, kind: str, seq: int, received: float, client: str) -> Violation:
         deadline = self.deadline
         assert deadline is not None  # only judged with one
+        self.found_jobs = True
         start = job.dl_received
         return Violation(
             "deadline",
@@ -1491,26 +1509,28 @@ class ClientJudge(Judge):
         """``close_found``'s violations one at a time (the most numerous are not all made at
         once: a text report keeps only the first few)."""
         # (each rule's part skipped at once when it found nothing: a run of many clients
-        # closes as many judges)
-        if self.status_jobs:
+        # closes as many judges; ``found_jobs`` is False while no job holds anything found)
+        found = self.found_jobs
+        if found and self.status_jobs:
             yield from self._close_overlap()
         shown = self.shown_jobs
-        if shown:
+        if shown and (found or self.wanted is not None):
             yield from _made(self._close_single_retrieval(), 1)
-            yield from _made(self._close_premature(hooks), 2)
+            if found:
+                yield from _made(self._close_premature(hooks), 2)
         if self.br_found:
             yield from _made([self.br_found[g] for g in self.br_groups if g in self.br_found], 3)
         if self.ra_found:
             yield from _made([v for _, v in sorted(self.ra_found, key=_FIRST)], 4)
         jobs = self.entry_jobs
-        if jobs:
+        if found and jobs:
             yield from self._close_poll_after(hooks)
             yield from self._close_ended()
         if self.rs_found:
             yield from _made(self.rs_found, 7)
         if self.au_retried:
             yield from _made(self._close_auth(), 8)
-        if jobs and self.deadline is not None:
+        if found and jobs and self.deadline is not None:
             yield from _made([job.dl_found for job in jobs if job.dl_found is not None], 9)
         if self.rates is not None:
             yield from _made(self.rates.close(hooks), 10)
@@ -1740,10 +1760,12 @@ class Unjudgeable(Exception):
     back too far): judge the journal as a whole instead."""
 
 
-#: How many status reads let go ``BoundedStatusRate`` keeps (24 bytes each) before it forgets
-#: the oldest half of them (a read reaching back past those is ``Unjudgeable``: ``check``
-#: then judges the file again keeping them all).
-KEEP_GONE = 4096
+#: How many status reads let go ``BoundedStatusRate`` keeps (24 bytes each: up to 6 MiB a
+#: client) before it forgets the oldest half of them (a read reaching back past those is
+#: ``Unjudgeable``: ``check`` then judges the file again keeping them all). Large enough that a
+#: journal whose clock goes back by a few hundred thousand reads (phases of reads over every
+#: job, one after the other) is judged in one pass, not two.
+KEEP_GONE = 1 << 18
 
 
 #: ``BoundedStatusRate``'s reads let go while there are none (never changed: replaced first).
