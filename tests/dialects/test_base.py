@@ -600,6 +600,48 @@ def test_read_json_object_answers_a_content_type_alike_every_time(
     assert not base._JSON_TYPES
 
 
+@settings(max_examples=60)
+@given(
+    common=st.fixed_dictionaries(
+        {"method": st.just("POST"), "path": st.sampled_from(["/v1/jobs", "/x"])},
+        optional={
+            "credential": st.none() | st.just("sk"),
+            "client": st.just("c1"),
+            "idempotency_key": st.none() | st.just("k"),
+            "hold": st.just(2.0),
+            "problem": st.just("odd"),
+        },
+    ),
+    body=st.none() | st.just({"prompt": "x"}),
+    callback_url=st.none() | st.just("http://127.0.0.1/h"),
+    hold=st.sampled_from([0.0, 1.5]),
+)
+def test_submit_request_is_the_request_made_by_keyword_field_for_field_in_order(
+    common: dict[str, Any], body: Any, callback_url: Any, hold: float
+) -> None:
+    from fakeprovider.dialects.base import _Common, submit_request
+
+    def made(values: dict[str, Any]) -> Any:
+        try:
+            request = submit_request(values, body, callback_url, hold)
+        except TypeError as exc:
+            return str(exc)
+        return list(vars(request).items())
+
+    try:
+        expected: Any = new_request(
+            kind="submit", body=body, callback_url=callback_url, hold=hold, **common
+        )
+    except TypeError as exc:
+        expected = str(exc)
+    else:
+        expected = list(vars(expected).items())
+    kept = _Common(common)
+    assert dict(kept) == common
+    assert (kept.submit is None) == ("hold" in common)
+    assert made(kept) == made(common) == expected
+
+
 def test_fal_answers_afresh_for_a_job_that_ended_at_reading_0_whatever_the_query() -> None:
     # the same reading object both times: only the query (logs) differs between the reads
     first = {name: pool[0] for name, pool in _PARTS.items()}
