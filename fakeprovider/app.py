@@ -188,7 +188,7 @@ class FakeProviderApp:
                     bare, dialect, parse, renderers = body_lane
                     # ``bare`` with the body: the same fields, in the same order
                     http = _new(HttpRequest)
-                    _put(http, "__dict__", {**bare.__dict__, "body": bytes(body)})
+                    http.__dict__.update(bare.__dict__, body=bytes(body))
                     if parse is None:
                         request = None
                     else:
@@ -633,7 +633,7 @@ _BodyLane = tuple[
 ]
 #: Scopes whose ``HttpRequest`` the app keeps at most (``FakeProviderApp._request``).
 _REQUESTS_KEPT = 512
-_new, _put = object.__new__, object.__setattr__
+_new = object.__new__
 
 
 async def _read_capped(request: StarletteRequest, limit: int) -> bytes | None:

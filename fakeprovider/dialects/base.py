@@ -113,7 +113,7 @@ def submit_request(
     if values is None:
         return new_request(kind="submit", body=body, callback_url=callback_url, hold=hold, **common)
     request: Request = _new(Request)
-    _put(request, "__dict__", {**values, "body": body, "callback_url": callback_url, "hold": hold})
+    request.__dict__.update(values, body=body, callback_url=callback_url, hold=hold)
     return request
 
 

@@ -715,7 +715,8 @@ def test_the_default_credential_is_the_bearer_token(authorization: str) -> None:
 def test_each_kind_is_rendered_by_the_step_render_comes_to_unless_render_is_overridden() -> None:
     generic, runway, fal = get_dialect("generic"), get_dialect("runway"), get_dialect("fal")
     assert generic.renderer("status") == generic._status  # type: ignore[attr-defined]
-    assert generic.renderer("submit") == generic.render_answer
+    assert generic.renderer("submit") == generic._submit  # type: ignore[attr-defined]
+    assert generic.renderer("list") == generic.render_answer
     assert runway.renderer("status") == runway._status_answer
     assert runway.renderer("list") == runway.render_answer
     assert fal.renderer("status") == fal.render  # fal adds its request id in render
