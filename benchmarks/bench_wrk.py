@@ -15,8 +15,12 @@ fixed time each. ``wrk -t1 -c16`` is the load generator; with two or more cores 
 pinned to one and ``wrk`` to another (``os.sched_setaffinity``), so the client never competes
 with the server for a core. Retained bytes per request: the server's RSS growth over the
 measured GET reads divided by their count (after the warm-up, so start-up allocations and
-caches are not counted). The table shows medians over the rounds; each ratio is the median of
-per-round ratios against the baseline of the same round.
+caches are not counted). CPU per request: the server's CPU time over each run (every thread,
+user + system, from ``/proc``) divided by the requests answered; its ratio (the baseline's CPU
+per request over the server's) is what throughput's would be on an idle machine, and other work
+on the machine hardly moves it, where it moves throughput by a third. The table shows medians
+over the rounds; each ratio is the median of per-round ratios against the baseline of the same
+round.
 
 Install wrk first (Debian/Ubuntu: ``apt-get install wrk``; macOS: ``brew install wrk``). Without
 it a bounded Python client (asyncio, raw HTTP/1.1 keep-alive) stands in and the script says so:
@@ -36,6 +40,7 @@ import argparse
 import contextlib
 import http.client
 import json
+import math
 import os
 import shutil
 import signal
@@ -91,11 +96,17 @@ done = function(summary, latency, requests)
 end
 """
 SUBMIT_BODY = '{"prompt": "bench"}'
-LUA_POST = (
-    'wrk.method = "POST"\n'
-    f"wrk.body = '{SUBMIT_BODY}'\n"
-    'wrk.headers["Content-Type"] = "application/json"\n'
-)
+#: Each submit has a prompt of its own ("bench 1", "bench 2"...), as a real client's have: a fake
+#: that remembered what it made of the same bytes must not look faster than it is.
+LUA_POST = """\
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+submits = 0
+request = function()
+  submits = submits + 1
+  return wrk.format(nil, nil, nil, '{"prompt": "bench ' .. submits .. '"}')
+end
+"""
 
 #: The stand-in when wrk is missing: ``python -c FALLBACK url method path body seconds conns``.
 FALLBACK = r"""
@@ -105,11 +116,17 @@ from urllib.parse import urlsplit
 url, method, path, body, seconds, conns = sys.argv[1:7]
 seconds, conns = float(seconds), int(conns)
 parts = urlsplit(url)
-payload = body.encode()
-head = f"{method} {path} HTTP/1.1\r\nHost: {parts.netloc}\r\n"
-if payload:
-    head += f"Content-Type: application/json\r\nContent-Length: {len(payload)}\r\n"
-request = head.encode() + b"\r\n" + payload
+sent = 0
+
+def request():
+    # each submit a prompt of its own ("bench" becomes "bench 1", "bench 2"...), as wrk's script
+    global sent
+    sent += 1
+    payload = body.replace('"bench"', f'"bench {sent}"').encode()
+    head = f"{method} {path} HTTP/1.1\r\nHost: {parts.netloc}\r\n"
+    if payload:
+        head += f"Content-Type: application/json\r\nContent-Length: {len(payload)}\r\n"
+    return head.encode() + b"\r\n" + payload
 latencies, errors = [], {"read": 0, "status": 0}
 LIMIT = 2_000_000  # latencies kept (bounded memory)
 
@@ -118,7 +135,7 @@ async def one(deadline):
     try:
         while time.perf_counter() < deadline:
             start = time.perf_counter()
-            writer.write(request)
+            writer.write(request())
             status = await reader.readline()
             length = 0
             while (line := await reader.readline()) not in (b"\r\n", b""):
@@ -227,6 +244,11 @@ class Sample:
     get: LoadResult
     post: LoadResult | None
     retained_bytes: float | None
+    #: The server's CPU time (every thread, user + system) per request of each run, in
+    #: seconds; None where /proc cannot tell. Unlike throughput, it hardly moves when other
+    #: work shares the machine (as long as the server is the bottleneck of its run).
+    get_cpu: float | None = None
+    post_cpu: float | None = None
 
 
 @dataclass
@@ -245,6 +267,10 @@ class Row:
     errors: int
     rounds: int = 0
     get_rates: list[float] = field(default_factory=list)
+    get_cpu_us: float | None = None
+    get_cpu_ratio: float | None = None
+    post_cpu_us: float | None = None
+    post_cpu_ratio: float | None = None
 
 
 def _median_or_none(values: Sequence[float | None]) -> float | None:
@@ -252,10 +278,17 @@ def _median_or_none(values: Sequence[float | None]) -> float | None:
     return statistics.median(present) if present else None
 
 
+def _cpu_ratio(base: float | None, own: float | None) -> float | None:
+    """The baseline's CPU per request over the server's: like a throughput ratio, 0.5 when
+    the server spends twice the baseline's CPU on each request."""
+    return None if base is None or own is None or own <= 0 else base / own
+
+
 def summarise(rounds: Sequence[Sequence[Sample]], servers: Sequence[Server]) -> list[Row]:
     """Medians per server over ``rounds`` (each a list of samples taken in the same round);
     each ratio is the median over the rounds of the server's rate over the baseline's in the
-    same round (1.0 for the baseline itself; NaN when the baseline was not measured)."""
+    same round (1.0 for the baseline itself; NaN when the baseline was not measured). The CPU
+    ratios are alike: the median of the baseline's CPU per request over the server's."""
     rows = []
     for server in servers:
         mine = [s for samples in rounds for s in samples if s.server == server.name]
@@ -263,6 +296,8 @@ def summarise(rounds: Sequence[Sequence[Sample]], servers: Sequence[Server]) -> 
             continue
         get_ratios: list[float] = []
         post_ratios: list[float] = []
+        get_cpu_ratios: list[float | None] = []
+        post_cpu_ratios: list[float | None] = []
         for samples in rounds:
             by_name = {s.server: s for s in samples}
             own, base = by_name.get(server.name), by_name.get(BASELINE)
@@ -272,6 +307,8 @@ def summarise(rounds: Sequence[Sequence[Sample]], servers: Sequence[Server]) -> 
                 get_ratios.append(own.get.rate / base.get.rate)
             if own.post is not None and base.post is not None and base.post.rate > 0:
                 post_ratios.append(own.post.rate / base.post.rate)
+            get_cpu_ratios.append(_cpu_ratio(base.get_cpu, own.get_cpu))
+            post_cpu_ratios.append(_cpu_ratio(base.post_cpu, own.post_cpu))
         posts = [s.post for s in mine if s.post is not None]
         rows.append(
             Row(
@@ -287,9 +324,25 @@ def summarise(rounds: Sequence[Sequence[Sample]], servers: Sequence[Server]) -> 
                 errors=sum(s.get.errors + (s.post.errors if s.post else 0) for s in mine),
                 rounds=len(mine),
                 get_rates=[s.get.rate for s in mine],
+                get_cpu_us=_micro(_median_or_none([s.get_cpu for s in mine])),
+                get_cpu_ratio=_median_or_none(get_cpu_ratios),
+                post_cpu_us=_micro(_median_or_none([s.post_cpu for s in mine])),
+                post_cpu_ratio=_median_or_none(post_cpu_ratios),
             )
         )
     return rows
+
+
+def _micro(seconds: float | None) -> float | None:
+    return None if seconds is None else seconds * 1e6
+
+
+def _us(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0f} us"
+
+
+def _round(value: float | None, digits: int) -> float | None:
+    return None if value is None else round(value, digits)
 
 
 def _ms(value: float | None) -> str:
@@ -307,28 +360,33 @@ def _bytes(value: float | None) -> str:
 
 
 def format_table(rows: Sequence[Row]) -> str:
-    """The issue's table (GET status reads), then submits, as Markdown."""
+    """The issue's table (GET status reads), then submits, as Markdown; each with the server's
+    CPU per request and its ratio to the baseline's (a measure that a busy machine hardly
+    moves, beside throughput, which it does)."""
     lines = [
         "| server | GET status reads/s | x bare httptools+uvloop | p99 | startup"
-        " | retained per request |",
-        "|---|---|---|---|---|---|",
+        " | retained per request | CPU per read | x bare (CPU) |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
         lines.append(
             f"| {row.server.label} | {row.get_rate:,.0f} | {_ratio(row.get_ratio)}"
-            f" | {_ms(row.get_p99_ms)} | {row.startup_s:.2f} s | {_bytes(row.retained_bytes)} |"
+            f" | {_ms(row.get_p99_ms)} | {row.startup_s:.2f} s | {_bytes(row.retained_bytes)}"
+            f" | {_us(row.get_cpu_us)} | {_ratio(row.get_cpu_ratio)} |"
         )
     if any(row.post_rate is not None for row in rows):
         lines += [
             "",
-            "| server | POST submits/s | x bare httptools+uvloop | p99 |",
-            "|---|---|---|---|",
+            "| server | POST submits/s | x bare httptools+uvloop | p99 | CPU per submit"
+            " | x bare (CPU) |",
+            "|---|---|---|---|---|---|",
         ]
         for row in rows:
             rate = "-" if row.post_rate is None else f"{row.post_rate:,.0f}"
             lines.append(
                 f"| {row.server.label} | {rate} | {_ratio(row.post_ratio)}"
-                f" | {_ms(row.post_p99_ms)} |"
+                f" | {_ms(row.post_p99_ms)} | {_us(row.post_cpu_us)}"
+                f" | {_ratio(row.post_cpu_ratio)} |"
             )
     return "\n".join(lines)
 
@@ -378,6 +436,22 @@ def _rss_bytes(pid: int) -> int | None:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) * 1024
     return None
+
+
+def _cpu_seconds(pid: int) -> float | None:
+    """The process's CPU time so far, every thread, user + system (``/proc/PID/stat``)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rpartition(")")[2].split()  # the command name may hold spaces
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _per_request(before: float | None, after: float | None, load: LoadResult) -> float | None:
+    if before is None or after is None or load.requests <= 0:
+        return None
+    return (after - before) / load.requests
 
 
 def _request(port: int, method: str, path: str, body: str = "") -> tuple[int, str]:
@@ -453,7 +527,8 @@ class Load:
             command = [
                 self.wrk,
                 *("-t", str(self.threads), "-c", str(self.connections)),
-                *("-d", f"{seconds:g}s", "--timeout", "5s", "-s", str(script)),
+                # wrk takes whole seconds only (it prints its usage for "0.5s")
+                *("-d", f"{max(1, math.ceil(seconds))}s", "--timeout", "5s", "-s", str(script)),
                 url + path,
             ]
         else:
@@ -507,14 +582,19 @@ def measure(
         path = f"/v1/jobs/{job}"
         if warmup > 0:
             load.run(port, "GET", path, warmup)
-        before = _rss_bytes(process.pid)
+        before, cpu = _rss_bytes(process.pid), _cpu_seconds(process.pid)
         get = load.run(port, "GET", path, duration)
-        after = _rss_bytes(process.pid)
+        after, get_cpu = _rss_bytes(process.pid), _cpu_seconds(process.pid)
         retained = None
         if before is not None and after is not None and get.requests > 0:
             retained = (after - before) / get.requests
-        post = load.run(port, "POST", "/v1/jobs", duration) if submits else None
-    return Sample(server.name, startup, get, post, retained)
+        post = post_cpu = None
+        if submits:
+            post = load.run(port, "POST", "/v1/jobs", duration)
+            post_cpu = _per_request(get_cpu, _cpu_seconds(process.pid), post)
+    return Sample(
+        server.name, startup, get, post, retained, _per_request(cpu, get_cpu, get), post_cpu
+    )
 
 
 def _machine() -> dict[str, object]:
@@ -608,8 +688,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 samples.append(sample)
                 print(
                     f"round {number + 1}: {server.name}: {sample.get.rate:,.0f} reads/s"
-                    f" (p99 {_ms(sample.get.p99_ms)}), "
-                    + (f"{sample.post.rate:,.0f} submits/s, " if sample.post is not None else "")
+                    f" (p99 {_ms(sample.get.p99_ms)}, {_us(_micro(sample.get_cpu))} CPU), "
+                    + (
+                        f"{sample.post.rate:,.0f} submits/s ({_us(_micro(sample.post_cpu))} CPU), "
+                        if sample.post is not None
+                        else ""
+                    )
                     + f"startup {sample.startup_s:.2f} s",
                     file=sys.stderr,
                     flush=True,
@@ -650,6 +734,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                             "retained_bytes_per_request": None
                             if row.retained_bytes is None
                             else round(row.retained_bytes),
+                            "get_cpu_us": _round(row.get_cpu_us, 1),
+                            "get_cpu_ratio": _round(row.get_cpu_ratio, 3),
+                            "post_cpu_us": _round(row.post_cpu_us, 1),
+                            "post_cpu_ratio": _round(row.post_cpu_ratio, 3),
                             "errors": row.errors,
                         }
                         for row in rows

@@ -209,6 +209,10 @@ class Engine:
         self._unmatched = [i for i, spec in enumerate(scenario.jobs) if spec.match is None] or [
             len(scenario.jobs) - 1
         ]
+        #: The spec every submit takes when no spec matches bodies and one takes the rest.
+        self._only_spec = (
+            self._unmatched[0] if not self._matchers and len(self._unmatched) == 1 else None
+        )
         self._buckets: dict[str, _Bucket] = {}
         self._token_uses: dict[str, int] = {}
         self._active: dict[str | None, set[str]] = {}
@@ -683,40 +687,27 @@ class Engine:
         """A well-formed submit that no fault, credential check, rate limit, concurrency limit,
         hold or earlier use of its idempotency ``key`` touches, journaled: the reply and entry
         ``_accept`` and ``_created_entry`` make, without their general cases when its job is
-        as ``_fresh`` has it (tests/test_engine_differential.py)."""
+        as ``_fresh`` has it (tests/test_engine_differential.py): kept, indexed, announced and
+        scheduled, its reply returned and its entry journaled, in one call."""
         body = request.body or {}
         digest = request_digest(body)
-        index = self._spec_for(body, consume=True)
+        index = self._only_spec
+        if index is None:
+            index = self._spec_for(body, consume=True)
+        else:  # what ``_spec_for`` does when every submit takes the one spec
+            self._unmatched_submits += 1
         fresh = self._fresh[index]
-        if fresh is not None:
-            shown, offset, due = fresh
-            if offset is not None:
-                due = now + offset  # what ``_schedule`` puts on the heap
-            if offset is None or due > now:
-                scheduled = offset is not None
-                return self._created(
-                    seq, request, now, key, body, digest, index, shown, due, scheduled
-                )
-        reply, job = self._make(seq, request, now, now + 0.0, body, digest, index, False)
-        self.journal.append(self._created_entry(reply, now, job))
-        return reply
-
-    def _created(
-        self,
-        seq: int,
-        request: Request,
-        now: float,
-        key: str | None,
-        body: Mapping[str, Any],
-        digest: str,
-        index: int,
-        shown: _Shown,
-        due: float,
-        scheduled: bool,
-    ) -> Reply:
-        """``_create``'s job of spec ``index``, as ``_fresh`` has it (``shown``, ``due``, and
-        whether ``due`` goes on the heap): kept, indexed, announced and scheduled, its reply
-        returned and its entry journaled."""
+        if fresh is None:
+            reply, made = self._make(seq, request, now, now + 0.0, body, digest, index, False)
+            self.journal.append(self._created_entry(reply, now, made))
+            return reply
+        shown, offset, due = fresh
+        if offset is not None:
+            due = now + offset  # what ``_schedule`` puts on the heap
+            if due <= now:
+                reply, made = self._make(seq, request, now, now + 0.0, body, digest, index, False)
+                self.journal.append(self._created_entry(reply, now, made))
+                return reply
         self._submits += 1
         job_id = self._new_id(self.scenario.seed, self._submits)
         by_number = self._by_number
@@ -724,6 +715,7 @@ class Engine:
         credential = request.credential
         callback_url = request.callback_url
         copied = dict(body)
+        scheduled = offset is not None
         job = Job(
             job_id,
             index,
@@ -749,7 +741,13 @@ class Engine:
         ordered = self._by_status.get(status)
         if ordered is None:
             ordered = self._by_status[status] = _Ordered()
-        ordered.add(number)
+        blocks = ordered._blocks
+        if blocks and number > ordered._highest[-1] and len(blocks[-1]) < 2 * _BLOCK:
+            blocks[-1].append(number)  # what ``_Ordered.add`` does with the newest number
+            ordered._highest[-1] = number
+            ordered._size += 1
+        else:
+            ordered.add(number)
         view = fast_view(
             job_id,
             index,

@@ -6,6 +6,7 @@ milliseconds, with no server and no wrk.
 
 from __future__ import annotations
 
+import os
 import re
 from types import ModuleType
 
@@ -47,14 +48,21 @@ def test_output_without_the_done_hooks_line_is_refused() -> None:
         bench.parse_load_output("unable to connect to 127.0.0.1:1")
 
 
-def _sample(bench: ModuleType, server: str, get_rate: float, post_rate: float | None = None):
+def _sample(
+    bench: ModuleType,
+    server: str,
+    get_rate: float,
+    post_rate: float | None = None,
+    cpu: tuple[float | None, float | None] = (None, None),
+):
     def load(rate: float) -> object:
         return bench.LoadResult(
             requests=int(rate * 8), seconds=8.0, p50_ms=0.5, p99_ms=1.25, max_ms=3.0, errors=0
         )
 
     post = None if post_rate is None else load(post_rate)
-    return bench.Sample(server, 0.125, load(get_rate), post, 586.0 if "fake" in server else 0.0)
+    retained = 586.0 if "fake" in server else 0.0
+    return bench.Sample(server, 0.125, load(get_rate), post, retained, *cpu)
 
 
 def test_each_ratio_is_the_median_of_ratios_to_the_baseline_of_the_same_round() -> None:
@@ -72,21 +80,64 @@ def test_each_ratio_is_the_median_of_ratios_to_the_baseline_of_the_same_round() 
     assert fake.get_ratio == pytest.approx(0.7)  # not 15000 / 30000: rounds are not mixed
     assert fake.get_rates == [15000, 24000, 7000]
     assert (fake.retained_bytes, fake.startup_s, fake.post_rate) == (586.0, 0.125, None)
+    assert (fake.get_cpu_us, fake.get_cpu_ratio, fake.post_cpu_ratio) == (None, None, None)
+
+
+def test_each_cpu_ratio_is_the_median_of_the_baselines_cpu_per_request_over_the_servers() -> None:
+    bench = _script()
+    rounds = [
+        # a busy machine slows throughput but hardly CPU per request: the ratios agree
+        [
+            _sample(bench, "bare-fast", 30000, 20000, (30e-6, 50e-6)),
+            _sample(bench, "fake-fast", 15000, 9000, (40e-6, 100e-6)),  # 0.75, 0.5
+        ],
+        [
+            _sample(bench, "fake-fast", 24000, 9000, (50e-6, 80e-6)),  # 0.64, 0.625
+            _sample(bench, "bare-fast", 32000, 20000, (32e-6, 50e-6)),
+        ],
+        [
+            _sample(bench, "bare-fast", 10000, 20000, (31e-6, None)),  # /proc could not tell
+            _sample(bench, "fake-fast", 7000, 9000, (40e-6, 90e-6)),  # 0.775, -
+        ],
+    ]
+    servers = [s for s in bench.SERVERS if s.name in ("bare-fast", "fake-fast")]
+    bare, fake = bench.summarise(rounds, servers)
+    assert (bare.get_cpu_ratio, bare.post_cpu_ratio) == (1.0, 1.0)
+    assert bare.get_cpu_us == pytest.approx(31.0)
+    assert fake.get_cpu_us == pytest.approx(40.0)
+    assert fake.post_cpu_us == pytest.approx(90.0)
+    assert fake.get_cpu_ratio == pytest.approx(0.75)
+    assert fake.post_cpu_ratio == pytest.approx((0.5 + 0.625) / 2)
+
+
+def test_a_process_cpu_time_is_read_from_proc() -> None:
+    bench = _script()
+    seconds = bench._cpu_seconds(os.getpid())
+    if seconds is None:
+        pytest.skip("no /proc on this platform")
+    assert seconds > 0
+    assert bench._cpu_seconds(2**22 + 1) is None  # beyond any pid_max: no such process
 
 
 def test_the_table_is_the_issues_with_submits_below() -> None:
     bench = _script()
-    rounds = [[_sample(bench, "bare-fast", 32584, 20000), _sample(bench, "fake-h11", 6900, 3000)]]
+    rounds = [
+        [
+            _sample(bench, "bare-fast", 32584, 20000, (28e-6, 47e-6)),
+            _sample(bench, "fake-h11", 6900, 3000, (140e-6, None)),
+        ]
+    ]
     servers = [s for s in bench.SERVERS if s.name in ("bare-fast", "fake-h11")]
     assert bench.format_table(bench.summarise(rounds, servers)).splitlines() == [
         "| server | GET status reads/s | x bare httptools+uvloop | p99 | startup"
-        " | retained per request |",
-        "|---|---|---|---|---|---|",
-        "| bare Starlette + uvicorn, httptools + uvloop | 32,584 | 1.00 | 1.2 ms | 0.12 s | 0 B |",
-        "| fakeprovider, h11 + asyncio | 6,900 | 0.21 | 1.2 ms | 0.12 s | 586 B |",
+        " | retained per request | CPU per read | x bare (CPU) |",
+        "|---|---|---|---|---|---|---|---|",
+        "| bare Starlette + uvicorn, httptools + uvloop | 32,584 | 1.00 | 1.2 ms | 0.12 s | 0 B"
+        " | 28 us | 1.00 |",
+        "| fakeprovider, h11 + asyncio | 6,900 | 0.21 | 1.2 ms | 0.12 s | 586 B | 140 us | 0.20 |",
         "",
-        "| server | POST submits/s | x bare httptools+uvloop | p99 |",
-        "|---|---|---|---|",
-        "| bare Starlette + uvicorn, httptools + uvloop | 20,000 | 1.00 | 1.2 ms |",
-        "| fakeprovider, h11 + asyncio | 3,000 | 0.15 | 1.2 ms |",
+        "| server | POST submits/s | x bare httptools+uvloop | p99 | CPU per submit | x bare (CPU) |",
+        "|---|---|---|---|---|---|",
+        "| bare Starlette + uvicorn, httptools + uvloop | 20,000 | 1.00 | 1.2 ms | 47 us | 1.00 |",
+        "| fakeprovider, h11 + asyncio | 3,000 | 0.15 | 1.2 ms | - | - |",
     ]

@@ -782,7 +782,7 @@ def test_an_engine_told_to_follow_keeps_what_it_still_has_until_read() -> None:
 
 
 def test_the_fields_the_engine_fills_by_position_are_where_it_puts_them() -> None:
-    # Engine._read and Engine._created build their journal entries positionally (cheaper per
+    # Engine._read and Engine._create build their journal entries positionally (cheaper per
     # request than by name): a field moved or added in between would shift the rest
     assert [f.name for f in dataclasses.fields(Entry)][:20] == [
         "seq",
