@@ -37,7 +37,7 @@ from ._report import (
     render_indexed,
     summarise_metrics,
 )
-from ._rules import _REJECT, EPSILON, Violation, _answer, describe, told, was_sent, webhook_ack
+from ._rules import _REJECT, EPSILON, Violation, _answer, describe, webhook_ack
 from ._runs import _RUN_STARTS
 from .entries import EntryLike
 from .invariants import INVARIANTS
@@ -198,19 +198,17 @@ class StreamReport:
     def summary(self) -> Summary:
         """What the text report prints of ``metrics``, made without them."""
         totals = self.totals
-        per_client = totals.per_client.values()
-        reads = sum(counts[1] for counts in per_client)
-        completions = sum(counts[2] for counts in per_client)
+        reads, completions = totals.status_reads, totals.completions
         delays = _delays(totals, self.runs)
         return Summary(
-            sum(counts[0] for counts in per_client),
+            totals.requests,
             len(totals.per_client),
             metrics_line(
                 round(reads / completions, 3) if completions else None,
                 round(sum(delays.values()) / len(delays), 6) if delays else None,
                 max(delays.values()) if delays else None,
-                sum(counts[3] for counts in per_client),
-                sum(counts[4] for counts in per_client),
+                totals.retries,
+                totals.rate_limit_hits,
                 totals.deliveries,
             ),
         )
@@ -278,6 +276,12 @@ class _Totals:
         self.faults: dict[str, int] = {}
         self.dropped = 0
         self.requests = 0
+        # the sums over ``per_client`` of status reads, completions, retries and rate-limit
+        # hits (what the text report prints of them)
+        self.status_reads = 0
+        self.completions = 0
+        self.retries = 0
+        self.rate_limit_hits = 0
         self.sent = False
         self.gave_up: list[str] = []
 
@@ -380,8 +384,10 @@ def _status_facts(run: _Run, e: EntryLike) -> None:
 
 def _webhook(run: _Run, e: EntryLike, totals: _Totals) -> None:
     job_id, event, code = e.job_id, e.event, e.status_code
-    sent = was_sent(e)
-    heard = sent and told(e)
+    delivery, error = e.delivery, e.error_code
+    # ``was_sent`` and ``told`` of a webhook entry, without their calls
+    sent = delivery != "missing" and e.attempt != 0 and error != "host_not_allowed"
+    heard = sent and delivery not in _REJECT and error != "connection_error"
     if heard and job_id is not None:
         told_as = (
             e.received_at,
@@ -399,8 +405,11 @@ def _webhook(run: _Run, e: EntryLike, totals: _Totals) -> None:
     acknowledged = code is not None and 200 <= code < 300
     if not (  # what ``webhook_ack`` lets pass without a look: a 2xx to a valid send, in time
         acknowledged
-        and e.delivery not in _REJECT
-        and ((latency := e.latency) is None or not latency > run.limits.ack_limit + EPSILON)
+        and delivery not in _REJECT
+        and (
+            (completed := e.completed_at) is None  # ``latency`` None
+            or not completed - e.received_at > run.limits.ack_limit + EPSILON
+        )
     ):
         run.violations.extend(webhook_ack((e,), run.limits))
     if sent:
@@ -490,22 +499,22 @@ def _closed_clients(run: _Run, totals: _Totals) -> Iterator[Found]:
         yield from judge.iter_found(hooks)
         count = judge.count
         seen_jobs = judge.seen_jobs
+        reads, completions = judge.status_reads, len(seen_jobs)
+        retries, hits = judge.retries, judge.rate_limit_hits
         counted = per_client.get(name)
         if counted is None:
-            per_client[name] = [
-                count,
-                judge.status_reads,
-                len(seen_jobs),
-                judge.retries,
-                judge.rate_limit_hits,
-            ]
+            per_client[name] = [count, reads, completions, retries, hits]
         else:
             counted[0] += count
-            counted[1] += judge.status_reads
-            counted[2] += len(seen_jobs)
-            counted[3] += judge.retries
-            counted[4] += judge.rate_limit_hits
+            counted[1] += reads
+            counted[2] += completions
+            counted[3] += retries
+            counted[4] += hits
         totals.requests += count
+        totals.status_reads += reads
+        totals.completions += completions
+        totals.retries += retries
+        totals.rate_limit_hits += hits
         for code, n in judge.codes.items():
             codes[code] = codes.get(code, 0) + n
         if judge.forms:
