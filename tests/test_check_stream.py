@@ -342,6 +342,30 @@ def test_the_timelines_pass_stops_reading_once_every_window_shown_is_complete() 
     assert read == [0, 1, 2, 3, 4, 5, 6, 7, 8]
 
 
+def test_the_timelines_pass_stops_past_the_last_request_about_the_jobs_shown() -> None:
+    """The job shown is not asked about again: the first pass noted its last request, so the
+    second stops at the first entry past it instead of reading the rest of the file for three
+    more about it."""
+    others = [
+        dataclasses.replace(_read(seq, seq * 10.0, seq * 10.0 + 1), job_id="job_2")
+        for seq in range(4, 104)
+    ]
+    journal = [*OVERLAPPING, *others]
+    report = check_stream(in_seq_order(journal), _limits_of)
+    read: list[int] = []
+
+    def entries() -> Iterator[Entry]:
+        for e in in_seq_order(journal):
+            read.append(e.seq)
+            yield e
+
+    text = render_streamed(report, entries, 1)
+    expected = check(journal, run_limits=[_limits_of(h) for h in report.headers])
+    assert text == expected.render(1)
+    assert "timeline of job job_1" in text
+    assert read == [0, 1, 2, 3, 4]
+
+
 def _overlapping_reads(count: int) -> list[Entry]:
     """A job read by a client that asks again before each answer: every other read overlaps
     the one before it (a violation each), on one job, so all the windows share one group."""
