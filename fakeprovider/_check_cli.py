@@ -378,13 +378,6 @@ def cmd_check(args: argparse.Namespace) -> int:
         return 2
     if found is not None:
         assert snapshot is not None  # streamed from a regular file
-        streamed = Report(
-            violations=found.violations,
-            metrics=found.metrics,
-            coverage=found.coverage,
-            warnings=found.warnings,
-            limits=limits_for(base=found.limits, overrides={}),
-        )
         if args.format == "text":
             try:
                 text = _render_streamed(found, snapshot, args.max_violations)
@@ -392,6 +385,13 @@ def cmd_check(args: argparse.Namespace) -> int:
                 print(exc, file=sys.stderr)
                 return 2
         else:
+            streamed = Report(
+                violations=found.violations,
+                metrics=found.metrics,
+                coverage=found.coverage,
+                warnings=found.warnings,
+                limits=limits_for(base=found.limits, overrides={}),
+            )
             text = format_report(
                 streamed, args.format, max_violations=args.max_violations, name=_name(found.headers)
             )

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import functools
 import heapq
 import itertools
 import operator
@@ -27,7 +28,15 @@ from collections.abc import Set as AbstractSet
 from typing import Any, TypeVar
 
 from ._judges import ClientJudge, Found, Unjudgeable, _Job, found_as_is, violation
-from ._report import job_key, render_indexed, summarise_coverage, summarise_metrics
+from ._report import (
+    Summary,
+    coverage_section,
+    coverage_warnings,
+    job_key,
+    metrics_line,
+    render_indexed,
+    summarise_metrics,
+)
 from ._rules import _REJECT, EPSILON, Violation, _answer, describe, told, was_sent, webhook_ack
 from ._runs import _RUN_STARTS
 from .entries import EntryLike
@@ -132,13 +141,12 @@ def in_seq_order_batches(
 @dataclasses.dataclass(frozen=True)
 class StreamReport:
     """What ``check_stream`` found, as ``Report`` has it, plus what the CLI needs from the
-    entries: each run's header and whether any client request was seen."""
+    entries: each run's header and whether any client request was seen. The metrics, coverage
+    and warnings are made from the counts when first read (a text report reads only
+    ``summary`` and ``warnings``: no dict per client for a journal of many clients)."""
 
     #: Every violation, or with ``check_stream``'s ``shown``, the first that many.
     violations: tuple[Violation, ...]
-    metrics: dict[str, Any]
-    coverage: dict[str, Any]
-    warnings: tuple[str, ...]
     limits: Limits
     headers: tuple[dict[str, Any] | None, ...]
     tested: bool
@@ -146,6 +154,66 @@ class StreamReport:
     #: ``Report.rule_counts``), whether or not ``violations`` holds them all.
     total: int = 0
     counts: tuple[tuple[str, int], ...] = ()
+    #: The counts the metrics, coverage and warnings are made of, and how many runs.
+    totals: _Totals = dataclasses.field(
+        default_factory=lambda: _Totals(None, 0), repr=False, compare=False
+    )
+    runs: int = dataclasses.field(default=0, repr=False, compare=False)
+
+    @functools.cached_property
+    def metrics(self) -> dict[str, Any]:
+        return _metrics(self.totals, self.runs)
+
+    @functools.cached_property
+    def coverage(self) -> dict[str, Any]:
+        totals = self.totals
+        return coverage_section(
+            self.limits,
+            observed=totals.observed,
+            codes=totals.codes,
+            forms=totals.forms,
+            faults=totals.faults,
+            dropped=totals.dropped,
+            webhook_sent=totals.sent,
+        )
+
+    @functools.cached_property
+    def warnings(self) -> tuple[str, ...]:
+        totals = self.totals
+        return tuple(
+            coverage_warnings(
+                self.limits,
+                requests=totals.requests,
+                observed=totals.observed,
+                reached=totals.reached,
+                codes=totals.codes,
+                forms=totals.forms,
+                dropped=totals.dropped,
+                webhook_sent=totals.sent,
+                gave_up=totals.gave_up,
+            )
+        )
+
+    @functools.cached_property
+    def summary(self) -> Summary:
+        """What the text report prints of ``metrics``, made without them."""
+        totals = self.totals
+        per_client = totals.per_client.values()
+        reads = sum(counts[1] for counts in per_client)
+        completions = sum(counts[2] for counts in per_client)
+        delays = _delays(totals, self.runs)
+        return Summary(
+            sum(counts[0] for counts in per_client),
+            len(totals.per_client),
+            metrics_line(
+                round(reads / completions, 3) if completions else None,
+                round(sum(delays.values()) / len(delays), 6) if delays else None,
+                max(delays.values()) if delays else None,
+                sum(counts[3] for counts in per_client),
+                sum(counts[4] for counts in per_client),
+                totals.deliveries,
+            ),
+        )
 
 
 class _Run:
@@ -283,18 +351,15 @@ def check_stream(
         _status_facts(run, e)
     if run is not None:
         _close_run(run, totals)
-    applied = runs[0].limits if runs else limits_of(None)
-    count = len(runs)
     return StreamReport(
         violations=tuple(totals.violations),
-        metrics=_metrics(totals, count),
-        coverage=(found := _coverage(totals, applied))[0],
-        warnings=tuple(found[1]),
-        limits=applied,
+        limits=runs[0].limits if runs else limits_of(None),
         headers=tuple(headers),
         tested=tested,
         total=sum(totals.counts.values()),
         counts=tuple(totals.counts.most_common()),
+        totals=totals,
+        runs=len(runs),
     )
 
 
@@ -514,11 +579,15 @@ def _ORDER(found: Found) -> tuple[int, int]:
     return (found[0], found[1])
 
 
-def _metrics(totals: _Totals, runs: int) -> dict[str, Any]:
-    delays = {
+def _delays(totals: _Totals, runs: int) -> dict[str, float]:
+    return {
         f"{client} {job_key(job_id, number, runs)}": delay
         for client, job_id, number, delay in totals.delays
     }
+
+
+def _metrics(totals: _Totals, runs: int) -> dict[str, Any]:
+    delays = _delays(totals, runs)
     time_in_status = {
         job_key(job_id, number, runs): spent for job_id, number, spent in totals.time_in_status
     }
@@ -546,21 +615,6 @@ def _metrics(totals: _Totals, runs: int) -> dict[str, Any]:
         ) in totals.per_client.items()
     }
     return summarise_metrics(runs, per_client, delays, time_in_status, webhooks)
-
-
-def _coverage(totals: _Totals, limits: Limits) -> tuple[dict[str, Any], list[str]]:
-    return summarise_coverage(
-        limits,
-        requests=totals.requests,
-        observed=totals.observed,
-        reached=totals.reached,
-        codes=totals.codes,
-        forms=totals.forms,
-        faults=totals.faults,
-        dropped=totals.dropped,
-        webhook_sent=bool(totals.sent),
-        gave_up=totals.gave_up,
-    )
 
 
 def render_streamed(
@@ -591,7 +645,7 @@ def render_streamed(
         violations,
         len(report.headers),
         lambda number: windows.get(number, empty),
-        report.metrics,
+        report.summary,
         report.warnings,
         max_violations,
         counted=(report.total, list(report.counts)),
@@ -609,12 +663,17 @@ class _Window:
     violation of no job, and the violation's own entries) come in seq order, those of one seq
     the group's first; kept are the last ``_CONTEXT`` before the violation's first seq, those
     up to its last (while they could be shown), ``_CONTEXT`` after, and its own entries.
+
+    A window is fed from the first related entry at or past its first seq on (``begin``):
+    what came before that is its group's (``_Group``), the same for every window of the group.
     """
 
-    def __init__(self, v: Violation) -> None:
+    def __init__(self, v: Violation, group: _Group) -> None:
+        self.group = group
         self.seqs = frozenset(v.seqs)
         self.low_seq = min(v.seqs)
         self.high_seq = max(v.seqs)
+        self.begun = False
         self.named: set[int] = set()  # the seqs whose first entry has been seen
         self.before: collections.deque[EntryLike] = collections.deque(maxlen=_CONTEXT)
         self.skipped = 0  # related entries before the first seq, not kept
@@ -625,9 +684,17 @@ class _Window:
         self.complete = False  # let go of by ``_Windows``
         self.mine: list[EntryLike] = []
         self.seq: int | None = None  # the seq of the entries held in group and extras
-        self.group: list[EntryLike] = []
+        self.in_group: list[EntryLike] = []
         self.extras: list[EntryLike] = []
         self.result: tuple[list[EntryLike], bool, bool] = ([], False, False)
+
+    def begin(self) -> None:
+        """Take the related entries before the first seq from the group: every one that came
+        so far (the caller begins the window before any related entry at or past it)."""
+        group = self.group
+        self.before.extend(group.recent)
+        self.skipped = group.count - len(group.recent)
+        self.begun = True
 
     def add(self, e: EntryLike, in_group: bool) -> None:
         seq = e.seq
@@ -638,7 +705,7 @@ class _Window:
         if named:
             self.named.add(seq)
         if in_group:
-            self.group.append(e)
+            self.in_group.append(e)
         elif named:
             self.extras.append(e)
 
@@ -646,7 +713,7 @@ class _Window:
         seq = self.seq
         if seq is None:
             return
-        for e in (*self.group, *self.extras):
+        for e in (*self.in_group, *self.extras):
             if seq < self.low_seq:
                 if len(self.before) == _CONTEXT:
                     self.skipped += 1
@@ -660,9 +727,9 @@ class _Window:
             else:
                 self.more_after = True
         if seq in self.seqs:
-            self.mine.extend(self.group)
+            self.mine.extend(self.in_group)
             self.mine.extend(self.extras)
-        self.group, self.extras = [], []
+        self.in_group, self.extras = [], []
 
     def finish(self) -> None:
         self._flush()
@@ -676,61 +743,85 @@ class _Window:
             self.result = ([*self.before, *self.middle, *self.after], before, after)
 
 
+class _Group:
+    """The related entries of one (client, job) (job None: the client's status reads) as far
+    as the windows of its violations need them: the last ``_CONTEXT`` and how many came, for
+    the windows not begun (``pending``, by first seq, the latest first), and the windows
+    begun and not complete (``active``)."""
+
+    __slots__ = ("active", "count", "done", "pending", "recent")
+
+    def __init__(self) -> None:
+        self.recent: collections.deque[EntryLike] = collections.deque(maxlen=_CONTEXT)
+        self.count = 0
+        # (a window begun by an entry of another group stays here, skipped when reached)
+        self.pending: list[_Window] = []
+        self.active: list[_Window] = []
+        self.done = 0  # complete windows still in ``active`` (dropped when half are)
+
+
+def _LOW_SEQ(window: _Window) -> int:
+    return window.low_seq
+
+
 class _Windows:
-    """The windows of a run's violations shown, fed the run's entries in order; a window is
-    let go once complete (``_Window.more_after``: nothing later can change it)."""
+    """The windows of a run's violations shown, fed the run's entries in order. A window is
+    fed only from its first seq on (before that its group keeps what it needs) and let go
+    once complete (``_Window.more_after``: nothing later can change it), so each entry costs
+    what the windows open at its seq cost, not every window of its group."""
 
     def __init__(self) -> None:
         self.windows: dict[Violation, _Window] = {}
-        self.by_group: dict[tuple[str, str | None], list[_Window]] = {}
+        self.by_group: dict[tuple[str, str | None], _Group] = {}
         self.by_seq: dict[int, list[_Window]] = {}
         self.live = 0  # the windows not yet complete
-        self.complete = 0  # complete windows still in ``by_group`` and ``by_seq``
+        self.ready = False  # whether ``pending`` are sorted
 
     def want(self, v: Violation) -> None:
         if v in self.windows:
             return
-        window = _Window(v)
+        group = self.by_group.get((v.client, v.job_id))
+        if group is None:
+            self.by_group[(v.client, v.job_id)] = group = _Group()
+        window = _Window(v, group)
         self.windows[v] = window
         self.live += 1
-        self.by_group.setdefault((v.client, v.job_id), []).append(window)
+        group.pending.append(window)
         for seq in window.seqs:
             self.by_seq.setdefault(seq, []).append(window)
 
     def add(self, e: EntryLike) -> int:
         """Feed ``e`` to the windows it belongs to; how many of them it completed."""
+        if not self.ready:
+            for group in self.by_group.values():
+                group.pending.sort(key=_LOW_SEQ, reverse=True)
+            self.ready = True
         fed = self._feed(e)
         done = 0
         for window in fed:
             if window.more_after and not window.complete:
                 window.complete = True
+                window.group.done += 1
                 done += 1
-        if done:
-            self.live -= done
-            self.complete += done
-            if self.complete * 2 > len(self.windows):
-                self._let_go()
+        self.live -= done
         return done
-
-    def _let_go(self) -> None:
-        """Drop the complete windows from the indexes (they are only read by ``window``)."""
-        self.by_group = _incomplete(self.by_group)
-        self.by_seq = _incomplete(self.by_seq)
-        self.complete = 0
 
     def _feed(self, e: EntryLike) -> list[_Window]:
         fed: list[_Window] = []
         if e.kind != "webhook" and e.kind != "unknown":
             if e.job_id is not None:
-                for window in self.by_group.get((e.client, e.job_id), ()):
-                    window.add(e, True)
-                    fed.append(window)
+                group = self.by_group.get((e.client, e.job_id))
+                if group is not None:
+                    _feed_group(group, e, fed)
             if e.kind == "status":
-                for window in self.by_group.get((e.client, None), ()):
-                    window.add(e, True)
-                    fed.append(window)
+                group = self.by_group.get((e.client, None))
+                if group is not None:
+                    _feed_group(group, e, fed)
         for window in self.by_seq.get(e.seq, ()):
-            if window not in fed:
+            if window not in fed and not window.complete:
+                if not window.begun:
+                    window.begin()
+                    window.group.active.append(window)
                 window.add(e, False)
                 fed.append(window)
         return fed
@@ -744,16 +835,27 @@ class _Windows:
         return ([], False, False) if found is None else found.result
 
 
-_Key = TypeVar("_Key")
-
-
-def _incomplete(index: dict[_Key, list[_Window]]) -> dict[_Key, list[_Window]]:
-    out: dict[_Key, list[_Window]] = {}
-    for key, windows in index.items():
-        kept = [w for w in windows if not w.complete]
-        if kept:
-            out[key] = kept
-    return out
+def _feed_group(group: _Group, e: EntryLike, fed: list[_Window]) -> None:
+    """Feed ``e``, related to ``group``, to its windows begun (beginning those whose first
+    seq it reaches), then count it among the group's entries."""
+    pending = group.pending
+    if pending and pending[-1].low_seq <= e.seq:
+        seq = e.seq
+        while pending and pending[-1].low_seq <= seq:
+            window = pending.pop()
+            if not window.begun:
+                window.begin()
+                group.active.append(window)
+    active = group.active
+    if group.done and group.done * 2 >= len(active):
+        group.active = active = [window for window in active if not window.complete]
+        group.done = 0
+    for window in active:
+        if not window.complete:
+            window.add(e, True)
+            fed.append(window)
+    group.recent.append(e)
+    group.count += 1
 
 
 _NUMBER = operator.itemgetter(0)

@@ -34,6 +34,7 @@ from .http import (
     NO_BODY,
     HttpRequest,
     HttpResponse,
+    _name_problem,
     client_of,
     fast_constructor,
     format_http_date,
@@ -151,53 +152,97 @@ class FakeProviderApp:
         provider = self.provider
         reply: Reply | None = None
         started = False
+        #: The raw header fields of an answer whose headers passed every check (``_sendable``).
+        fields: list[tuple[bytes, bytes]] | None = None
         try:
             message = await receive()
             if message["type"] == "http.disconnect":
                 return
             body: bytes | bytearray = message.get("body", b"")
-            if body or message.get("more_body", False) or not self._lanes:
+            if (
+                not self._lanes
+                or message.get("more_body", False)
+                or (body and len(body) > provider.scenario.max_body_bytes)
+            ):
                 received = await self._received(scope, receive, message)
                 if received is None:
                     return  # the client went away while sending the body
                 reply, response = received
             else:
-                # No body (a status read, a download, a list...): the request's lane (``_lane``),
-                # the request parsed of the same scope before straight to the engine, and a
-                # reply that neither a fault nor a refusal touches straight to the dialect's
-                # renderer for its kind. Everything else is answered by the provider's own
-                # steps, as ``provider.respond`` takes them (tests/test_app_lanes.py).
-                try:
-                    lane = self._lanes_kept.get(_scope_key(scope))
-                except TypeError:  # a part that cannot be a key (a header as a list)
-                    lane = None
-                if lane is None or lane[1] is not provider.dialect:
-                    lane = self._lane(scope, provider)
-                http, dialect, request, render = lane
-                provider.base_url = http.base_url
-                with provider._lock:
-                    now = provider.clock.now()
+                # The request's lane, kept by the scope's parts while its dialect plays: the
+                # request parsed of the same scope before (no body: a status read, a download,
+                # a list..., ``_lane``) or the body alone parsed by the route's parser (a
+                # submit, ``_body_lane``), straight to the engine, and a reply that neither a
+                # fault nor a refusal touches straight to the dialect's renderer for its kind.
+                # Everything else is answered by the provider's own steps, as
+                # ``provider.respond`` takes them (tests/test_app_lanes.py).
+                http: HttpRequest
+                request: Request | None
+                if body:
                     try:
-                        reply = provider.engine.handle(request, now)
-                        failed = False
-                    except Exception as exc:
-                        reply, failed = provider.unhandled(http, request, now, exc), True
-                if failed:  # the engine failed (a bug): its 500 is answered
-                    response = internal_error()
-                elif reply.action == "reset":
-                    response = NOTHING_SENT
+                        body_lane = self._body_lanes.get(_scope_key(scope))
+                    except TypeError:  # a part that cannot be a key (a header as a list)
+                        body_lane = None
+                    if body_lane is None or body_lane[1] is not provider.dialect:
+                        body_lane = self._body_lane(scope, provider)
+                    bare, dialect, parse, renderers = body_lane
+                    # ``bare`` with the body: the same fields, in the same order
+                    http = _new(HttpRequest)
+                    _put(http, "__dict__", {**bare.__dict__, "body": bytes(body)})
+                    if parse is None:
+                        request = None
+                    else:
+                        try:
+                            request = parse(http)
+                        except Exception as exc:
+                            request = provider.unparsed(http, exc)
+                        kept = renderers.get(request.kind)
+                        if kept is None:
+                            kept = renderers[request.kind] = dialect.renderer(request.kind)
+                        render = kept
                 else:
                     try:
-                        if reply.fault is None and reply.error is None:
-                            response = render(reply, http)
-                        else:
-                            response = dialect.render(reply, http)
-                    except Exception as exc:
-                        reply, response = provider.unrendered(http, reply, exc)
+                        lane = self._lanes_kept.get(_scope_key(scope))
+                    except TypeError:  # a part that cannot be a key (a header as a list)
+                        lane = None
+                    if lane is None or lane[1] is not provider.dialect:
+                        lane = self._lane(scope, provider)
+                    http, dialect, request, render = lane
+                if request is None:  # the dialect parses each request whole
+                    reply, response = provider.receive(http)
+                else:
+                    provider.base_url = http.base_url
+                    with provider._lock:
+                        now = provider.clock.now()
+                        try:
+                            reply = provider.engine.handle(request, now)
+                            failed = False
+                        except Exception as exc:
+                            reply, failed = provider.unhandled(http, request, now, exc), True
+                    if failed:  # the engine failed (a bug): its 500 is answered
+                        response = internal_error()
+                    elif reply.action == "reset":
+                        response = NOTHING_SENT
                     else:
-                        status = response.status
-                        if response.headers or not 200 <= status <= 599 or status in _CHECKED:
-                            reply, response = provider.checked(http, request, reply, response)
+                        try:
+                            if reply.fault is None and reply.error is None:
+                                response = render(reply, http)
+                            else:
+                                response = dialect.render(reply, http)
+                        except Exception as exc:
+                            reply, response = provider.unrendered(http, reply, exc)
+                        else:
+                            status = response.status
+                            if response.headers or not 200 <= status <= 599 or status in _CHECKED:
+                                # headers that every check would pass as they are, on a final
+                                # status that carries a body, are encoded at once
+                                # (``_sendable``); the others are checked
+                                if 200 <= status <= 599 and status not in _CHECKED:
+                                    fields = _sendable(response.headers)
+                                if fields is None:
+                                    reply, response = provider.checked(
+                                        http, request, reply, response
+                                    )
             cut_short = reply.delay > 0 and await self._pause(reply.delay)
             clock = provider.clock
             if reply.action != "respond":
@@ -211,7 +256,16 @@ class FakeProviderApp:
             status = response.status
             answer = response.body
             if response.headers or response.media_type != "application/json" or status in NO_BODY:
-                raw = _raw_headers(response, date)
+                if fields is not None and response.media_type == "application/json":
+                    # what _raw_headers makes of it (a final status that carries a body)
+                    raw = [
+                        (b"content-length", b"%d" % len(answer)),
+                        _JSON_TYPE,
+                        *fields,
+                        (b"date", date),
+                    ]
+                else:
+                    raw = _raw_headers(response, date)
             else:  # what _raw_headers makes of a JSON answer with no headers of its own
                 raw = [(b"content-length", b"%d" % len(answer)), _JSON_TYPE, (b"date", date)]
             # One clock reading for both ends of the answer: the entry is journaled before the
@@ -281,7 +335,7 @@ class FakeProviderApp:
             lane = None
         if lane is None or lane[1] is not provider.dialect:
             lane = self._body_lane(scope, provider)
-        bare, _, parse = lane
+        bare, _, parse, _ = lane
         http = _http_request(
             bare.method,
             bare.path,
@@ -303,15 +357,17 @@ class FakeProviderApp:
     def _body_lane(self, scope: Scope, provider: FakeProvider) -> _BodyLane:
         """The ``HttpRequest`` for ``scope`` without a body (``_request``'s), the provider's
         dialect, and that dialect's ``body_parser`` for it (None: ``provider.receive`` parses
-        each request whole), kept by the scope's parts while that dialect plays. Not kept
+        each request whole), and the dialect's renderers by the kind of request parsed (made
+        when first wanted), kept by the scope's parts while that dialect plays. Not kept
         when the dialect failed to make the parser (``provider.receive`` then fails as
         before, every time)."""
         http = self._request(scope)
         dialect = provider.dialect
+        lane: _BodyLane
         try:
-            lane = (http, dialect, dialect.body_parser(http))
+            lane = (http, dialect, dialect.body_parser(http), {})
         except Exception:
-            return (http, dialect, None)
+            return (http, dialect, None, {})
         lanes = self._body_lanes
         with contextlib.suppress(TypeError):  # a part that cannot be a key: not kept
             if len(lanes) >= _REQUESTS_KEPT:
@@ -504,6 +560,25 @@ def _failed_reply(reply: Reply) -> Reply:
     )
 
 
+def _sendable(headers: tuple[tuple[str, str], ...]) -> list[tuple[bytes, bytes]] | None:
+    """``headers`` as ``_raw_headers`` sends them, when ``provider.checked`` would pass them as
+    they are (every name an HTTP token the server does not write itself, every value safe as
+    it is: ``wire_problem``, ``all_safe_header_values``); None when it might not."""
+    fields = []
+    for name, value in headers:
+        raw_name = _SENDABLE.get(name)
+        if raw_name is None:
+            if _name_problem(name) is not None:
+                return None
+            raw_name = name.lower().encode("latin-1")
+            if len(_SENDABLE) < _FIELDS_CACHED:
+                _SENDABLE[name] = raw_name
+        if not (value.isascii() and value.isprintable() and value.strip(" ") == value):
+            return None
+        fields.append((raw_name, value.encode("latin-1")))
+    return fields
+
+
 def _raw_headers(response: HttpResponse, date: bytes) -> list[tuple[bytes, bytes]]:
     raw = [] if response.status in (204, 304) else [(b"content-length", b"%d" % len(response.body))]
     media_type = response.media_type
@@ -539,14 +614,24 @@ _JSON_TYPE = (b"content-type", b"application/json")
 _FIELDS_CACHED = 64
 #: Each header name as sent (lower case, encoded), at most ``_FIELDS_CACHED`` of them.
 _NAMES: dict[str, bytes] = {}
+#: The same, for names ``wire_problem`` finds nothing wrong with (``_sendable``).
+_SENDABLE: dict[str, bytes] = {}
 #: A request without a body as the app keeps it (``FakeProviderApp._lane``): the
 #: ``HttpRequest``, the dialect, the request it parsed and its renderer for the request's kind.
 _Lane = tuple[HttpRequest, Dialect, Request, Callable[[Reply, HttpRequest], HttpResponse]]
 #: A request with a body as the app keeps it (``FakeProviderApp._body_lane``): the
-#: ``HttpRequest`` without the body, the dialect, and its parser of such requests' bodies.
-_BodyLane = tuple[HttpRequest, Dialect, Callable[[HttpRequest], Request] | None]
+#: ``HttpRequest`` without the body, the dialect, its parser of such requests' bodies, and the
+#: dialect's renderers by the kind of request parsed (``Dialect.renderer``), made when first
+#: wanted.
+_BodyLane = tuple[
+    HttpRequest,
+    Dialect,
+    Callable[[HttpRequest], Request] | None,
+    dict[str, Callable[[Reply, HttpRequest], HttpResponse]],
+]
 #: Scopes whose ``HttpRequest`` the app keeps at most (``FakeProviderApp._request``).
 _REQUESTS_KEPT = 512
+_new, _put = object.__new__, object.__setattr__
 
 
 async def _read_capped(request: StarletteRequest, limit: int) -> bytes | None:

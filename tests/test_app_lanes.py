@@ -450,4 +450,90 @@ def test_a_body_parser_parses_each_body_as_parse_parses_the_whole_request(
     if parse is None:
         assert made.match(method, path) is None
     else:
-        assert parse(whole) == made.parse(whole)
+        lane, general = parse(whole), made.parse(whole)
+        assert lane == general
+        assert list(vars(lane).items()) == list(vars(general).items())  # order, select too
+
+
+#: A scenario that refuses bodies over 64 bytes, and scripts answers with odd headers on
+#: submits: unsafe values, a name that is no token, a framing header (answered 500), 204s.
+_SMALL_BODIES = """
+name: small-bodies
+max_body_bytes: 64
+jobs: [{timeline: [{status: queued}, {at: 1s, status: succeeded}]}]
+faults:
+  - {name: padded, route: submit, every: 4, status: 202, headers: {X-Pad: ' v ', X-Ok: 'fine'}}
+  - {name: nonascii, route: submit, every: 5, status: 429, headers: {Retry-After: 'caf\u00e9'}}
+  - {name: framing, route: submit, every: 6, status: 503, headers: {Content-Length: '3'}}
+  - {name: empty, route: submit, every: 7, status: 204, headers: {X-Empty: ''}}
+"""
+
+
+@pytest.mark.parametrize("dialect", sorted(DIALECTS))
+def test_bodies_at_around_and_over_the_limit_are_answered_as_made_afresh(dialect: str) -> None:
+    """A body of the limit's size goes down the body lane, one byte more takes the general
+    path (413), whole or split; scripted answers whose headers every check passes, or not."""
+    submit_path, submit_body = SUBMITS[dialect]
+    create = json.dumps(submit_body).encode()
+    bodies = [create, create.ljust(64), create.ljust(65), b"{" + b" " * 200 + b"}", b"x" * 5000]
+    fast, general = (_Side(dialect, _SMALL_BODIES, lanes) for lanes in (True, False))
+    for round_ in range(3):
+        for body in bodies:
+            for split in (False, True):
+                chunks = [body[:3], body[3:]] if split else [body]
+                scope = _scope("POST", submit_path, b"", _SUBMIT_HEADERS, CLIENTS[round_ % 2])
+                assert fast.call(scope, chunks) == general.call(scope, chunks), (body, split)
+    journal = fast.sink.getvalue()
+    assert journal == general.sink.getvalue()
+    assert '"status_code":413' in journal
+    assert '"error_code":"unsendable_answer"' in journal
+
+
+_NAMES = [
+    "Location",
+    "location",
+    "X-Ok",
+    "Retry-After",
+    "content-length",
+    "Transfer-Encoding",
+    "bad name",
+    "x:y",
+    "",
+    "caf\u00e9",
+    "X-\u00e9",
+]
+_VALUES = ["/v1/jobs/j1", "fine", " lead", "trail ", "", "a\x00b", "caf\u00e9", "\u202e", "a\tb"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    headers=st.lists(st.tuples(st.sampled_from(_NAMES), st.sampled_from(_VALUES)), max_size=4),
+    status=st.sampled_from([200, 201, 202, 204, 304, 405, 429, 599, 600, 199]),
+    media_type=st.sampled_from(["application/json", "video/mp4", None]),
+)
+def test_headers_sent_at_once_are_those_every_check_passes_as_they_are(
+    headers: list[tuple[str, str]], status: int, media_type: str | None
+) -> None:
+    """``_sendable``: the fields ``_raw_headers`` sends, when ``provider.checked`` passes the
+    answer as it is (the app then skips it); None whenever it might not."""
+    from fakeprovider.http import HttpResponse
+    from fakeprovider.messages import Reply, Request
+
+    provider = FakeProvider("long-render", clock=VirtualClock())
+    http = HttpRequest("POST", "/v1/jobs")
+    request = Request(kind="submit", method="POST", path="/v1/jobs")
+    reply = Reply(seq=1, request=request, status_code=status, respond_at=0.0)
+    response = HttpResponse(status, b"{}", media_type, tuple(headers))
+    fields = app_module._sendable(response.headers)
+    checked_reply, checked = provider.checked(http, request, reply, response)
+    if not 200 <= status <= 599 or status in app_module._CHECKED:
+        return  # the app checks every such answer
+    if fields is not None:
+        assert checked is response
+        assert checked_reply is reply
+        date = b"Wed, 02 Dec 2026 07:00:00 GMT"
+        raw = app_module._raw_headers(response, date)
+        assert raw[-1] == (b"date", date)
+        assert raw[-1 - len(fields) : -1] == fields
+    else:
+        assert checked is not response or checked_reply is not reply

@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fakeprovider import _check_cli, _judges
+from fakeprovider import _check_cli, _judges, _stream
 from fakeprovider._formats import FORMATS
 from fakeprovider._stream import (
     Unordered,
@@ -318,6 +318,53 @@ def test_the_timelines_pass_stops_reading_once_every_window_shown_is_complete() 
     # the violation names #2 and #3; #4 to #6 fill its window, #7 shows there was more (known
     # once #8 closes the group of seq 7): the remaining 95 reads are never read
     assert read == [0, 1, 2, 3, 4, 5, 6, 7, 8]
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(journals(), st.sampled_from((0, 1, 3)))
+def test_the_timelines_drawn_as_the_journal_streams_by_are_those_drawn_from_it_whole(
+    entries: list[Entry], max_violations: int
+) -> None:
+    ordered = order_entries(entries)
+    report = check_stream(in_seq_order(ordered), _limits_of)
+    first = _limits_of(report.headers[0]) if report.headers else Limits()
+    expected = check(ordered, first, run_limits=[_limits_of(h) for h in report.headers])
+    text = render_streamed(report, lambda: in_seq_order(ordered), max_violations)
+    assert text == expected.render(max_violations)
+
+
+def _overlapping_reads(count: int) -> list[Entry]:
+    """A job read by a client that asks again before each answer: every other read overlaps
+    the one before it (a violation each), on one job, so all the windows share one group."""
+    reads = []
+    for n in range(count):
+        at = n * 10.0 + (n % 2) * -9.5
+        reads.append(_read(n + 2, at, at + 1.0))
+    return [*OVERLAPPING[:2], *reads]
+
+
+def test_the_timelines_pass_feeds_each_entry_to_the_windows_open_at_it_not_to_every_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Shown all (``--max-violations 0``), the violations of one job each get their window,
+    and an entry is fed only to those open at its seq: the feeds grow with the entries, not
+    with entries times violations."""
+    journal = _overlapping_reads(400)
+    report = check_stream(in_seq_order(journal), _limits_of)
+    assert report.total >= 150
+    fed = 0
+    add = _stream._Window.add
+
+    def counted(window: Any, e: Entry, in_group: bool) -> None:
+        nonlocal fed
+        fed += 1
+        add(window, e, in_group)
+
+    monkeypatch.setattr(_stream._Window, "add", counted)
+    text = render_streamed(report, lambda: in_seq_order(journal), 0)
+    expected = check(journal, run_limits=[_limits_of(h) for h in report.headers])
+    assert text == expected.render(0)
+    assert fed <= 8 * len(journal)
 
 
 def _journal(entries: list[Entry]) -> bytes:

@@ -37,6 +37,7 @@ from .base import (
     new_request,
     read_json_object,
     route_request,
+    submit_request,
     video_response,
 )
 
@@ -118,9 +119,7 @@ class ArkDialect(Dialect):
         texts = [item["text"] for item in body["content"] if item.get("type") == "text"]
         if texts:
             neutral.setdefault("prompt", " ".join(texts))
-        return new_request(
-            kind="submit", body=neutral, callback_url=body.get("callback_url"), **common
-        )
+        return submit_request(common, neutral, body.get("callback_url"))
 
     @staticmethod
     def _invalid(body: dict[str, Any]) -> str | None:

@@ -70,6 +70,53 @@ def route_request(kind: RequestKind, job_id: str | None, common: dict[str, Any])
     return request
 
 
+class _Common(dict[str, Any]):
+    """``common`` as ``Dialect.body_parser`` hands it to ``parse_route`` for every body of one
+    request line and headers: the same fields, and (``submit``) every field of the submit
+    request they make, in field order, at ``Request``'s defaults but for ``kind`` and
+    ``common`` itself (None when ``common`` holds a name ``submit_request`` sets or ``Request``
+    has no field for). ``submit_request`` makes a request of a copy of it."""
+
+    __slots__ = ("submit",)
+
+    def __init__(self, common: dict[str, Any]) -> None:
+        super().__init__(common)
+        values = _REQUEST_DEFAULTS.copy()
+        values.update(common)
+        self.submit: dict[str, Any] | None = None
+        if (
+            len(values) == len(_REQUEST_DEFAULTS)
+            and values["method"] is not _NO_VALUE
+            and values["path"] is not _NO_VALUE
+            and _SUBMIT_SETS.isdisjoint(common)
+        ):
+            values["kind"] = "submit"
+            values["job_id"] = None
+            self.submit = values
+
+
+#: The fields ``submit_request`` sets besides ``common``'s (and ``job_id``, always None).
+_SUBMIT_SETS = frozenset({"kind", "job_id", "body", "callback_url", "hold"})
+
+
+def submit_request(
+    common: dict[str, Any],
+    body: dict[str, Any] | None,
+    callback_url: str | None = None,
+    hold: float = 0.0,
+) -> Request:
+    """``new_request(kind="submit", body=body, callback_url=callback_url, hold=hold, **common)``:
+    the same request (field for field, in the same order), made of a copy of the fields
+    ``body_parser``'s ``common`` holds (``_Common``) when it is one, without passing every
+    field by keyword."""
+    values = common.submit if common.__class__ is _Common else None
+    if values is None:
+        return new_request(kind="submit", body=body, callback_url=callback_url, hold=hold, **common)
+    request: Request = _new(Request)
+    _put(request, "__dict__", {**values, "body": body, "callback_url": callback_url, "hold": hold})
+    return request
+
+
 #: How deep a request body's JSON may nest (objects and arrays). Real bodies nest a few levels;
 #: a deeper one is refused before it can exhaust the stack of whatever walks it later.
 MAX_JSON_DEPTH = 64
@@ -338,13 +385,15 @@ class Dialect:
             return None
         route, params = found
         headers = http.headers
-        common: dict[str, Any] = {  # as _parse makes it (no dialect changes it)
-            "method": http.method,
-            "path": http.path,
-            "credential": self.credential(http),
-            "client": client_of(headers.get("x-client-id"), http.peer),
-            "idempotency_key": headers.get("idempotency-key"),
-        }
+        common = _Common(  # as _parse makes it (no dialect changes it)
+            {
+                "method": http.method,
+                "path": http.path,
+                "credential": self.credential(http),
+                "client": client_of(headers.get("x-client-id"), http.peer),
+                "idempotency_key": headers.get("idempotency-key"),
+            }
+        )
         kind, job_id, parse_route = route.kind, params.get("job_id"), self.parse_route
 
         def parse(with_body: HttpRequest) -> Request:
@@ -521,13 +570,28 @@ class Dialect:
 
 def read_json_object(http: HttpRequest) -> dict[str, Any]:
     """The body as a JSON object; ``BadRequest`` (415 or 400) saying why it is not one."""
-    ctype = http.headers.get("content-type", "").split(";")[0].strip().lower()
-    if ctype != "application/json" and not ctype.endswith("+json"):
-        shown = ctype or "none"
-        raise BadRequest(
-            415, "unsupported_media_type", f"Send the body as application/json (got {shown})."
-        )
+    given = http.headers.get("content-type", "")
+    if given not in _JSON_TYPES:
+        ctype = given.split(";")[0].strip().lower()
+        if ctype != "application/json" and not ctype.endswith("+json"):
+            shown = ctype or "none"
+            raise BadRequest(
+                415, "unsupported_media_type", f"Send the body as application/json (got {shown})."
+            )
+        if len(_JSON_TYPES) < _JSON_TYPES_KEPT:
+            _JSON_TYPES.add(given)
     body = http.body or b"null"
+    if body[0] == 0x7B and _DECODE is not None:
+        # an object: msgspec reads what json.loads reads (below) as json.loads reads it, or
+        # refuses it (a number out of float's range, NaN, an escaped lone surrogate, text
+        # that is no UTF-8...), and then json.loads reads or refuses it as it always did
+        try:
+            data = _DECODE(body)
+        except Exception:  # msgspec.DecodeError, or a RecursionError
+            pass
+        else:
+            check_body(data)
+            return data  # type: ignore[no-any-return]
     try:
         if body[0] == 0x7B and body[1:2] != b"\x00":
             # an object: what json.loads finds its encoding to be (UTF-8; the BOMs and UTF-16
@@ -554,6 +618,24 @@ def read_json_object(http: HttpRequest) -> dict[str, Any]:
 
 
 _TOO_DEEP = f"The body nests deeper than {MAX_JSON_DEPTH} levels."
+#: ``Content-Type`` values (as sent) ``read_json_object`` has found to be JSON, at most
+#: ``_JSON_TYPES_KEPT`` of them (the others are read every time).
+_JSON_TYPES: set[str] = set()
+_JSON_TYPES_KEPT = 64
+
+
+def _json_decoder() -> Callable[[bytes], Any] | None:
+    """msgspec's JSON decoder (to Python's dicts, lists, strings and numbers), or None where
+    msgspec is not installed."""
+    try:
+        import msgspec
+    except ImportError:  # pragma: no cover - installed wherever it builds
+        return None
+    decode: Callable[[bytes], Any] = msgspec.json.Decoder().decode
+    return decode
+
+
+_DECODE = _json_decoder()
 #: What ``json.loads`` scans a text with (the default decoder's scanner).
 _SCAN: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 #: Values that hold no text and nest nothing: nothing in them ``check_body`` could refuse.

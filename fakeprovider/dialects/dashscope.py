@@ -37,6 +37,7 @@ from .base import (
     new_request,
     read_json_object,
     route_request,
+    submit_request,
     video_response,
 )
 from .generic import generic_webhook_message
@@ -127,7 +128,7 @@ class DashScopeDialect(Dialect):
         prompt = body["input"].get("prompt")
         if isinstance(prompt, str):
             neutral.setdefault("prompt", prompt)
-        return new_request(kind="submit", body=neutral, **common)
+        return submit_request(common, neutral)
 
     @staticmethod
     def _invalid(body: dict[str, Any]) -> str | None:

@@ -42,6 +42,7 @@ from .base import (
     new_request,
     read_json_object,
     route_request,
+    submit_request,
     video_response,
 )
 
@@ -130,9 +131,7 @@ class FalDialect(Dialect):
         body = read_json_object(http)
         neutral = dict(body)
         neutral.setdefault("model", params["app"])
-        return new_request(
-            kind="submit", body=neutral, callback_url=http.query.get("fal_webhook"), **common
-        )
+        return submit_request(common, neutral, http.query.get("fal_webhook"))
 
     # -- rendering ------------------------------------------------------------------------
 

@@ -39,9 +39,9 @@ from .base import (
     Dialect,
     Route,
     cancel_after_end,
-    new_request,
     read_json_object,
     route_request,
+    submit_request,
     video_response,
 )
 from .google_veo import _STATUS_NAMES
@@ -157,7 +157,7 @@ class GeminiDialect(Dialect):
         hooks = body.get("webhook_config")
         uris = hooks.get("uris") if isinstance(hooks, dict) else None
         callback = uris[0] if isinstance(uris, list) and uris and isinstance(uris[0], str) else None
-        return new_request(kind="submit", body=neutral, callback_url=callback, **common)
+        return submit_request(common, neutral, callback)
 
     # -- the result -----------------------------------------------------------------------
 

@@ -14,9 +14,9 @@ from .base import (
     BadRequest,
     Dialect,
     Route,
-    new_request,
     read_json_object,
     route_request,
+    submit_request,
     video_response,
 )
 
@@ -82,7 +82,7 @@ class GenericDialect(Dialect):
                 message = f"'{optional}' must be a string."
                 raise BadRequest(422, "invalid_request", message, body=body)
         callback = body.get("callback_url")
-        return new_request(kind="submit", body=body, callback_url=callback, **common)
+        return submit_request(common, body, callback)
 
     def render_answer(self, reply: Reply, http: HttpRequest) -> HttpResponse:
         kind = reply.request.kind

@@ -26,7 +26,14 @@ from ..http import HttpRequest, HttpResponse, json_response
 from ..messages import ApiError, JobView, Reply, Request, video_bytes
 from ..webhooks import Outgoing, WebhookMessage
 from . import _common
-from .base import BadRequest, Dialect, Route, new_request, read_json_object, route_request
+from .base import (
+    BadRequest,
+    Dialect,
+    Route,
+    read_json_object,
+    route_request,
+    submit_request,
+)
 from .generic import generic_webhook_message
 
 _MODEL = r"(?:projects/[^/]+/locations/[^/]+/)?publishers/[^/]+/models/[^/:]+"
@@ -141,7 +148,7 @@ class GoogleVeoDialect(Dialect):
         neutral.setdefault("model", params["resource"])
         if isinstance(prompt, str):
             neutral.setdefault("prompt", prompt)
-        return new_request(kind="submit", body=neutral, **common)
+        return submit_request(common, neutral)
 
     # -- rendering ------------------------------------------------------------------------
 

@@ -24,9 +24,9 @@ from .base import (
     BadRequest,
     Dialect,
     Route,
-    new_request,
     read_json_object,
     route_request,
+    submit_request,
     video_response,
 )
 
@@ -69,9 +69,7 @@ class LumaDialect(Dialect):
         why = self._invalid(body)
         if why is not None:
             raise BadRequest(400, "invalid_request", why, body=body)
-        return new_request(
-            kind="submit", body=body, callback_url=body.get("callback_url"), **common
-        )
+        return submit_request(common, body, body.get("callback_url"))
 
     @staticmethod
     def _invalid(body: dict[str, Any]) -> str | None:

@@ -30,9 +30,9 @@ from .base import (
     BadRequest,
     Dialect,
     Route,
-    new_request,
     read_json_object,
     route_request,
+    submit_request,
     video_response,
 )
 
@@ -101,7 +101,7 @@ class OpenAIVideosDialect(Dialect):
                 raise BadRequest(400, "unsupported_variant", message)
         if route.kind != "submit":
             return route_request(route.kind, job_id, common)
-        return new_request(kind="submit", body=self._create_body(http), **common)
+        return submit_request(common, self._create_body(http))
 
     def _create_body(self, http: HttpRequest) -> dict[str, Any]:
         """The create's fields; every refusal is a 400 ``invalid_value``."""

@@ -32,9 +32,9 @@ from .base import (
     BadRequest,
     Dialect,
     Route,
-    new_request,
     read_json_object,
     route_request,
+    submit_request,
     video_response,
 )
 
@@ -104,7 +104,7 @@ class ReplicateDialect(Dialect):
         if isinstance(prompt, str):
             neutral.setdefault("prompt", prompt)
         callback = body.get("webhook")
-        return new_request(kind="submit", body=neutral, callback_url=callback, hold=hold, **common)
+        return submit_request(common, neutral, callback, hold)
 
     @staticmethod
     def _invalid(template: str, body: dict[str, Any]) -> str | None:

@@ -25,9 +25,9 @@ from .base import (
     BadRequest,
     Dialect,
     Route,
-    new_request,
     read_json_object,
     route_request,
+    submit_request,
     video_response,
 )
 from .generic import generic_webhook_message
@@ -99,7 +99,7 @@ class RunwayDialect(Dialect):
         prompt = body.get("promptText")
         if isinstance(prompt, str):
             neutral.setdefault("prompt", prompt)
-        return new_request(kind="submit", body=neutral, **common)
+        return submit_request(common, neutral)
 
     @staticmethod
     def _invalid(template: str, body: dict[str, Any]) -> str | None:

@@ -498,6 +498,150 @@ def test_read_json_object_reads_what_json_loads_reads_from_the_bytes(body: bytes
     assert got == expected
 
 
+_NUMBER_TEXTS = st.from_regex(
+    r"-?(0|[1-9][0-9]{0,25})(\.[0-9]{1,25})?([eE][-+]?[0-9]{1,3})?", fullmatch=True
+)
+_JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats()
+    | st.text(max_size=4)
+    | st.sampled_from(["\ud800", "\udfff", "\U0001f3ac", "\x00", "\\", '"']),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.text(max_size=3) | st.sampled_from(["a", "\ud800"]), inner, max_size=3)
+    ),
+    max_leaves=12,
+)
+
+
+def _typed(value: Any) -> Any:
+    """``value`` with every number's type and sign shown (``1 == 1.0 == True``, ``0.0 == -0.0``)."""
+    if isinstance(value, dict):
+        return [(_typed(k), _typed(v)) for k, v in value.items()]
+    if isinstance(value, list):
+        return [_typed(v) for v in value]
+    return (type(value).__name__, repr(value))
+
+
+@settings(max_examples=300)
+@given(
+    body=st.one_of(
+        st.dictionaries(st.text(max_size=3), _JSON_VALUES, max_size=4).flatmap(
+            lambda d: st.sampled_from(
+                [
+                    json.dumps(d).encode(),
+                    json.dumps(d, ensure_ascii=False).encode("utf-8", "surrogatepass"),
+                    json.dumps(d, indent=1).encode() + b"\n",
+                ]
+            )
+        ),
+        st.lists(_NUMBER_TEXTS, min_size=1, max_size=3).map(
+            lambda numbers: (
+                "{" + ",".join(f'"n{i}":{n}' for i, n in enumerate(numbers)) + "}"
+            ).encode()
+        ),
+    )
+)
+@example(b'{"a":1e400,"b":-1e400,"c":1e-400}')
+@example(b'{"a":1.7976931348623157e309,"b":2.2250738585072011e-308}')
+@example(b'{"a":NaN,"b":Infinity}')
+@example(b'{"a":123456789012345678901234567890,"b":-0,"c":-0.0}')
+@example(b'{"a":1,"a":2,"b":3}')
+@example(b'{"a":"\\ud800"}')
+@example(b'{"a":"\xed\xa0\x80"}')
+@example(b'{"a":1}\x0c')
+def test_read_json_object_reads_numbers_text_and_order_as_json_loads_does(body: bytes) -> None:
+    """msgspec reads an object's body when it can (``_DECODE``): the same values of the same
+    types, in the same order, as json.loads reads, or the same refusal."""
+    expected = _read_as_json_loads_reads(body)
+    if isinstance(expected, dict):
+        try:
+            check_body(expected)
+        except BadRequest as refused:
+            expected = (refused.status, refused.code, refused.message)
+    try:
+        got: Any = read_json_object(_json(body))
+    except BadRequest as refused:
+        got = (refused.status, refused.code, refused.message)
+    assert _typed(got) == _typed(expected)
+
+
+@pytest.mark.parametrize(
+    "ctype",
+    [
+        "application/json",
+        "application/json; charset=utf-8",
+        " APPLICATION/JSON ",
+        "a/b+json",
+        "text/plain",
+        "",
+        "application/jsonx",
+        "multipart/form-data; boundary=x",
+    ],
+)
+def test_read_json_object_answers_a_content_type_alike_every_time(
+    ctype: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fakeprovider.dialects import base
+
+    def verdict() -> Any:
+        try:
+            return read_json_object(_json(b'{"a": 1}', ctype))
+        except BadRequest as refused:
+            return (refused.status, refused.code, refused.message)
+
+    first = verdict()
+    assert [verdict(), verdict()] == [first, first]
+    monkeypatch.setattr(base, "_JSON_TYPES", set())
+    monkeypatch.setattr(base, "_JSON_TYPES_KEPT", 0)  # none kept: read every time
+    assert verdict() == first
+    assert not base._JSON_TYPES
+
+
+@settings(max_examples=60)
+@given(
+    common=st.fixed_dictionaries(
+        {"method": st.just("POST"), "path": st.sampled_from(["/v1/jobs", "/x"])},
+        optional={
+            "credential": st.none() | st.just("sk"),
+            "client": st.just("c1"),
+            "idempotency_key": st.none() | st.just("k"),
+            "hold": st.just(2.0),
+            "problem": st.just("odd"),
+        },
+    ),
+    body=st.none() | st.just({"prompt": "x"}),
+    callback_url=st.none() | st.just("http://127.0.0.1/h"),
+    hold=st.sampled_from([0.0, 1.5]),
+)
+def test_submit_request_is_the_request_made_by_keyword_field_for_field_in_order(
+    common: dict[str, Any], body: Any, callback_url: Any, hold: float
+) -> None:
+    from fakeprovider.dialects.base import _Common, submit_request
+
+    def made(values: dict[str, Any]) -> Any:
+        try:
+            request = submit_request(values, body, callback_url, hold)
+        except TypeError as exc:
+            return str(exc)
+        return list(vars(request).items())
+
+    try:
+        expected: Any = new_request(
+            kind="submit", body=body, callback_url=callback_url, hold=hold, **common
+        )
+    except TypeError as exc:
+        expected = str(exc)
+    else:
+        expected = list(vars(expected).items())
+    kept = _Common(common)
+    assert dict(kept) == common
+    assert (kept.submit is None) == ("hold" in common)
+    assert made(kept) == made(common) == expected
+
+
 def test_fal_answers_afresh_for_a_job_that_ended_at_reading_0_whatever_the_query() -> None:
     # the same reading object both times: only the query (logs) differs between the reads
     first = {name: pool[0] for name, pool in _PARTS.items()}
