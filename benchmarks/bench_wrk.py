@@ -40,6 +40,7 @@ import argparse
 import contextlib
 import http.client
 import json
+import math
 import os
 import shutil
 import signal
@@ -95,11 +96,17 @@ done = function(summary, latency, requests)
 end
 """
 SUBMIT_BODY = '{"prompt": "bench"}'
-LUA_POST = (
-    'wrk.method = "POST"\n'
-    f"wrk.body = '{SUBMIT_BODY}'\n"
-    'wrk.headers["Content-Type"] = "application/json"\n'
-)
+#: Each submit has a prompt of its own ("bench 1", "bench 2"...), as a real client's have: a fake
+#: that remembered what it made of the same bytes must not look faster than it is.
+LUA_POST = """\
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+submits = 0
+request = function()
+  submits = submits + 1
+  return wrk.format(nil, nil, nil, '{"prompt": "bench ' .. submits .. '"}')
+end
+"""
 
 #: The stand-in when wrk is missing: ``python -c FALLBACK url method path body seconds conns``.
 FALLBACK = r"""
@@ -109,11 +116,17 @@ from urllib.parse import urlsplit
 url, method, path, body, seconds, conns = sys.argv[1:7]
 seconds, conns = float(seconds), int(conns)
 parts = urlsplit(url)
-payload = body.encode()
-head = f"{method} {path} HTTP/1.1\r\nHost: {parts.netloc}\r\n"
-if payload:
-    head += f"Content-Type: application/json\r\nContent-Length: {len(payload)}\r\n"
-request = head.encode() + b"\r\n" + payload
+sent = 0
+
+def request():
+    # each submit a prompt of its own ("bench" becomes "bench 1", "bench 2"...), as wrk's script
+    global sent
+    sent += 1
+    payload = body.replace('"bench"', f'"bench {sent}"').encode()
+    head = f"{method} {path} HTTP/1.1\r\nHost: {parts.netloc}\r\n"
+    if payload:
+        head += f"Content-Type: application/json\r\nContent-Length: {len(payload)}\r\n"
+    return head.encode() + b"\r\n" + payload
 latencies, errors = [], {"read": 0, "status": 0}
 LIMIT = 2_000_000  # latencies kept (bounded memory)
 
@@ -122,7 +135,7 @@ async def one(deadline):
     try:
         while time.perf_counter() < deadline:
             start = time.perf_counter()
-            writer.write(request)
+            writer.write(request())
             status = await reader.readline()
             length = 0
             while (line := await reader.readline()) not in (b"\r\n", b""):
@@ -514,7 +527,8 @@ class Load:
             command = [
                 self.wrk,
                 *("-t", str(self.threads), "-c", str(self.connections)),
-                *("-d", f"{seconds:g}s", "--timeout", "5s", "-s", str(script)),
+                # wrk takes whole seconds only (it prints its usage for "0.5s")
+                *("-d", f"{max(1, math.ceil(seconds))}s", "--timeout", "5s", "-s", str(script)),
                 url + path,
             ]
         else:

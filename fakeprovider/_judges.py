@@ -67,6 +67,8 @@ Hooks = Mapping[str, Sequence[tuple[float, str | None]]]
 
 _INF = math.inf
 _bisect_left = bisect.bisect_left
+_heappop = heapq.heappop
+_heappush = heapq.heappush
 
 
 def hooks_of(webhooks: Iterable[EntryLike]) -> dict[str, list[tuple[float, str | None]]]:
@@ -266,12 +268,14 @@ class ClientJudge(Judge):
         "client",
         "codes",
         "count",
+        "date_slack",
         "deadline",
         "dropped",
         "entry_jobs",
         "failed_last",
         "faults",
         "forms",
+        "found_jobs",
         "jobs",
         "keep",
         "keep_gone",
@@ -282,6 +286,7 @@ class ClientJudge(Judge):
         "ra_found",
         "ra_kinds",
         "ra_pending",
+        "ra_scope",
         "ranked",
         "rate_limit_hits",
         "rates",
@@ -318,8 +323,13 @@ class ClientJudge(Judge):
         # of many clients makes as many judges, and most never need them)
         self.br_found: dict[tuple[str, str], Violation] = _NO_DICT
         self.ra_kinds: list[str] = _NO_LIST  # the scope kinds of the sources so far
-        # scope group -> heap of (headers at, index, source)
-        self.ra_pending: dict[tuple[object, ...], list[tuple[float, int, EntryLike]]] = _NO_DICT
+        # scope group -> heap of (headers at, index, the earliest moment a request is not too
+        # early: its not_before less the slack of its form, source)
+        self.ra_pending: dict[tuple[object, ...], list[tuple[float, int, float, EntryLike]]] = (
+            _NO_DICT
+        )
+        self.ra_scope = limits.retry_after_scope
+        self.date_slack = limits.date_slack
         self.ra_found: list[tuple[int, Violation]] = _NO_LIST
         # request body -> its last submit, when it failed under an Idempotency-Key
         self.rs_last: dict[str | None, EntryLike] = _NO_DICT
@@ -353,6 +363,10 @@ class ClientJudge(Judge):
         self.observed: set[str] = set()  # the job statuses its answers showed
         self.seen_jobs: list[_Job] = _NO_LIST  # by the first answer that showed them ended
         self.ranked = 0  # the jobs with a ``last_rank``
+        # whether a job's part holds a violation or a candidate (``ov_found``, ``pa_found``,
+        # ``pr_candidates``, ``st_found``, ``dl_found``, ``sr_extra``): set when one is first
+        # kept, never reset; while False ``iter_found`` skips the rules' loops over the jobs
+        self.found_jobs = False
 
     def extend(self, entries: Iterable[EntryLike]) -> None:
         for e in entries:
@@ -363,7 +377,15 @@ class ClientJudge(Judge):
         most journals) by ``add``'s own lane, exactly what ``_add`` does for one without
         the parts of the other kinds; any other entry by ``_add``."""
         job_id = e.job_id
-        if e.kind != "status" or job_id is None:
+        kind = e.kind
+        if kind != "status" or job_id is None:
+            if job_id is not None:
+                if kind == "submit":
+                    self._submit(e, job_id)
+                    return
+                if kind == "content":
+                    self._content(e, job_id)
+                    return
             self._add(e)
             return
         index = self.count
@@ -463,6 +485,7 @@ class ClientJudge(Judge):
         # bounded_retries, and the retries the metrics count (``br_clean``: the job's group
         # of status reads is known to hold no failure since its last success)
         failed_last = self.failed_last
+        group = None
         if failed_last or failed:
             group = ("status", job_id)
             if failed_last.get(group, False):
@@ -473,22 +496,79 @@ class ClientJudge(Judge):
                 failed_last[group] = failed
         unsuccessful = failed or (400 <= code < 500 and code != 401 and code != 403)  # type: ignore[operator]
         if unsuccessful or not job.br_clean:
-            group = ("status", job_id)
+            if group is None:
+                group = ("status", job_id)
             groups = self.br_groups
             failures = groups.get(group, _NEW)
-            if unsuccessful or failures is not _NONE:
+            # (None: the group was reported, and nothing changes it any more)
+            if failures is not None and (unsuccessful or failures is not _NONE):
                 self._retried(e, group, failures, unsuccessful)
             job.br_clean = not unsuccessful and groups.get(group) is _NONE
 
-        # honours_retry_after
-        if self.ra_pending:
-            self._after_retry_after(e, received)
-        if record is not None and record.not_before is not None:
-            self._retry_after(e, index)
+        # honours_retry_after (``_after_retry_after`` and ``_retry_after`` for a status read of
+        # a job, which is in no scope of submits: the keys of ``_scope_key`` made here)
+        credential = e.credential
+        started_at = e.response_started_at
+        pending = self.ra_pending
+        if pending:
+            for scope_kind in self.ra_kinds:
+                if scope_kind == "job":
+                    key: tuple[object, ...] = ("job", credential, job_id)
+                elif scope_kind == "account":
+                    key = ("account", credential)
+                elif scope_kind == "request":
+                    key = ("request", credential, "status", e.request_digest)
+                else:
+                    continue
+                heap = pending.get(key)  # (never empty)
+                if heap is not None and heap[0][0] <= received:
+                    while heap and heap[0][0] <= received:
+                        _, at, early, source = _heappop(heap)
+                        if received < early:
+                            self._early(at, source, e)
+                    if not heap:
+                        del pending[key]
+        if record is not None:
+            not_before = record.not_before
+            if not_before is not None:
+                scope = self.ra_scope
+                if scope == "account" or (scope == "auto" and code == 429):
+                    scope_kind, key = "account", ("account", credential)
+                else:
+                    scope_kind, key = "job", ("job", credential, job_id)
+                if scope_kind not in self.ra_kinds:
+                    if self.ra_kinds is _NO_LIST:
+                        self.ra_kinds = []
+                    self.ra_kinds.append(scope_kind)
+                if pending is _NO_DICT:
+                    self.ra_pending = pending = {}
+                item = (
+                    _INF if started_at is None else started_at,
+                    index,
+                    not_before - (self.date_slack if record.form in _DATE_FORMS else EPSILON),
+                    e,
+                )
+                heap = pending.get(key)
+                if heap is None:
+                    pending[key] = [item]
+                else:
+                    _heappush(heap, item)
 
-        # no_retry_on_auth_error
-        if self.au_pending or code == 401 or code == 403:
-            self._auth(e, index, code)
+        # no_retry_on_auth_error (``_auth`` for a refusal of a credential with no refusal
+        # waiting: the usual case)
+        refusals = self.au_pending
+        if refusals or code == 401 or code == 403:
+            waiting = refusals.get(credential)
+            if waiting:
+                self._auth(e, index, code)
+            elif (code == 401 or code == 403) and credential not in self.au_retried:
+                # (no refusal with it waits: a heap is emptied only by a retry, and a
+                # credential retried is in ``au_retried``)
+                if refusals is _NO_DICT:
+                    self.au_pending = refusals = {}
+                refusals[credential] = [
+                    (_INF if started_at is None else started_at, index, seq, "status", job_id, code)
+                ]
 
         # deadline
         deadline = self.deadline
@@ -528,8 +608,8 @@ class ClientJudge(Judge):
                 found = job.ov_found
                 if found is None:
                     job.ov_found = found = []
+                    self.found_jobs = True
                 found += (seq, prev_seq, received, prev_received)
-        started_at = e.response_started_at
         value = (_INF if started_at is None else started_at) - EPSILON
         while negated and -negated[-1] <= value:
             negated.pop()
@@ -547,6 +627,7 @@ class ClientJudge(Judge):
                     polls = job.pa_found
                     if polls is None:
                         job.pa_found = polls = []
+                        self.found_jobs = True
                     polls += (answered, received, hint, job.pa_seq, seq)
         job.pa_seq = seq
         job.pa_seen = seen
@@ -559,6 +640,7 @@ class ClientJudge(Judge):
             job.st_seq, job.st_status, job.st_at, job.st_found = seq, status, seen, None
         elif first is not None and job.st_found is None and seq > first and received >= job.st_at:
             job.st_found, job.st_found_at = seq, received
+            self.found_jobs = True
 
     def _add(self, e: EntryLike) -> None:
         """``add`` for any entry (the general path: each rule's part in turn)."""
@@ -751,6 +833,7 @@ class ClientJudge(Judge):
                     found = job.ov_found
                     if found is None:
                         job.ov_found = found = []
+                        self.found_jobs = True
                     found += (seq, prev_seq, received, prev_received)
             started_at = e.response_started_at
             value = (_INF if started_at is None else started_at) - EPSILON
@@ -770,6 +853,8 @@ class ClientJudge(Judge):
                         polls = job.pa_found
                         if polls is None:
                             job.pa_found = polls = []
+                            self.found_jobs = True
+                        self.found_jobs = True
                         polls += (answered, received, hint, job.pa_seq, seq)
         if kind == "status" or kind == "submit":
             job.pa_seq = seq
@@ -789,6 +874,272 @@ class ClientJudge(Judge):
             and received >= job.st_at
         ):
             job.st_found, job.st_found_at = seq, received
+            self.found_jobs = True
+
+    def _counted(self, e: EntryLike, code: int | None) -> bool:
+        """Count ``e`` for the metrics and coverage (``_stream``): its code, whether it was
+        refused with 429 or dropped, its Retry-After's form, its fault, the job status it
+        showed; whether it failed (``EntryLike.failed``)."""
+        dropped = e.dropped
+        if dropped is None and code is not None and code < 500 and code != 429:
+            failed = False
+            codes = self.codes
+            codes[code] = codes.get(code, 0) + 1
+        else:
+            failed = True
+            if code is not None:
+                codes = self.codes
+                codes[code] = codes.get(code, 0) + 1
+                if code == 429:
+                    self.rate_limit_hits += 1
+            if dropped is not None or code is None:
+                self.dropped += 1
+        record = e.retry_after
+        if record is not None:
+            forms = self.forms
+            if forms is _NO_DICT:
+                self.forms = forms = {}
+            forms[record.form] = forms.get(record.form, 0) + 1
+        fault = e.fault
+        if fault:
+            faults = self.faults
+            if faults is _NO_DICT:
+                self.faults = faults = {}
+            faults[fault] = faults.get(fault, 0) + 1
+        status = e.job_status
+        if status:
+            self.observed.add(status)
+        return failed
+
+    def _submit(self, e: EntryLike, job_id: str) -> None:
+        """``_add`` for a submit that named its job: the general path's parts for a submit."""
+        index = self.count
+        self.count = index + 1
+        if not index:
+            self.client = e.client
+        seq = e.seq
+        received = e.received_at
+        status = e.job_status
+        code = e.status_code
+        completed = e.completed_at
+        seen = _INF if completed is None else completed
+        failed = self._counted(e, code)
+        ok = not failed and 200 <= code < 300  # type: ignore[operator]
+        terminal = status in TERMINAL_STATUSES
+
+        jobs = self.jobs
+        job = jobs.get(job_id)
+        if job is None:
+            jobs[job_id] = job = _Job(job_id)
+        started = False
+        if not job.own:
+            job.own = True
+            self.entry_jobs.append(job)
+            started = True
+
+        # single_retrieval and no_premature_retrieval (``_shown`` for a submit)
+        if not job.shown:
+            job.shown = True
+            self.shown_jobs.append(job)
+        if job.sr_saw is None and status in SUCCESS_STATUSES:
+            job.sr_saw = (seq, seen, status, e.client)
+        if ok and e.inline_result is True:
+            self._retrieved(e, job)
+        if job.pr_pending_seq != seq:
+            if job.pr_pending_success < job.pr_success:
+                job.pr_success = job.pr_pending_success
+            if job.pr_pending_status is not None:
+                job.pr_last_status, job.pr_last_seq = job.pr_pending_status, job.pr_pending_seq
+            job.pr_pending_success, job.pr_pending_status = _INF, None
+            job.pr_pending_seq = seq
+        if status is not None:
+            job.pr_pending_status = status
+            if status in SUCCESS_STATUSES and seen < job.pr_pending_success:
+                job.pr_pending_success = seen
+        # the stream's gave-up warning, and no_resubmission's news
+        if job.last_rank < 0:
+            job.last_rank = self.ranked
+            self.ranked += 1
+        job.last = None
+        if terminal:
+            job.ended = True
+            if job.rs_seq != seq:
+                job.rs_seq = seq
+                job.rs_old_ended = job.rs_ended
+                job.rs_old_read = job.rs_read
+            if seen < job.rs_ended:
+                job.rs_ended = seen
+            if job_id and completed is not None and job.seen_at is None:
+                job.seen_at = completed
+                if self.seen_jobs is _NO_LIST:
+                    self.seen_jobs = []
+                self.seen_jobs.append(job)
+
+        # bounded_retries, and the retries the metrics count (per request body)
+        key = e.request_digest
+        failed_last = self.failed_last
+        if key is not None or failed or failed_last:
+            group = ("submit", key)
+            if failed_last or failed:
+                if failed_last.get(group, False):
+                    self.retries += 1
+                if failed or group in failed_last:
+                    if failed_last is _NO_DICT:
+                        self.failed_last = failed_last = {}
+                    failed_last[group] = failed
+            if key is not None:
+                unsuccessful = failed or (
+                    400 <= code < 500 and code != 401 and code != 403  # type: ignore[operator]
+                )
+                failures = self.br_groups.get(group, _NEW)  # type: ignore[arg-type]
+                if unsuccessful or failures is not _NONE:  # else: nothing changes
+                    self._retried(e, group, failures, unsuccessful)  # type: ignore[arg-type]
+
+        # honours_retry_after
+        if self.ra_pending:
+            self._after_retry_after(e, received)
+        record = e.retry_after
+        if record is not None and record.not_before is not None:
+            self._retry_after(e, index)
+
+        # no_resubmission
+        self._submitted(e, failed, seq)
+
+        # no_retry_on_auth_error
+        if self.au_pending or code == 401 or code == 403:
+            self._auth(e, index, code)
+
+        # deadline (from the job's first submit: no entry kept for it)
+        deadline = self.deadline
+        if deadline is not None:
+            if started:
+                job.dl_seq, job.dl_received, job.dl_submitted = seq, received, True
+                job.dl_limit = received + deadline + self.slack + EPSILON
+            elif not job.dl_submitted:
+                self._submit_starts(job, seq, received)
+            if job.dl_found is None and received > job.dl_limit:
+                job.dl_found = self._late(job, "submit", seq, received, e.client)
+
+        # honours_poll_after
+        job.pa_seq = seq
+        job.pa_seen = seen
+        poll_after = e.poll_after
+        job.pa_hint = poll_after if poll_after is not None and ok and not terminal else None
+
+        # stops_at_terminal
+        if terminal and (job.st_seq is None or seen < job.st_at):
+            job.st_seq, job.st_status, job.st_at, job.st_found = seq, status, seen, None
+
+    def _content(self, e: EntryLike, job_id: str) -> None:
+        """``_add`` for a content fetch of a job: the general path's parts for one."""
+        index = self.count
+        self.count = index + 1
+        if not index:
+            self.client = e.client
+        seq = e.seq
+        received = e.received_at
+        status = e.job_status
+        code = e.status_code
+        completed = e.completed_at
+        seen = _INF if completed is None else completed
+        failed = self._counted(e, code)
+        ok = not failed and 200 <= code < 300  # type: ignore[operator]
+        terminal = status in TERMINAL_STATUSES
+
+        jobs = self.jobs
+        job = jobs.get(job_id)
+        if job is None:
+            jobs[job_id] = job = _Job(job_id)
+        started = False
+        if not job.own:
+            job.own = True
+            self.entry_jobs.append(job)
+            started = True
+
+        # single_retrieval and no_premature_retrieval (``_shown`` for a content fetch)
+        if not job.shown:
+            job.shown = True
+            self.shown_jobs.append(job)
+        if job.sr_saw is None and status in SUCCESS_STATUSES:
+            job.sr_saw = (seq, seen, status, e.client)
+        if ok:
+            self._retrieved(e, job)
+        if job.pr_pending_seq != seq:
+            if job.pr_pending_success < job.pr_success:
+                job.pr_success = job.pr_pending_success
+            if job.pr_pending_status is not None:
+                job.pr_last_status, job.pr_last_seq = job.pr_pending_status, job.pr_pending_seq
+            job.pr_pending_success, job.pr_pending_status = _INF, None
+            job.pr_pending_seq = seq
+        if status is not None:
+            job.pr_pending_status = status
+            if status in SUCCESS_STATUSES and seen < job.pr_pending_success:
+                job.pr_pending_success = seen
+        if not job.pr_success <= received + EPSILON:
+            self._premature(e, job, seq, received)
+        # the stream's gave-up warning, and no_resubmission's news
+        if job.last_rank < 0:
+            job.last_rank = self.ranked
+            self.ranked += 1
+        job.last = e if failed else None
+        if terminal:
+            job.ended = True
+            if job.rs_seq != seq:
+                job.rs_seq = seq
+                job.rs_old_ended = job.rs_ended
+                job.rs_old_read = job.rs_read
+            if seen < job.rs_ended:
+                job.rs_ended = seen
+            if job_id and completed is not None and job.seen_at is None:
+                job.seen_at = completed
+                if self.seen_jobs is _NO_LIST:
+                    self.seen_jobs = []
+                self.seen_jobs.append(job)
+
+        # bounded_retries, and the retries the metrics count
+        group = ("content", job_id)
+        failed_last = self.failed_last
+        if failed_last or failed:
+            if failed_last.get(group, False):
+                self.retries += 1
+            if failed or group in failed_last:
+                if failed_last is _NO_DICT:
+                    self.failed_last = failed_last = {}
+                failed_last[group] = failed
+        unsuccessful = failed or (400 <= code < 500 and code != 401 and code != 403)  # type: ignore[operator]
+        failures = self.br_groups.get(group, _NEW)
+        if unsuccessful or failures is not _NONE:  # else: nothing changes
+            self._retried(e, group, failures, unsuccessful)
+
+        # honours_retry_after
+        if self.ra_pending:
+            self._after_retry_after(e, received)
+        record = e.retry_after
+        if record is not None and record.not_before is not None:
+            self._retry_after(e, index)
+
+        # no_retry_on_auth_error
+        if self.au_pending or code == 401 or code == 403:
+            self._auth(e, index, code)
+
+        # deadline
+        deadline = self.deadline
+        if deadline is not None:
+            if started:
+                job.dl_seq, job.dl_received, job.dl_submitted = seq, received, False
+                job.dl_limit = received + deadline + self.slack + EPSILON
+            if not job.dl_submitted:
+                maxima = job.dl_maxima
+                if maxima is None:
+                    job.dl_maxima = maxima = []
+                if not maxima or received > maxima[-1][0]:
+                    maxima.append((received, seq, "content", e.client))
+            if job.dl_found is None and received > job.dl_limit:
+                job.dl_found = self._late(job, "content", seq, received, e.client)
+
+        # stops_at_terminal
+        if terminal and (job.st_seq is None or seen < job.st_at):
+            job.st_seq, job.st_status, job.st_at, job.st_found = seq, status, seen, None
 
     def _retry_after(self, e: EntryLike, index: int) -> None:
         """``honours_retry_after``'s part for an answer with a Retry-After (a source)."""
@@ -801,9 +1152,13 @@ class ClientJudge(Judge):
         assert scope_key is not None  # a source is in its own scope
         if self.ra_pending is _NO_DICT:
             self.ra_pending = {}
+        record = e.retry_after
+        assert record is not None  # a source
+        assert record.not_before is not None  # a source
+        slack = self.date_slack if record.form in _DATE_FORMS else EPSILON
         heapq.heappush(
             self.ra_pending.setdefault(scope_key, []),
-            (_headers_at(e), index, e),
+            (_headers_at(e), index, record.not_before - slack, e),
         )
 
     def _rates(self) -> Judge:
@@ -844,11 +1199,16 @@ class ClientJudge(Judge):
             if status in SUCCESS_STATUSES and seen < job.pr_pending_success:
                 job.pr_pending_success = seen
         received = e.received_at
-        if e.kind != "content" or job.pr_success <= received + EPSILON:
-            return
+        if e.kind == "content" and not job.pr_success <= received + EPSILON:
+            self._premature(e, job, seq, received)
+
+    def _premature(self, e: EntryLike, job: _Job, seq: int, received: float) -> None:
+        """``no_premature_retrieval``'s part for a content fetch (the ``seq``-th, received at
+        ``received``) of ``job`` before it was shown to succeed."""
         candidates = job.pr_candidates
         if candidates is None:
             job.pr_candidates = candidates = []
+            self.found_jobs = True
         elif candidates and candidates[-1][0] <= received:
             return  # excused whenever the earlier candidate is: never the one reported
         last_seq = job.pr_last_seq
@@ -885,6 +1245,7 @@ class ClientJudge(Judge):
 
     def _extra(self, extra: EntryLike, job_id: str, fetched: list[tuple[int, float]]) -> Violation:
         """``single_retrieval``'s violation for the first retrieval too many."""
+        self.found_jobs = True
         allowed = self.allowed
         head = f"{describe(extra)} at {fmt_time(extra.received_at)} {_got(extra)}"
         if allowed == 0:
@@ -940,37 +1301,38 @@ class ClientJudge(Judge):
             if heap is None:
                 continue
             while heap and heap[0][0] <= received:
-                _, at, source = heapq.heappop(heap)
-                self._early(at, source, e)
+                _, at, early, source = heapq.heappop(heap)
+                if received < early:
+                    self._early(at, source, e)
             if not heap:
                 del pending[key]
 
     def _early(self, index: int, source: EntryLike, later: EntryLike) -> None:
+        """``honours_retry_after``'s violation: ``later`` came before the Retry-After of
+        ``source`` (the ``index``-th entry) allowed it (less the slack of its form)."""
         record = source.retry_after
         assert record is not None  # sources have one
         not_before = record.not_before
         assert not_before is not None  # sources have one
-        slack = self.limits.date_slack if record.form in _DATE_FORMS else EPSILON
-        if later.received_at < not_before - slack:
-            scope = _scope(source, self.limits)
-            early = not_before - later.received_at
-            if self.ra_found is _NO_LIST:
-                self.ra_found = []
-            self.ra_found.append(
-                (
-                    index,
-                    Violation(
-                        "honours_retry_after",
-                        later.job_id if scope == "job" else source.job_id,
-                        (source.seq, later.seq),
-                        f"{describe(later)} at {fmt_time(later.received_at)} came"
-                        f" {fmt_time(early)} before the Retry-After {record.raw!r} of"
-                        f" #{source.seq} ({_answer(source)}, {scope} scope) allowed it at"
-                        f" {fmt_time(not_before)}",
-                        later.client,
-                    ),
-                )
+        scope = _scope(source, self.limits)
+        early = not_before - later.received_at
+        if self.ra_found is _NO_LIST:
+            self.ra_found = []
+        self.ra_found.append(
+            (
+                index,
+                Violation(
+                    "honours_retry_after",
+                    later.job_id if scope == "job" else source.job_id,
+                    (source.seq, later.seq),
+                    f"{describe(later)} at {fmt_time(later.received_at)} came"
+                    f" {fmt_time(early)} before the Retry-After {record.raw!r} of"
+                    f" #{source.seq} ({_answer(source)}, {scope} scope) allowed it at"
+                    f" {fmt_time(not_before)}",
+                    later.client,
+                ),
             )
+        )
 
     def _submitted(self, s: EntryLike, failed: bool, seq: int) -> None:
         """``no_resubmission``'s part for a submit (of ``seq``)."""
@@ -1109,6 +1471,7 @@ class ClientJudge(Judge):
     def _late(self, job: _Job, kind: str, seq: int, received: float, client: str) -> Violation:
         deadline = self.deadline
         assert deadline is not None  # only judged with one
+        self.found_jobs = True
         start = job.dl_received
         return Violation(
             "deadline",
@@ -1146,26 +1509,28 @@ class ClientJudge(Judge):
         """``close_found``'s violations one at a time (the most numerous are not all made at
         once: a text report keeps only the first few)."""
         # (each rule's part skipped at once when it found nothing: a run of many clients
-        # closes as many judges)
-        if self.status_jobs:
+        # closes as many judges; ``found_jobs`` is False while no job holds anything found)
+        found = self.found_jobs
+        if found and self.status_jobs:
             yield from self._close_overlap()
         shown = self.shown_jobs
-        if shown:
+        if shown and (found or self.wanted is not None):
             yield from _made(self._close_single_retrieval(), 1)
-            yield from _made(self._close_premature(hooks), 2)
+            if found:
+                yield from _made(self._close_premature(hooks), 2)
         if self.br_found:
             yield from _made([self.br_found[g] for g in self.br_groups if g in self.br_found], 3)
         if self.ra_found:
             yield from _made([v for _, v in sorted(self.ra_found, key=_FIRST)], 4)
         jobs = self.entry_jobs
-        if jobs:
+        if found and jobs:
             yield from self._close_poll_after(hooks)
             yield from self._close_ended()
         if self.rs_found:
             yield from _made(self.rs_found, 7)
         if self.au_retried:
             yield from _made(self._close_auth(), 8)
-        if jobs and self.deadline is not None:
+        if found and jobs and self.deadline is not None:
             yield from _made([job.dl_found for job in jobs if job.dl_found is not None], 9)
         if self.rates is not None:
             yield from _made(self.rates.close(hooks), 10)
@@ -1395,10 +1760,12 @@ class Unjudgeable(Exception):
     back too far): judge the journal as a whole instead."""
 
 
-#: How many status reads let go ``BoundedStatusRate`` keeps (24 bytes each) before it forgets
-#: the oldest half of them (a read reaching back past those is ``Unjudgeable``: ``check``
-#: then judges the file again keeping them all).
-KEEP_GONE = 4096
+#: How many status reads let go ``BoundedStatusRate`` keeps (24 bytes each: up to 6 MiB a
+#: client) before it forgets the oldest half of them (a read reaching back past those is
+#: ``Unjudgeable``: ``check`` then judges the file again keeping them all). Large enough that a
+#: journal whose clock goes back by a few hundred thousand reads (phases of reads over every
+#: job, one after the other) is judged in one pass, not two.
+KEEP_GONE = 1 << 18
 
 
 #: ``BoundedStatusRate``'s reads let go while there are none (never changed: replaced first).

@@ -301,9 +301,7 @@ class FakeProviderApp:
             answered, reply = reply, None
             if answered.error is None and self._lanes:
                 # what ``provider.sent`` does with an answer that went out whole
-                provider.journal.complete(
-                    answered.seq, response_started_at=now, completed_at=now, status_code=status
-                )
+                provider.journal.finish(answered.seq, now, now, status)
             else:
                 provider.sent(answered, started=now, completed=now, status_code=status)
             await send({"type": "http.response.body", "body": answer})
