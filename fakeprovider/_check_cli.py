@@ -367,6 +367,13 @@ def judge_streamed(
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    # the collector held from the reading to the end: what is judged and printed is let go
+    # (by reference counting) before it resumes, so it never walks the report's counts
+    with paused_gc():
+        return _check(args)
+
+
+def _check(args: argparse.Namespace) -> int:
     try:
         snapshot = None if args.journal == "-" else _Snapshot.of(args.journal)
         # the text report details the first --max-violations and counts the rest
@@ -378,13 +385,6 @@ def cmd_check(args: argparse.Namespace) -> int:
         return 2
     if found is not None:
         assert snapshot is not None  # streamed from a regular file
-        streamed = Report(
-            violations=found.violations,
-            metrics=found.metrics,
-            coverage=found.coverage,
-            warnings=found.warnings,
-            limits=limits_for(base=found.limits, overrides={}),
-        )
         if args.format == "text":
             try:
                 text = _render_streamed(found, snapshot, args.max_violations)
@@ -392,6 +392,13 @@ def cmd_check(args: argparse.Namespace) -> int:
                 print(exc, file=sys.stderr)
                 return 2
         else:
+            streamed = Report(
+                violations=found.violations,
+                metrics=found.metrics,
+                coverage=found.coverage,
+                warnings=found.warnings,
+                limits=limits_for(base=found.limits, overrides={}),
+            )
             text = format_report(
                 streamed, args.format, max_violations=args.max_violations, name=_name(found.headers)
             )

@@ -6,7 +6,7 @@ import bisect
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from ._rules import Violation, _answer, _with_listed, describe, fmt_time, told, was_sent
 from ._runs import split_runs
@@ -22,7 +22,6 @@ __all__ = ["coverage", "job_key", "metrics", "render", "summarise_metrics"]
 #: How many violations the text report details unless told otherwise (the count per rule at
 #: its top covers every one).
 MAX_VIOLATIONS = 20
-_NONE: frozenset[str] = frozenset()
 _CONTEXT = 3  # entries shown before and after the offending ones
 _MAX_LINES = 14
 
@@ -224,7 +223,30 @@ def summarise_coverage(
     with (``requests`` of them), what each client saw (``observed``) and what the jobs it read
     went through (``reached``): the in-memory and the streamed check both build it here.
     ``gave_up`` is read only when there were requests."""
-    clients = sorted(observed)
+    found = coverage_section(
+        limits,
+        observed=observed,
+        codes=codes,
+        forms=forms,
+        faults=faults,
+        dropped=dropped,
+        webhook_sent=webhook_sent,
+    )
+    warnings = coverage_warnings(
+        limits,
+        requests=requests,
+        observed=observed,
+        reached=reached,
+        codes=codes,
+        forms=forms,
+        dropped=dropped,
+        webhook_sent=webhook_sent,
+        gave_up=gave_up,
+    )
+    return found, warnings
+
+
+def _not_checked(limits: Limits, webhook_sent: bool) -> dict[str, str]:
     not_checked: dict[str, str] = {}
     if limits.deadline is None:
         not_checked["deadline"] = "no deadline was set"
@@ -232,18 +254,48 @@ def summarise_coverage(
         not_checked["status_rate"] = "opt-in: no status_rate budget was set"
     if not webhook_sent:
         not_checked["webhook_ack"] = "no webhook was delivered"
-    found = {
-        "statuses_observed": {c: sorted(observed[c]) for c in clients},
+    return not_checked
+
+
+def coverage_section(
+    limits: Limits,
+    *,
+    observed: Mapping[str, AbstractSet[str]],
+    codes: Mapping[int, int],
+    forms: Mapping[str, int],
+    faults: Mapping[str, int],
+    dropped: int,
+    webhook_sent: bool,
+) -> dict[str, Any]:
+    """``summarise_coverage``'s coverage section alone."""
+    return {
+        "statuses_observed": {c: sorted(observed[c]) for c in sorted(observed)},
         "status_codes": {str(code): n for code, n in sorted(codes.items())},
         "faults_served": dict(sorted(faults.items())),
         "retry_after_forms": dict(sorted(forms.items())),
         "dropped_connections": dropped,
-        "not_checked": not_checked,
+        "not_checked": _not_checked(limits, webhook_sent),
     }
+
+
+def coverage_warnings(
+    limits: Limits,
+    *,
+    requests: int,
+    observed: Mapping[str, AbstractSet[str]],
+    reached: Mapping[str, AbstractSet[str]],
+    codes: Mapping[int, int],
+    forms: Mapping[str, int],
+    dropped: int,
+    webhook_sent: bool,
+    gave_up: Iterable[str],
+) -> list[str]:
+    """``summarise_coverage``'s warnings alone (what a text report prints of the coverage)."""
+    not_checked = _not_checked(limits, webhook_sent)
     warnings: list[str] = []
     if not requests:
         warnings.append("the journal holds no requests, so nothing was checked")
-        return found, warnings
+        return warnings
     if not codes.get(429):
         warnings.append("no 429 was served, so rate-limit handling was not exercised")
     if not dropped and not any(code >= 500 for code in codes):
@@ -254,12 +306,19 @@ def summarise_coverage(
         warnings.append("no Retry-After was served, so honours_retry_after was not exercised")
     if not any(s & TERMINAL_STATUSES for s in observed.values()):
         warnings.append("no client saw a job end, so stops_at_terminal was not exercised")
-    for client in clients:
-        for status in sorted(reached.get(client, _NONE) - observed[client]):
+    # the clients (in name order) whose jobs went through a status they never saw: only those
+    # with such a status are sorted (a run of many clients has few or none)
+    unseen = [
+        client
+        for client, went in reached.items()
+        if went and client in observed and not went <= observed[client]
+    ]
+    for client in sorted(unseen):
+        for status in sorted(reached[client] - observed[client]):
             warnings.append(f"the client {client!r} never observed {status!r}")
     warnings.extend(gave_up)
     warnings.extend(f"{name} was not checked: {why}" for name, why in not_checked.items())
-    return found, warnings
+    return warnings
 
 
 def _gave_up(run: Sequence[Entry]) -> list[str]:
@@ -460,14 +519,59 @@ def render(
             indexes[number] = _RunIndex(runs[number] if number < len(runs) else (), of_run)
         return indexes[number]
 
-    return render_indexed(violations, len(runs), index_of, found_metrics, warnings, max_violations)
+    return render_indexed(
+        violations, len(runs), index_of, summary_of(found_metrics), warnings, max_violations
+    )
+
+
+class Summary(NamedTuple):
+    """What the text report prints of the metrics: its head's counts and its metrics line."""
+
+    requests: int
+    clients: int
+    line: str
+
+
+def summary_of(found_metrics: Mapping[str, Any]) -> Summary:
+    """The ``Summary`` of a report's metrics."""
+    delay = found_metrics["detection_delay"]
+    return Summary(
+        found_metrics["requests"],
+        len(found_metrics["clients"]),
+        metrics_line(
+            found_metrics["polls_per_completion"],
+            delay["mean"],
+            delay["max"],
+            found_metrics["retries"],
+            found_metrics["rate_limit_hits"],
+            found_metrics["webhooks"]["deliveries"],
+        ),
+    )
+
+
+def metrics_line(
+    polls_per_completion: float | None,
+    delay_mean: float | None,
+    delay_max: float | None,
+    retries: int,
+    rate_limit_hits: int,
+    deliveries: int,
+) -> str:
+    """The text report's line of metrics."""
+    return (
+        "metrics: "
+        f"polls per completion {_num(polls_per_completion)}, "
+        f"detection delay mean {_num(delay_mean, ' s')} max {_num(delay_max, ' s')}, "
+        f"retries {retries}, rate-limit hits {rate_limit_hits}, "
+        f"webhook deliveries {deliveries}"
+    )
 
 
 def render_indexed(
     violations: Sequence[Violation],
     runs: int,
     index_of: Callable[[int], _Windowed],
-    found_metrics: dict[str, Any],
+    summary: Summary,
     warnings: Sequence[str],
     max_violations: int | None = None,
     *,
@@ -476,9 +580,8 @@ def render_indexed(
     """``render`` for a journal of ``runs`` runs, the timelines of the violations shown of
     run N drawn from ``index_of(N)`` (a ``_RunIndex`` of at least what they show).
     ``counted``: how many violations there are and how many of each rule (most first), when
-    ``violations`` holds only those shown."""
-    requests = found_metrics["requests"]
-    clients = len(found_metrics["clients"])
+    ``violations`` holds only those shown; ``summary``: the metrics it prints."""
+    requests, clients = summary.requests, summary.clients
     if counted is None:
         counted = (len(violations), Counter(v.invariant for v in violations).most_common())
     total, counts = counted
@@ -502,14 +605,7 @@ def render_indexed(
             f" (the first {len(shown)} are; --max-violations 0 shows all)"
         )
     lines.append("")
-    delay = found_metrics["detection_delay"]
-    lines.append(
-        "metrics: "
-        f"polls per completion {_num(found_metrics['polls_per_completion'])}, "
-        f"detection delay mean {_num(delay['mean'], ' s')} max {_num(delay['max'], ' s')}, "
-        f"retries {found_metrics['retries']}, rate-limit hits {found_metrics['rate_limit_hits']}, "
-        f"webhook deliveries {found_metrics['webhooks']['deliveries']}"
-    )
+    lines.append(summary.line)
     for warning in warnings:
         lines.append(f"warning: {warning}")
     return "\n".join(lines)

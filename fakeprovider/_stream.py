@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import functools
 import heapq
 import itertools
 import operator
@@ -27,8 +28,16 @@ from collections.abc import Set as AbstractSet
 from typing import Any, TypeVar
 
 from ._judges import ClientJudge, Found, Unjudgeable, _Job, found_as_is, violation
-from ._report import job_key, render_indexed, summarise_coverage, summarise_metrics
-from ._rules import _REJECT, EPSILON, Violation, _answer, describe, told, was_sent, webhook_ack
+from ._report import (
+    Summary,
+    coverage_section,
+    coverage_warnings,
+    job_key,
+    metrics_line,
+    render_indexed,
+    summarise_metrics,
+)
+from ._rules import _REJECT, EPSILON, Violation, _answer, describe, webhook_ack
 from ._runs import _RUN_STARTS
 from .entries import EntryLike
 from .invariants import INVARIANTS
@@ -132,13 +141,12 @@ def in_seq_order_batches(
 @dataclasses.dataclass(frozen=True)
 class StreamReport:
     """What ``check_stream`` found, as ``Report`` has it, plus what the CLI needs from the
-    entries: each run's header and whether any client request was seen."""
+    entries: each run's header and whether any client request was seen. The metrics, coverage
+    and warnings are made from the counts when first read (a text report reads only
+    ``summary`` and ``warnings``: no dict per client for a journal of many clients)."""
 
     #: Every violation, or with ``check_stream``'s ``shown``, the first that many.
     violations: tuple[Violation, ...]
-    metrics: dict[str, Any]
-    coverage: dict[str, Any]
-    warnings: tuple[str, ...]
     limits: Limits
     headers: tuple[dict[str, Any] | None, ...]
     tested: bool
@@ -146,6 +154,67 @@ class StreamReport:
     #: ``Report.rule_counts``), whether or not ``violations`` holds them all.
     total: int = 0
     counts: tuple[tuple[str, int], ...] = ()
+    #: For each of ``violations``, the seq past which its run holds nothing its timeline shows
+    #: (empty: not known; the timelines pass then reads on until it sees three more).
+    ends: tuple[int, ...] = dataclasses.field(default=(), repr=False, compare=False)
+    #: The counts the metrics, coverage and warnings are made of, and how many runs.
+    totals: _Totals = dataclasses.field(
+        default_factory=lambda: _Totals(None, 0), repr=False, compare=False
+    )
+    runs: int = dataclasses.field(default=0, repr=False, compare=False)
+
+    @functools.cached_property
+    def metrics(self) -> dict[str, Any]:
+        return _metrics(self.totals, self.runs)
+
+    @functools.cached_property
+    def coverage(self) -> dict[str, Any]:
+        totals = self.totals
+        return coverage_section(
+            self.limits,
+            observed=totals.observed,
+            codes=totals.codes,
+            forms=totals.forms,
+            faults=totals.faults,
+            dropped=totals.dropped,
+            webhook_sent=totals.sent,
+        )
+
+    @functools.cached_property
+    def warnings(self) -> tuple[str, ...]:
+        totals = self.totals
+        return tuple(
+            coverage_warnings(
+                self.limits,
+                requests=totals.requests,
+                observed=totals.observed,
+                reached=totals.reached,
+                codes=totals.codes,
+                forms=totals.forms,
+                dropped=totals.dropped,
+                webhook_sent=totals.sent,
+                gave_up=totals.gave_up,
+            )
+        )
+
+    @functools.cached_property
+    def summary(self) -> Summary:
+        """What the text report prints of ``metrics``, made without them."""
+        totals = self.totals
+        reads, completions = totals.status_reads, totals.completions
+        delays = _delays(totals, self.runs)
+        return Summary(
+            totals.requests,
+            len(totals.per_client),
+            metrics_line(
+                round(reads / completions, 3) if completions else None,
+                round(sum(delays.values()) / len(delays), 6) if delays else None,
+                max(delays.values()) if delays else None,
+                totals.retries,
+                totals.rate_limit_hits,
+                totals.deliveries,
+            ),
+        )
 
 
 class _Run:
@@ -153,12 +222,14 @@ class _Run:
 
     __slots__ = (
         "clients",
+        "ends",
         "hooks_of",
         "limits",
         "notified",
         "notified_status",
         "number",
         "status_changes",
+        "status_end",
         "terminal_at",
         "true_by_job",
         "violations",
@@ -174,6 +245,11 @@ class _Run:
         # the judges read of the deliveries (``_judges.Hooks``)
         self.hooks_of: dict[str, list[tuple[float, str | None]]] = {}
         self.violations: list[Violation] = []
+        # the seq of the last request about each job (any client's), and of the last status
+        # read: past them, nothing more comes that a timeline of the job (or of a client's
+        # status reads) shows (``render_streamed``)
+        self.ends: dict[str, int] = {}
+        self.status_end = -1
         self.terminal_at: dict[str, float] = {}
         self.status_changes: dict[str, tuple[dict[float, str], list[float]]] = {}
         self.true_by_job: dict[str, set[str]] = {}
@@ -188,6 +264,9 @@ class _Totals:
         self.shown = shown  # how many violations to make (None: all)
         self.keep_gone = keep_gone
         self.violations: list[Violation] = []
+        # for each of ``violations``, the seq past which its run holds nothing its timeline
+        # shows (its last seq, or the last request about its job or status read, if later)
+        self.ends: list[int] = []
         self.counts: Counter[str] = Counter()  # per rule, in the order they first come
         # per client, by its first request: requests, status reads, completions, retries,
         # rate-limit hits (``_metrics`` makes them the report's dicts)
@@ -210,6 +289,12 @@ class _Totals:
         self.faults: dict[str, int] = {}
         self.dropped = 0
         self.requests = 0
+        # the sums over ``per_client`` of status reads, completions, retries and rate-limit
+        # hits (what the text report prints of them)
+        self.status_reads = 0
+        self.completions = 0
+        self.retries = 0
+        self.rate_limit_hits = 0
         self.sent = False
         self.gave_up: list[str] = []
 
@@ -244,6 +329,7 @@ def check_stream(
     tested = False
     name: str | None = None  # the client of the last request, and its judge's ``add``
     add: Callable[[EntryLike], None] | None = None
+    ends: dict[str, int] = {}  # the run's ``ends``
     new_judge = ClientJudge
     for e in entries:
         kind = e.kind
@@ -261,6 +347,7 @@ def check_stream(
             run = _Run(len(runs), limits_of(header))
             runs.append(run)
             headers.append(header)
+            ends = run.ends
         if kind == "webhook":
             _webhook(run, e, totals)
             continue
@@ -275,26 +362,29 @@ def check_stream(
                     )
                 add = judge.add
             add(e)  # the rules, and the client's metrics and coverage
-            if e.true_status is not None and e.job_id is not None:
-                _truths(run, e)
+            job_id = e.job_id
+            if job_id is not None:
+                ends[job_id] = e.seq
+                if e.true_status is not None:
+                    _truths(run, e)
+            if kind == "status":
+                run.status_end = e.seq
             continue
         if e.job_id and e.true_status:
             run.true_by_job.setdefault(e.job_id, set()).add(e.true_status)
         _status_facts(run, e)
     if run is not None:
         _close_run(run, totals)
-    applied = runs[0].limits if runs else limits_of(None)
-    count = len(runs)
     return StreamReport(
         violations=tuple(totals.violations),
-        metrics=_metrics(totals, count),
-        coverage=(found := _coverage(totals, applied))[0],
-        warnings=tuple(found[1]),
-        limits=applied,
+        limits=runs[0].limits if runs else limits_of(None),
         headers=tuple(headers),
         tested=tested,
         total=sum(totals.counts.values()),
         counts=tuple(totals.counts.most_common()),
+        ends=tuple(totals.ends),
+        totals=totals,
+        runs=len(runs),
     )
 
 
@@ -315,8 +405,10 @@ def _status_facts(run: _Run, e: EntryLike) -> None:
 
 def _webhook(run: _Run, e: EntryLike, totals: _Totals) -> None:
     job_id, event, code = e.job_id, e.event, e.status_code
-    sent = was_sent(e)
-    heard = sent and told(e)
+    delivery, error = e.delivery, e.error_code
+    # ``was_sent`` and ``told`` of a webhook entry, without their calls
+    sent = delivery != "missing" and e.attempt != 0 and error != "host_not_allowed"
+    heard = sent and delivery not in _REJECT and error != "connection_error"
     if heard and job_id is not None:
         told_as = (
             e.received_at,
@@ -334,8 +426,11 @@ def _webhook(run: _Run, e: EntryLike, totals: _Totals) -> None:
     acknowledged = code is not None and 200 <= code < 300
     if not (  # what ``webhook_ack`` lets pass without a look: a 2xx to a valid send, in time
         acknowledged
-        and e.delivery not in _REJECT
-        and ((latency := e.latency) is None or not latency > run.limits.ack_limit + EPSILON)
+        and delivery not in _REJECT
+        and (
+            (completed := e.completed_at) is None  # ``latency`` None
+            or not completed - e.received_at > run.limits.ack_limit + EPSILON
+        )
     ):
         run.violations.extend(webhook_ack((e,), run.limits))
     if sent:
@@ -387,9 +482,13 @@ def _close_run(run: _Run, totals: _Totals) -> None:
             collections.deque(tallied, maxlen=0)  # counted only
         for rule in sorted((r for r, n in enumerate(tally) if n), key=lambda r: (low[r], r)):
             counts[INVARIANTS[rule]] += tally[rule]
+    ends, status_end = run.ends, run.status_end
     for f in chosen:
         v = violation(f)
         kept.append(dataclasses.replace(v, run=number) if number else v)
+        end = status_end if v.job_id is None else ends.get(v.job_id, -1)
+        totals.ends.append(max(end, max(v.seqs)))
+    run.ends = {}
     run.violations = []
     for job_id, (points, last_seen) in run.status_changes.items():
         ordered = sorted(points.items())
@@ -425,22 +524,22 @@ def _closed_clients(run: _Run, totals: _Totals) -> Iterator[Found]:
         yield from judge.iter_found(hooks)
         count = judge.count
         seen_jobs = judge.seen_jobs
+        reads, completions = judge.status_reads, len(seen_jobs)
+        retries, hits = judge.retries, judge.rate_limit_hits
         counted = per_client.get(name)
         if counted is None:
-            per_client[name] = [
-                count,
-                judge.status_reads,
-                len(seen_jobs),
-                judge.retries,
-                judge.rate_limit_hits,
-            ]
+            per_client[name] = [count, reads, completions, retries, hits]
         else:
             counted[0] += count
-            counted[1] += judge.status_reads
-            counted[2] += len(seen_jobs)
-            counted[3] += judge.retries
-            counted[4] += judge.rate_limit_hits
+            counted[1] += reads
+            counted[2] += completions
+            counted[3] += retries
+            counted[4] += hits
         totals.requests += count
+        totals.status_reads += reads
+        totals.completions += completions
+        totals.retries += retries
+        totals.rate_limit_hits += hits
         for code, n in judge.codes.items():
             codes[code] = codes.get(code, 0) + n
         if judge.forms:
@@ -514,11 +613,15 @@ def _ORDER(found: Found) -> tuple[int, int]:
     return (found[0], found[1])
 
 
-def _metrics(totals: _Totals, runs: int) -> dict[str, Any]:
-    delays = {
+def _delays(totals: _Totals, runs: int) -> dict[str, float]:
+    return {
         f"{client} {job_key(job_id, number, runs)}": delay
         for client, job_id, number, delay in totals.delays
     }
+
+
+def _metrics(totals: _Totals, runs: int) -> dict[str, Any]:
+    delays = _delays(totals, runs)
     time_in_status = {
         job_key(job_id, number, runs): spent for job_id, number, spent in totals.time_in_status
     }
@@ -548,21 +651,6 @@ def _metrics(totals: _Totals, runs: int) -> dict[str, Any]:
     return summarise_metrics(runs, per_client, delays, time_in_status, webhooks)
 
 
-def _coverage(totals: _Totals, limits: Limits) -> tuple[dict[str, Any], list[str]]:
-    return summarise_coverage(
-        limits,
-        requests=totals.requests,
-        observed=totals.observed,
-        reached=totals.reached,
-        codes=totals.codes,
-        forms=totals.forms,
-        faults=totals.faults,
-        dropped=totals.dropped,
-        webhook_sent=bool(totals.sent),
-        gave_up=totals.gave_up,
-    )
-
-
 def render_streamed(
     report: StreamReport,
     entries: Callable[[], Iterable[EntryLike]],
@@ -574,11 +662,21 @@ def render_streamed(
     violations = report.violations
     shown = violations if not max_violations else violations[:max_violations]
     windows: dict[int, _Windows] = {}
-    for v in shown:
-        windows.setdefault(v.run, _Windows()).want(v)
+    ends: Iterable[int | None] = report.ends or itertools.repeat(None)
+    for v, end in zip(shown, ends, strict=False):  # (ends: one for every violation)
+        windows.setdefault(v.run, _Windows()).want(v, end)
     if windows:
         live = sum(found.live for found in windows.values())
+        current = 0  # the run the last entry was of
         for number, e in _numbered(entries()):
+            if number != current:  # the runs before are over: so are their windows
+                for before in range(current, number):
+                    ended = windows.get(before)
+                    if ended is not None:
+                        live -= ended.end_all()
+                current = number
+                if not live:
+                    break
             found = windows.get(number)
             if found is not None and found.live:
                 live -= found.add(e)
@@ -591,7 +689,7 @@ def render_streamed(
         violations,
         len(report.headers),
         lambda number: windows.get(number, empty),
-        report.metrics,
+        report.summary,
         report.warnings,
         max_violations,
         counted=(report.total, list(report.counts)),
@@ -609,12 +707,17 @@ class _Window:
     violation of no job, and the violation's own entries) come in seq order, those of one seq
     the group's first; kept are the last ``_CONTEXT`` before the violation's first seq, those
     up to its last (while they could be shown), ``_CONTEXT`` after, and its own entries.
+
+    A window is fed from the first related entry at or past its first seq on (``begin``):
+    what came before that is its group's (``_Group``), the same for every window of the group.
     """
 
-    def __init__(self, v: Violation) -> None:
+    def __init__(self, v: Violation, group: _Group) -> None:
+        self.group = group
         self.seqs = frozenset(v.seqs)
         self.low_seq = min(v.seqs)
         self.high_seq = max(v.seqs)
+        self.begun = False
         self.named: set[int] = set()  # the seqs whose first entry has been seen
         self.before: collections.deque[EntryLike] = collections.deque(maxlen=_CONTEXT)
         self.skipped = 0  # related entries before the first seq, not kept
@@ -625,9 +728,17 @@ class _Window:
         self.complete = False  # let go of by ``_Windows``
         self.mine: list[EntryLike] = []
         self.seq: int | None = None  # the seq of the entries held in group and extras
-        self.group: list[EntryLike] = []
+        self.in_group: list[EntryLike] = []
         self.extras: list[EntryLike] = []
         self.result: tuple[list[EntryLike], bool, bool] = ([], False, False)
+
+    def begin(self) -> None:
+        """Take the related entries before the first seq from the group: every one that came
+        so far (the caller begins the window before any related entry at or past it)."""
+        group = self.group
+        self.before.extend(group.recent)
+        self.skipped = group.count - len(group.recent)
+        self.begun = True
 
     def add(self, e: EntryLike, in_group: bool) -> None:
         seq = e.seq
@@ -638,7 +749,7 @@ class _Window:
         if named:
             self.named.add(seq)
         if in_group:
-            self.group.append(e)
+            self.in_group.append(e)
         elif named:
             self.extras.append(e)
 
@@ -646,7 +757,7 @@ class _Window:
         seq = self.seq
         if seq is None:
             return
-        for e in (*self.group, *self.extras):
+        for e in (*self.in_group, *self.extras):
             if seq < self.low_seq:
                 if len(self.before) == _CONTEXT:
                     self.skipped += 1
@@ -660,9 +771,9 @@ class _Window:
             else:
                 self.more_after = True
         if seq in self.seqs:
-            self.mine.extend(self.group)
+            self.mine.extend(self.in_group)
             self.mine.extend(self.extras)
-        self.group, self.extras = [], []
+        self.in_group, self.extras = [], []
 
     def finish(self) -> None:
         self._flush()
@@ -676,64 +787,112 @@ class _Window:
             self.result = ([*self.before, *self.middle, *self.after], before, after)
 
 
+class _Group:
+    """The related entries of one (client, job) (job None: the client's status reads) as far
+    as the windows of its violations need them: the last ``_CONTEXT`` and how many came, for
+    the windows not begun (``pending``, by first seq, the latest first), and the windows
+    begun and not complete (``active``)."""
+
+    __slots__ = ("active", "count", "done", "pending", "recent")
+
+    def __init__(self) -> None:
+        self.recent: collections.deque[EntryLike] = collections.deque(maxlen=_CONTEXT)
+        self.count = 0
+        # (a window begun by an entry of another group stays here, skipped when reached)
+        self.pending: list[_Window] = []
+        self.active: list[_Window] = []
+        self.done = 0  # complete windows still in ``active`` (dropped when half are)
+
+
+def _LOW_SEQ(window: _Window) -> int:
+    return window.low_seq
+
+
 class _Windows:
-    """The windows of a run's violations shown, fed the run's entries in order; a window is
-    let go once complete (``_Window.more_after``: nothing later can change it)."""
+    """The windows of a run's violations shown, fed the run's entries in order. A window is
+    fed only from its first seq on (before that its group keeps what it needs) and let go
+    once complete (``_Window.more_after``: nothing later can change it), so each entry costs
+    what the windows open at its seq cost, not every window of its group."""
 
     def __init__(self) -> None:
         self.windows: dict[Violation, _Window] = {}
-        self.by_group: dict[tuple[str, str | None], list[_Window]] = {}
+        self.by_group: dict[tuple[str, str | None], _Group] = {}
         self.by_seq: dict[int, list[_Window]] = {}
         self.live = 0  # the windows not yet complete
-        self.complete = 0  # complete windows still in ``by_group`` and ``by_seq``
+        self.ready = False  # whether ``pending`` are sorted
+        # (end, order, window): the windows by the seq past which nothing they show comes
+        self.ends: list[tuple[int, int, _Window]] = []
 
-    def want(self, v: Violation) -> None:
+    def want(self, v: Violation, end: int | None = None) -> None:
+        """Draw the window of ``v``; ``end``: the seq past which the run holds nothing it
+        shows, if known (it is complete once an entry past that comes)."""
         if v in self.windows:
             return
-        window = _Window(v)
+        group = self.by_group.get((v.client, v.job_id))
+        if group is None:
+            self.by_group[(v.client, v.job_id)] = group = _Group()
+        window = _Window(v, group)
         self.windows[v] = window
         self.live += 1
-        self.by_group.setdefault((v.client, v.job_id), []).append(window)
+        group.pending.append(window)
         for seq in window.seqs:
             self.by_seq.setdefault(seq, []).append(window)
+        if end is not None:
+            heapq.heappush(self.ends, (end, len(self.windows), window))
 
     def add(self, e: EntryLike) -> int:
         """Feed ``e`` to the windows it belongs to; how many of them it completed."""
-        fed = self._feed(e)
+        if not self.ready:
+            for group in self.by_group.values():
+                group.pending.sort(key=_LOW_SEQ, reverse=True)
+            self.ready = True
         done = 0
+        ends = self.ends
+        if ends and ends[0][0] < e.seq:  # nothing these windows show comes from here on
+            while ends and ends[0][0] < e.seq:
+                window = heapq.heappop(ends)[2]
+                if not window.complete:
+                    window.complete = True
+                    window.group.done += 1
+                    done += 1
+        fed = self._feed(e)
         for window in fed:
             if window.more_after and not window.complete:
                 window.complete = True
+                window.group.done += 1
                 done += 1
-        if done:
-            self.live -= done
-            self.complete += done
-            if self.complete * 2 > len(self.windows):
-                self._let_go()
+        self.live -= done
         return done
-
-    def _let_go(self) -> None:
-        """Drop the complete windows from the indexes (they are only read by ``window``)."""
-        self.by_group = _incomplete(self.by_group)
-        self.by_seq = _incomplete(self.by_seq)
-        self.complete = 0
 
     def _feed(self, e: EntryLike) -> list[_Window]:
         fed: list[_Window] = []
         if e.kind != "webhook" and e.kind != "unknown":
             if e.job_id is not None:
-                for window in self.by_group.get((e.client, e.job_id), ()):
-                    window.add(e, True)
-                    fed.append(window)
+                group = self.by_group.get((e.client, e.job_id))
+                if group is not None:
+                    _feed_group(group, e, fed)
             if e.kind == "status":
-                for window in self.by_group.get((e.client, None), ()):
-                    window.add(e, True)
-                    fed.append(window)
+                group = self.by_group.get((e.client, None))
+                if group is not None:
+                    _feed_group(group, e, fed)
         for window in self.by_seq.get(e.seq, ()):
-            if window not in fed:
+            if window not in fed and not window.complete:
+                if not window.begun:
+                    window.begin()
+                    window.group.active.append(window)
                 window.add(e, False)
                 fed.append(window)
         return fed
+
+    def end_all(self) -> int:
+        """Complete every window (its run is over); how many were not complete."""
+        done = 0
+        for window in self.windows.values():
+            if not window.complete:
+                window.complete = True
+                done += 1
+        self.live -= done
+        return done
 
     def finish(self) -> None:
         for window in self.windows.values():
@@ -744,16 +903,27 @@ class _Windows:
         return ([], False, False) if found is None else found.result
 
 
-_Key = TypeVar("_Key")
-
-
-def _incomplete(index: dict[_Key, list[_Window]]) -> dict[_Key, list[_Window]]:
-    out: dict[_Key, list[_Window]] = {}
-    for key, windows in index.items():
-        kept = [w for w in windows if not w.complete]
-        if kept:
-            out[key] = kept
-    return out
+def _feed_group(group: _Group, e: EntryLike, fed: list[_Window]) -> None:
+    """Feed ``e``, related to ``group``, to its windows begun (beginning those whose first
+    seq it reaches), then count it among the group's entries."""
+    pending = group.pending
+    if pending and pending[-1].low_seq <= e.seq:
+        seq = e.seq
+        while pending and pending[-1].low_seq <= seq:
+            window = pending.pop()
+            if not window.begun:
+                window.begin()
+                group.active.append(window)
+    active = group.active
+    if group.done and group.done * 2 >= len(active):
+        group.active = active = [window for window in active if not window.complete]
+        group.done = 0
+    for window in active:
+        if not window.complete:
+            window.add(e, True)
+            fed.append(window)
+    group.recent.append(e)
+    group.count += 1
 
 
 _NUMBER = operator.itemgetter(0)

@@ -411,42 +411,43 @@ class Engine:
         reply = fast_reply(seq, request, 200, now + 0.0, 0.0, "respond", view)
         hints = self.poll_hints
         inline = self.inline_result
-        self.journal.append(
-            Entry(  # positional, in the order of Entry's fields (cheaper than by name)
-                seq,
-                "status",
-                job.id,
-                request.method,
-                request.path,
-                request.client,
-                now,
-                None,
-                None,
-                200,
-                status,
-                None,
-                None,
-                "cancelled" if job.cancelled else self._statuses[job.spec_index][job.step],
-                job.since,
-                poll_after
-                if (hints if hints.__class__ is bool else "status" in hints)  # type: ignore[operator]
-                else None,
-                None,
-                _fingerprint(request.credential),
-                request.idempotency_key,
-                None,
-                None,
-                None,
-                None,
-                None,
-                None,
-                None,
-                None,
-                True
-                if status in _SUCCESS and inline is not None and inline(request, view)
-                else None,
-            )
-        )
+        row: list[Any] = [  # the entry's field values in Entry's order (Journal.append_values)
+            seq,
+            "status",
+            job.id,
+            request.method,
+            request.path,
+            request.client,
+            now,
+            None,
+            None,
+            200,
+            status,
+            None,
+            None,
+            "cancelled" if job.cancelled else self._statuses[job.spec_index][job.step],
+            job.since,
+            poll_after
+            if (hints if hints.__class__ is bool else "status" in hints)  # type: ignore[operator]
+            else None,
+            None,
+            _fingerprint(request.credential),
+            request.idempotency_key,
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            True if status in _SUCCESS and inline is not None and inline(request, view) else None,
+        ]
+        journal = self.journal
+        if journal.__class__ is Journal:
+            journal.append_values(row)
+        else:
+            journal.append(Entry(*row))
         return reply
 
     def _decide(self, seq: int, request: Request, now: float, job: Job | None) -> Reply:
@@ -779,32 +780,43 @@ class Engine:
             if due < self.wake_at:
                 self._early()
         hints = self.poll_hints
-        self.journal.append(
-            Entry(  # positional, in the order of Entry's fields (cheaper than by name)
-                seq,
-                "submit",
-                job_id,
-                request.method,
-                request.path,
-                request.client,
-                now,
-                None,
-                None,
-                202,
-                status,
-                None,
-                None,
-                status,
-                now,
-                poll_after
-                if (hints if hints.__class__ is bool else "submit" in hints)  # type: ignore[operator]
-                else None,
-                None,
-                _fingerprint(credential),
-                key,
-                digest,
-            )
-        )
+        row: list[Any] = [  # the entry's field values in Entry's order (Journal.append_values)
+            seq,
+            "submit",
+            job_id,
+            request.method,
+            request.path,
+            request.client,
+            now,
+            None,
+            None,
+            202,
+            status,
+            None,
+            None,
+            status,
+            now,
+            poll_after
+            if (hints if hints.__class__ is bool else "submit" in hints)  # type: ignore[operator]
+            else None,
+            None,
+            _fingerprint(credential),
+            key,
+            digest,
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+        ]
+        journal = self.journal
+        if journal.__class__ is Journal:
+            journal.append_values(row)  # kept as the list: no Entry made until one is read
+        else:
+            journal.append(Entry(*row))
         return fast_reply(
             seq, request, 202, now + 0.0, 0.0, "respond", view, (), None, None, (), None, True
         )

@@ -302,7 +302,10 @@ def _values_functions() -> tuple[Callable[[Entry], tuple[Any, ...]], Callable[..
         "    out = []\n"
         "    extend = out.extend\n"
         "    for entry in entries:\n"
-        f"        extend({values})\n"
+        "        if entry.__class__ is list:\n"
+        "            extend(entry)\n"
+        "        else:\n"
+        f"            extend({values})\n"
         "    return out\n"
     )
     scope: dict[str, Any] = {}
@@ -311,8 +314,17 @@ def _values_functions() -> tuple[Callable[[Entry], tuple[Any, ...]], Callable[..
 
 
 #: An entry's field values, in ``FIELD_NAMES`` order (what ``attrgetter(*FIELD_NAMES)`` gives).
-#: ``_flat_values(entries)``: every value of every entry in one list, entry after entry.
+#: ``_flat_values(entries)``: every value of every entry in one list, entry after entry (an
+#: entry may be given as a row: the list of its field values, which the journal keeps for the
+#: entries the engine makes, ``Journal.append_values``).
 field_values, _flat_values = _values_functions()
+
+
+def _as_entries(items: Iterable[Entry | list[Any]]) -> list[Entry]:
+    """``items`` as entries: a row (the list of an entry's field values) made into its entry."""
+    return [Entry(*item) if item.__class__ is list else item for item in items]  # type: ignore[misc]
+
+
 #: One encoder for every line (``json.dumps`` with options makes a new one per call).
 _ENCODE = json.JSONEncoder(separators=(",", ":")).encode
 
@@ -620,6 +632,16 @@ def _plain_bytes(line: bytes) -> bool:
     return line.isascii() and b"\x7f" not in line
 
 
+def _plain_text(data: bytes) -> str | None:
+    """``data`` as text when ``_plain_bytes`` (decoded as ASCII, which checks it is), else None."""
+    if b"\x7f" in data:
+        return None
+    try:
+        return data.decode("ascii")
+    except UnicodeDecodeError:
+        return None
+
+
 def jsonl_lines(entries: Iterable[Entry]) -> str:
     """``entries`` as JSONL: ``"".join(map(jsonl_line, entries))`` byte for byte
     (``test_entries_write`` checks it over arbitrary entries), in about a third of the time
@@ -630,26 +652,37 @@ def jsonl_lines(entries: Iterable[Entry]) -> str:
     Raises what ``jsonl_line`` raises for the first entry it cannot write (a value JSON has no
     form for).
     """
-    batch = entries if type(entries) is list else list(entries)
+    return _rows_lines(entries if type(entries) is list else list(entries))
+
+
+def _rows_lines(batch: list[Entry | list[Any]]) -> str:
+    """``jsonl_lines`` of ``batch``, whose entries may be given as rows (the list of an
+    entry's field values, in ``FIELD_NAMES`` order): a row's line is its entry's."""
     encoder = _lines_encoder()
     if encoder is None or not batch:
-        return "".join(map(jsonl_line, batch))
+        return "".join(map(jsonl_line, _as_entries(batch)))
     flat = _flat_values(batch)
-    exact = _exact_rows(batch, flat)
+    exact = _exact_rows(batch, flat)  # type: ignore[arg-type]
     if not exact:
         # each entry's values in a struct of the fields in order (msgspec reads a struct's
-        # slots directly, a dataclass's fields by name: half the instructions)
-        rows = zip(*[flat[slot::_WIDTH] for slot in range(_WIDTH)], strict=True)
+        # slots directly, a dataclass's fields by name: half the instructions): the rows
+        # themselves when every entry is one, else the columns of the flat list zipped
+        struct = _writing_struct()
+        if list(map(type, batch)).count(list) == len(batch):
+            rows: Iterable[Any] = batch
+        else:
+            rows = zip(*[flat[slot::_WIDTH] for slot in range(_WIDTH)], strict=True)
         try:
-            data = encoder.encode_lines(list(itertools.starmap(_writing_struct(), rows)))
+            data = encoder.encode_lines(list(itertools.starmap(struct, rows)))
         except Exception:  # a lone surrogate, an int too long: one by one
             data = None
-        if data is not None and _plain_bytes(data):
-            text: str = data.decode("ascii")
-            return text
+        if data is not None:
+            text = _plain_text(data)
+            if text is not None:
+                return text
     encode = encoder.encode
     out: list[str] = []
-    for index, entry in enumerate(batch):
+    for index, entry in enumerate(_as_entries(batch)):
         if index not in exact:
             try:
                 line = encode(entry)

@@ -31,7 +31,9 @@ from .entries import (
     Entry,
     EntryLike,
     RetryAfterRecord,
+    _as_entries,
     _flat_values,
+    _rows_lines,
     entry_batches,
     iter_entries,
     jsonl_line,
@@ -106,6 +108,9 @@ _CHUNK = 512
 #: Distinct strings a ``MemoryStore`` shares between rows before it starts sharing afresh.
 _SHARED_STRINGS = 8192
 _SLOT = {name: i for i, name in enumerate(FIELD_NAMES)}
+#: ``Journal.finish`` fills a row's answer in at these places (literals there: cheaper).
+if FIELD_NAMES[7:10] != ("response_started_at", "completed_at", "status_code"):  # pragma: no cover
+    raise AssertionError("Journal.finish fills in fields 7-9 of a row: update it")
 _TIME_SLOTS = frozenset(
     _SLOT[name] for name in ("received_at", "response_started_at", "completed_at")
 )
@@ -145,9 +150,10 @@ class _Packed:
         self.size = size
 
     @classmethod
-    def of(cls, entries: list[Entry], shared: dict[str, str]) -> _Packed | None:
-        """``entries`` packed, or None when a value would not come back exactly (an int time,
-        a NaN, an unhashable string field: entries made by hand)."""
+    def of(cls, entries: list[Entry | list[Any]], shared: dict[str, str]) -> _Packed | None:
+        """``entries`` packed (each an entry or a row: the list of its field values), or None
+        when a value would not come back exactly (an int time, a NaN, an unhashable string
+        field: entries made by hand)."""
         # every value in one flat list, row after row; a column is every _WIDTH-th value
         # (a slice, in C, where zip(*rows) over 512 rows costs three times as much)
         flat = _flat_values(entries)
@@ -205,9 +211,10 @@ class MemoryStore:
         if limit is not None and limit < 1:
             raise ValueError(f"memory must be at least 1 entry, got {limit}")
         self.limit = limit
-        self._chunks: deque[_Packed | list[Entry]] = deque()
-        #: The entries added since the last chunk was packed.
-        self._young: list[Entry] = []
+        self._chunks: deque[_Packed | list[Entry | list[Any]]] = deque()
+        #: The entries added since the last chunk was packed (an entry, or a row: the list of
+        #: an entry's field values, as ``Journal.append_values`` keeps it).
+        self._young: list[Entry | list[Any]] = []
         #: Rows of the first chunk no longer kept.
         self._start = 0
         self._size = 0
@@ -218,15 +225,14 @@ class MemoryStore:
     def forgotten(self) -> int:
         return self._forgotten
 
-    def add(self, entry: Entry) -> None:
+    def add(self, entry: Entry | list[Any]) -> None:
+        """Keep ``entry`` (or a row: the list of an entry's field values, completed, which no
+        one changes any more: ``Journal`` hands those)."""
         young = self._young
         young.append(entry)
         self._size += 1
         if len(young) == _CHUNK:
-            if len(self._shared) > _SHARED_STRINGS:
-                self._shared.clear()
-            self._chunks.append(_Packed.of(young, self._shared) or young)
-            self._young = []
+            self._pack()
         if self.limit is not None and self._size > self.limit:
             self._size -= 1
             self._forgotten += 1
@@ -238,17 +244,29 @@ class MemoryStore:
                 self._chunks.popleft()
                 self._start = 0
 
+    def _pack(self) -> None:
+        """Pack the young entries (``_CHUNK`` of them) into a chunk."""
+        if len(self._shared) > _SHARED_STRINGS:
+            self._shared.clear()
+        young = self._young
+        self._chunks.append(_Packed.of(young, self._shared) or young)
+        self._young = []
+
     def entries(self) -> Iterator[Entry]:
-        # Chunks never change once made; the young entries are copied now.
-        parts: list[tuple[_Packed | list[Entry], int]] = [(chunk, 0) for chunk in self._chunks]
+        # Chunks never change once made; the young entries are copied now (rows too: a row
+        # kept is completed, and no one changes it any more).
+        parts: list[tuple[_Packed | list[Entry | list[Any]], int]] = [
+            (chunk, 0) for chunk in self._chunks
+        ]
         if parts:
             parts[0] = (parts[0][0], self._start)
+        young = list(self._young)
         return itertools.chain(
             itertools.chain.from_iterable(
-                chunk.entries(begin) if isinstance(chunk, _Packed) else chunk[begin:]
+                chunk.entries(begin) if isinstance(chunk, _Packed) else _as_entries(chunk[begin:])
                 for chunk, begin in parts
             ),
-            list(self._young),
+            _as_entries(young),
         )
 
     def clear(self) -> None:
@@ -437,8 +455,9 @@ class BatchedSink:
         self._lines: list[str] = []
         #: How many lines ``_lines`` holds.
         self._encoded = 0
-        #: Entries taken since, not encoded yet (they come after ``_lines``).
-        self._fresh: list[Entry] = []
+        #: Entries taken since, not encoded yet (they come after ``_lines``); an entry may be
+        #: a row (the list of its field values: ``Journal`` hands those).
+        self._fresh: list[Entry | list[Any]] = []
         #: Lines of the batch being written (they still take memory).
         self._in_flight = 0
         #: The batch being written, and the bytes written to the file since the sink took it
@@ -462,7 +481,8 @@ class BatchedSink:
         #: Why the writer left an entry out (it has no JSON line), not yet raised.
         self._refused: Exception | None = None
 
-    def write_entry(self, entry: Entry) -> None:
+    def write_entry(self, entry: Entry | list[Any]) -> None:
+        # (an entry, or a row of its field values that no one changes any more: the journal's)
         with self._lock:
             if self._steady:
                 fresh = self._fresh
@@ -618,15 +638,15 @@ class BatchedSink:
         self.close()
 
 
-def _encoded(entries: list[Entry]) -> tuple[str, Exception | None]:
-    """The lines of ``entries`` (``jsonl_lines``), leaving out any entry that has none, and
-    the error ``jsonl_line`` raised for the first such entry (else None)."""
+def _encoded(entries: list[Entry | list[Any]]) -> tuple[str, Exception | None]:
+    """The lines of ``entries`` (``jsonl_lines``; rows too), leaving out any entry that has
+    none, and the error ``jsonl_line`` raised for the first such entry (else None)."""
     try:
-        return jsonl_lines(entries), None
+        return _rows_lines(entries), None
     except (TypeError, ValueError, RecursionError) as exc:
         refused: Exception = exc
     lines = []
-    for entry in entries:
+    for entry in _as_entries(entries):
         try:
             lines.append(jsonl_line(entry))
         except (TypeError, ValueError, RecursionError):
@@ -677,8 +697,9 @@ class Journal(Sequence[Entry]):
         self.memory = memory
         self.store: JournalStore = store if store is not None else MemoryStore(memory)
         self.sink: JournalSink | None = None if sink is None else _as_sink(sink)
-        #: Entries received but not completed, by seq, whether of the current run or not.
-        self._pending: dict[int, Entry] = {}
+        #: Entries received but not completed, by seq, whether of the current run or not: an
+        #: ``Entry``, or a row (``append_values``: the list of its field values).
+        self._pending: dict[int, Entry | list[Any]] = {}
         self._lock = threading.Lock()
         #: The sequence numbers still to give out. ``next_seq`` is its ``__next__``: one C
         #: call, atomic under the GIL, where a locked method cost some 3,000 instructions a
@@ -718,6 +739,62 @@ class Journal(Sequence[Entry]):
                 self._write(entry)
         return entry
 
+    def append_values(self, values: list[Any]) -> None:
+        """Append the entry of a request in flight given as its field values, in
+        ``FIELD_NAMES`` order (``completed_at`` None): ``append(Entry(*values))``, except that
+        the journal keeps the list itself (it must not be changed afterwards), fills it in when
+        the answer goes out (``finish``, ``complete``) and makes the ``Entry`` only when one is
+        read. The engine journals its usual requests so: the list costs a few hundred
+        instructions where an ``Entry`` costs some 5,000, and its values are what the lines
+        and the ``MemoryStore`` read."""
+        with self._lock:
+            self._pending[values[0]] = values
+
+    def finish(
+        self, seq: int, response_started_at: Any, completed_at: Any, status_code: Any
+    ) -> None:
+        """``complete(seq, response_started_at=..., completed_at=..., status_code=...)``
+        without making an ``Entry`` to return: what an adapter calls once an answer has gone
+        out whole (an entry given by ``append_values`` is kept and written as its row)."""
+        with self._lock:
+            entry = self._pending.pop(seq, None)
+            if entry is None:
+                return
+            if isinstance(entry, Entry):
+                _set_response_started_at(entry, response_started_at)
+                _set_completed_at(entry, completed_at)
+                _set_status_code(entry, status_code)
+                self._completed(seq, entry)
+                return
+            entry[7] = response_started_at
+            entry[8] = completed_at
+            entry[9] = status_code
+            if seq >= self._run_start:
+                store = self.store
+                if store.__class__ is MemoryStore:
+                    young = store._young
+                    if store.limit is None and len(young) < _CHUNK - 1:
+                        young.append(entry)  # what ``MemoryStore.add`` does, one call less
+                        store._size += 1
+                    else:
+                        store.add(entry)
+                else:
+                    store.add(Entry(*entry))
+            sink = self.sink
+            if sink is None or self.listener is not None or self.sink_error is not None:
+                if sink is not None or self.listener is not None:
+                    self._write(Entry(*entry))
+            elif sink.__class__ is BatchedSink:
+                try:
+                    sink.write_entry(entry)
+                except OSError as exc:
+                    self._sink_failed(sink, exc)
+            else:
+                try:
+                    sink.write_entry(Entry(*entry))
+                except OSError as exc:
+                    self._sink_failed(sink, exc)
+
     def complete(
         self,
         seq: int,
@@ -737,6 +814,8 @@ class Journal(Sequence[Entry]):
             entry = self._pending.pop(seq, None)
             if entry is None:
                 return None
+            if not isinstance(entry, Entry):  # given by ``append_values``: made an entry now
+                entry = Entry(*entry)
             # Completed in place: the entry stood for a request in flight until now.
             # (dataclasses.replace would cost more than the rest of a request.) The three
             # fields every answer fills in go through their slots' own setters: a third of
@@ -749,17 +828,21 @@ class Journal(Sequence[Entry]):
                 _set_status_code(entry, status_code)
             for name, value in changes.items():
                 _fill(entry, name, value)
-            if seq >= self._run_start:
-                self.store.add(entry)
-            sink = self.sink
-            if sink is None or self.listener is not None or self.sink_error is not None:
-                self._write(entry)
-                return entry
-            try:  # what _write does, one call less: this runs once per request
-                sink.write_entry(entry)
-            except OSError as exc:
-                self._sink_failed(sink, exc)
+            self._completed(seq, entry)
             return entry
+
+    def _completed(self, seq: int, entry: Entry) -> None:
+        """Keep ``entry``, just completed, and write it (called under the lock)."""
+        if seq >= self._run_start:
+            self.store.add(entry)
+        sink = self.sink
+        if sink is None or self.listener is not None or self.sink_error is not None:
+            self._write(entry)
+            return
+        try:  # what _write does, one call less
+            sink.write_entry(entry)
+        except OSError as exc:
+            self._sink_failed(sink, exc)
 
     def clear(self) -> None:
         """Start a new run: forget every entry (sequence numbers go on, so a JSONL file stays
@@ -888,8 +971,9 @@ class Journal(Sequence[Entry]):
     def snapshot(self) -> list[Entry]:
         with self._lock:
             start = self._run_start
-            live = [e for e in self._pending.values() if e.seq >= start]
+            live = _as_entries(self._pending.values())  # a row's entry made as it is now
             kept = self.store.entries()
+        live = [e for e in live if e.seq >= start]
         entries = [*kept, *live]
         entries.sort(key=_SEQ)
         return entries

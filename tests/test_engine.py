@@ -807,3 +807,28 @@ def test_the_fields_the_engine_fills_by_position_are_where_it_puts_them() -> Non
         "request_digest",
     ]
     assert [f.name for f in dataclasses.fields(Entry)][27:] == ["inline_result"]
+
+
+def test_a_journal_of_another_class_is_given_the_engines_entries_as_entries() -> None:
+    # the engine hands a ``Journal`` its usual entries as rows (``append_values``); a journal
+    # of a class of its own gets each through ``append``, equal to what the rows make
+    from fakeprovider.journal import Journal
+
+    class Recording(Journal):
+        def __init__(self) -> None:
+            super().__init__()
+            self.appended: list[Entry] = []
+
+        def append(self, entry: Entry) -> Entry:
+            self.appended.append(entry)
+            return super().append(entry)
+
+    scenario = load_scenario("long-render")
+    plain, recording = Engine(scenario), Engine(scenario, journal=Recording())
+    for engine in (plain, recording):
+        job_id = submit(engine, 1.0)
+        engine.handle(Request("status", "GET", f"/v1/jobs/{job_id}", job_id=job_id), 2.0)
+    assert isinstance(recording.journal, Recording)
+    assert [type(e) for e in recording.journal.appended] == [Entry, Entry]
+    assert recording.journal.snapshot() == plain.journal.snapshot() == recording.journal.appended
+    assert [e.kind for e in plain.journal.snapshot()] == ["submit", "status"]

@@ -28,6 +28,8 @@ from fakeprovider.entries import (
     FIELD_NAMES,
     Entry,
     _exact_rows,
+    _rows_lines,
+    field_values,
     jsonl_line,
     jsonl_lines,
 )
@@ -379,3 +381,42 @@ def test_a_dataclass_subclass_shows_its_own_fields_in_its_signature() -> None:
     parameters = list(inspect.signature(Tagged).parameters)
     assert parameters == [*inspect.signature(Entry).parameters, "tag"]
     assert list(inspect.signature(Plain).parameters) == list(inspect.signature(Entry).parameters)
+
+
+def _as_rows(batch: list[Entry], pattern: list[bool]) -> list[Any]:
+    """``batch`` with the entries ``pattern`` picks given as rows (lists of their values)."""
+    return [list(field_values(e)) if pattern[i % len(pattern)] else e for i, e in enumerate(batch)]
+
+
+@settings(max_examples=100, deadline=None)
+@given(batches, st.lists(st.booleans(), min_size=1, max_size=5))
+def test_rows_make_the_lines_of_their_entries_byte_for_byte(
+    batch: list[Entry], pattern: list[bool]
+) -> None:
+    # the journal keeps the engine's entries as rows: alone, or mixed with entries
+    expected = "".join(map(reference_line, batch))
+    assert _rows_lines(_as_rows(batch, pattern)) == expected
+    assert _rows_lines(_as_rows(batch, [True])) == expected
+
+
+@settings(max_examples=30, deadline=None)
+@given(batches)
+def test_rows_make_the_same_lines_without_msgspec(batch: list[Entry]) -> None:
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setattr(entries_module, "_lines_encoder", lambda: None)
+        assert _rows_lines(_as_rows(batch, [True, False])) == "".join(map(reference_line, batch))
+
+
+def test_rows_of_the_fakes_entries_and_the_others_are_written_as_their_entries() -> None:
+    batch = [
+        _status(1),
+        _status(2, completed_at=1e16),
+        _status(3, client=Text("subclass")),
+        _status(4, path="/v1/jobs/\u00e9\x7f"),
+        _status(5, retry_after=RetryAfterRecord("1", 14.0)),
+    ]
+    rows = [list(field_values(e)) for e in batch]
+    assert _rows_lines(rows) == "".join(map(reference_line, batch))
+    assert _rows_lines(rows[:1] + rows[2:3]) == reference_line(batch[0]) + reference_line(batch[2])
+    with pytest.raises(TypeError, match=r"^Object of type bytes is not JSON serializable$"):
+        _rows_lines([rows[0], list(field_values(_status(2, client=b"bytes")))])

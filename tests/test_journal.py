@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from fakeprovider.entries import jsonl_line
+from fakeprovider.entries import field_values, jsonl_line
 from fakeprovider.journal import (
     _CHUNK,
     ENCODE_LINES,
@@ -790,3 +790,132 @@ def test_sequence_numbers_go_on_in_order_across_a_clear_from_every_thread() -> N
     journal.clear()
     journal.append(entry(journal.next_seq(), completed_at=1.0))
     assert [e.seq for e in journal] == [8005]
+
+
+# -- entries given as their values (``append_values``: what the engine journals with) --------
+
+
+def _in_flight(seq: int) -> Entry:
+    """``_varied(seq)`` before its answer went out (the fields ``finish`` fills in unset)."""
+    import dataclasses
+
+    return dataclasses.replace(
+        _varied(seq), response_started_at=None, completed_at=None, status_code=None
+    )
+
+
+def _answered(seq: int) -> tuple[float, float, int]:
+    return (seq + 0.25, seq + 0.5, 200 + seq % 3)
+
+
+class _Listed:
+    def __init__(self) -> None:
+        self.heard: list[Entry] = []
+
+    def __call__(self, entry: Entry) -> None:
+        self.heard.append(entry)
+
+
+@pytest.mark.parametrize(
+    "kind", ["memory", "bounded", "store", "listener", "stream", "batched", "no sink"]
+)
+def test_entries_given_as_values_are_kept_and_written_as_the_entries_themselves(
+    kind: str,
+) -> None:
+    # two journals, one given entries and completed by ``complete``, the other given their
+    # values and completed by ``finish``: the same entries kept, heard and written
+    def made() -> tuple[Journal, io.StringIO, _Listed]:
+        text, heard = io.StringIO(), _Listed()
+        sink: object = None if kind == "no sink" else text
+        if kind == "batched":
+            sink = BatchedSink(text, interval=60)
+        return (
+            Journal(
+                sink=sink,  # type: ignore[arg-type]
+                memory=_CHUNK + 9 if kind == "bounded" else None,
+                store=_ListStore() if kind == "store" else None,
+                listener=heard if kind == "listener" else None,
+            ),
+            text,
+            heard,
+        )
+
+    (by_entry, text_a, heard_a), (by_values, text_b, heard_b) = made(), made()
+    count = 3 * _CHUNK + 7
+    for seq in range(1, count + 1):
+        assert by_entry.next_seq() == by_values.next_seq() == seq
+        by_entry.append(_in_flight(seq))
+        if seq % 5:
+            by_values.append_values(list(field_values(_in_flight(seq))))
+        else:
+            by_values.append(_in_flight(seq))  # mixed with entries, as requests are
+        if seq > 3:  # three answers in flight at a time, completed in order
+            started, completed, code = _answered(seq - 3)
+            by_entry.complete(
+                seq - 3, response_started_at=started, completed_at=completed, status_code=code
+            )
+            assert by_values.finish(seq - 3, started, completed, code) is None
+    assert by_values.snapshot() == by_entry.snapshot()
+    assert [e.completed_at for e in by_values.snapshot()[-3:]] == [None] * 3
+    for seq in range(count - 2, count + 1):
+        by_entry.complete(seq, **dict(zip(_FILLED, _answered(seq), strict=True)))
+        by_values.finish(seq, *_answered(seq))
+    by_entry.flush()
+    by_values.flush()
+    assert by_values.snapshot() == by_entry.snapshot()
+    assert len(by_values) == len(by_entry) == (_CHUNK + 9 if kind == "bounded" else count)
+    assert text_b.getvalue() == text_a.getvalue()
+    assert heard_b.heard == heard_a.heard
+    if kind != "no sink":
+        assert text_b.getvalue().count("\n") == count
+
+
+_FILLED = ("response_started_at", "completed_at", "status_code")
+
+
+class _ListStore:
+    """A ``JournalStore`` of its own (not a ``MemoryStore``): it is handed entries."""
+
+    def __init__(self) -> None:
+        self.kept: list[Entry] = []
+
+    @property
+    def forgotten(self) -> int:
+        return 0
+
+    def add(self, entry: Entry) -> None:
+        assert type(entry) is Entry
+        self.kept.append(entry)
+
+    def entries(self) -> Iterator[Entry]:
+        return iter(list(self.kept))
+
+    def clear(self) -> None:
+        self.kept.clear()
+
+    def __len__(self) -> int:
+        return len(self.kept)
+
+
+def test_an_entry_given_as_values_is_completed_by_complete_as_an_entry_would_be() -> None:
+    journal = Journal()
+    values = list(field_values(_in_flight(1)))
+    journal.append_values(values)
+    assert journal.in_flight == 1
+    assert journal.snapshot() == [_in_flight(1)]
+    done = journal.complete(1, completed_at=2.0, status_code=503, error_code="busy")
+    assert done == Entry(*values[:8], 2.0, 503, *values[10:16], "busy", *values[17:])
+    assert journal.snapshot() == [done]
+    assert journal.complete(1, completed_at=3.0) is None
+    assert journal.finish(1, 1.0, 2.0, 200) is None  # no longer in flight: nothing happens
+
+
+def test_an_entry_given_as_values_in_flight_across_a_clear_is_written_but_not_listed() -> None:
+    sink = io.StringIO()
+    journal = Journal(sink=sink)
+    journal.append_values(list(field_values(_in_flight(journal.next_seq()))))
+    journal.clear()
+    assert (len(journal), journal.in_flight) == (0, 1)
+    journal.finish(1, *_answered(1))
+    assert len(journal) == 0
+    assert [e.seq for e in read_journal(io.StringIO(sink.getvalue()))] == [1]
