@@ -298,26 +298,8 @@ def video_bytes(job_id: str, size: int) -> bytes:
 def request_digest(body: Mapping[str, Any] | None) -> str:
     """A short digest of a submit's body (``Entry.request_digest``): equal bodies, equal digests.
 
-    The SHA-256 of ``json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)``.
-    The digests of short texts are remembered (``_DIGESTS``): a client that submits the same
-    body again (a retry, a resubmit) costs a dict look-up instead of a hash."""
-    data = _digest_bytes(body or {})
-    digest = _DIGESTS.get(data)
-    if digest is None:
-        digest = _sha256(data).hexdigest()[:16]
-        if len(data) <= _DIGEST_REMEMBERED_BYTES:
-            if len(_DIGESTS) >= _DIGESTS_KEPT:
-                _DIGESTS.clear()
-            _DIGESTS[data] = digest
-    return digest
-
-
-#: ``request_digest``'s digests by the text hashed, for texts of at most
-#: ``_DIGEST_REMEMBERED_BYTES`` (a large body is hashed each time: it is not kept), at most
-#: ``_DIGESTS_KEPT`` of them (forgotten all at once when full: some 250 kB at most).
-_DIGESTS: dict[bytes, str] = {}
-_DIGEST_REMEMBERED_BYTES = 256
-_DIGESTS_KEPT = 1024
+    The SHA-256 of ``json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)``."""
+    return _sha256(_digest_bytes(body or {})).hexdigest()[:16]
 
 
 def _digest_bytes(body: Mapping[str, Any]) -> bytes:
