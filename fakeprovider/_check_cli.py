@@ -367,6 +367,13 @@ def judge_streamed(
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    # the collector held from the reading to the end: what is judged and printed is let go
+    # (by reference counting) before it resumes, so it never walks the report's counts
+    with paused_gc():
+        return _check(args)
+
+
+def _check(args: argparse.Namespace) -> int:
     try:
         snapshot = None if args.journal == "-" else _Snapshot.of(args.journal)
         # the text report details the first --max-violations and counts the rest

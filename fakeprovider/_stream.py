@@ -37,7 +37,7 @@ from ._report import (
     render_indexed,
     summarise_metrics,
 )
-from ._rules import _REJECT, EPSILON, Violation, _answer, describe, told, was_sent, webhook_ack
+from ._rules import _REJECT, EPSILON, Violation, _answer, describe, webhook_ack
 from ._runs import _RUN_STARTS
 from .entries import EntryLike
 from .invariants import INVARIANTS
@@ -154,6 +154,9 @@ class StreamReport:
     #: ``Report.rule_counts``), whether or not ``violations`` holds them all.
     total: int = 0
     counts: tuple[tuple[str, int], ...] = ()
+    #: For each of ``violations``, the seq past which its run holds nothing its timeline shows
+    #: (empty: not known; the timelines pass then reads on until it sees three more).
+    ends: tuple[int, ...] = dataclasses.field(default=(), repr=False, compare=False)
     #: The counts the metrics, coverage and warnings are made of, and how many runs.
     totals: _Totals = dataclasses.field(
         default_factory=lambda: _Totals(None, 0), repr=False, compare=False
@@ -198,19 +201,17 @@ class StreamReport:
     def summary(self) -> Summary:
         """What the text report prints of ``metrics``, made without them."""
         totals = self.totals
-        per_client = totals.per_client.values()
-        reads = sum(counts[1] for counts in per_client)
-        completions = sum(counts[2] for counts in per_client)
+        reads, completions = totals.status_reads, totals.completions
         delays = _delays(totals, self.runs)
         return Summary(
-            sum(counts[0] for counts in per_client),
+            totals.requests,
             len(totals.per_client),
             metrics_line(
                 round(reads / completions, 3) if completions else None,
                 round(sum(delays.values()) / len(delays), 6) if delays else None,
                 max(delays.values()) if delays else None,
-                sum(counts[3] for counts in per_client),
-                sum(counts[4] for counts in per_client),
+                totals.retries,
+                totals.rate_limit_hits,
                 totals.deliveries,
             ),
         )
@@ -221,12 +222,14 @@ class _Run:
 
     __slots__ = (
         "clients",
+        "ends",
         "hooks_of",
         "limits",
         "notified",
         "notified_status",
         "number",
         "status_changes",
+        "status_end",
         "terminal_at",
         "true_by_job",
         "violations",
@@ -242,6 +245,11 @@ class _Run:
         # the judges read of the deliveries (``_judges.Hooks``)
         self.hooks_of: dict[str, list[tuple[float, str | None]]] = {}
         self.violations: list[Violation] = []
+        # the seq of the last request about each job (any client's), and of the last status
+        # read: past them, nothing more comes that a timeline of the job (or of a client's
+        # status reads) shows (``render_streamed``)
+        self.ends: dict[str, int] = {}
+        self.status_end = -1
         self.terminal_at: dict[str, float] = {}
         self.status_changes: dict[str, tuple[dict[float, str], list[float]]] = {}
         self.true_by_job: dict[str, set[str]] = {}
@@ -256,6 +264,9 @@ class _Totals:
         self.shown = shown  # how many violations to make (None: all)
         self.keep_gone = keep_gone
         self.violations: list[Violation] = []
+        # for each of ``violations``, the seq past which its run holds nothing its timeline
+        # shows (its last seq, or the last request about its job or status read, if later)
+        self.ends: list[int] = []
         self.counts: Counter[str] = Counter()  # per rule, in the order they first come
         # per client, by its first request: requests, status reads, completions, retries,
         # rate-limit hits (``_metrics`` makes them the report's dicts)
@@ -278,6 +289,12 @@ class _Totals:
         self.faults: dict[str, int] = {}
         self.dropped = 0
         self.requests = 0
+        # the sums over ``per_client`` of status reads, completions, retries and rate-limit
+        # hits (what the text report prints of them)
+        self.status_reads = 0
+        self.completions = 0
+        self.retries = 0
+        self.rate_limit_hits = 0
         self.sent = False
         self.gave_up: list[str] = []
 
@@ -312,6 +329,7 @@ def check_stream(
     tested = False
     name: str | None = None  # the client of the last request, and its judge's ``add``
     add: Callable[[EntryLike], None] | None = None
+    ends: dict[str, int] = {}  # the run's ``ends``
     new_judge = ClientJudge
     for e in entries:
         kind = e.kind
@@ -329,6 +347,7 @@ def check_stream(
             run = _Run(len(runs), limits_of(header))
             runs.append(run)
             headers.append(header)
+            ends = run.ends
         if kind == "webhook":
             _webhook(run, e, totals)
             continue
@@ -343,8 +362,13 @@ def check_stream(
                     )
                 add = judge.add
             add(e)  # the rules, and the client's metrics and coverage
-            if e.true_status is not None and e.job_id is not None:
-                _truths(run, e)
+            job_id = e.job_id
+            if job_id is not None:
+                ends[job_id] = e.seq
+                if e.true_status is not None:
+                    _truths(run, e)
+            if kind == "status":
+                run.status_end = e.seq
             continue
         if e.job_id and e.true_status:
             run.true_by_job.setdefault(e.job_id, set()).add(e.true_status)
@@ -358,6 +382,7 @@ def check_stream(
         tested=tested,
         total=sum(totals.counts.values()),
         counts=tuple(totals.counts.most_common()),
+        ends=tuple(totals.ends),
         totals=totals,
         runs=len(runs),
     )
@@ -380,8 +405,10 @@ def _status_facts(run: _Run, e: EntryLike) -> None:
 
 def _webhook(run: _Run, e: EntryLike, totals: _Totals) -> None:
     job_id, event, code = e.job_id, e.event, e.status_code
-    sent = was_sent(e)
-    heard = sent and told(e)
+    delivery, error = e.delivery, e.error_code
+    # ``was_sent`` and ``told`` of a webhook entry, without their calls
+    sent = delivery != "missing" and e.attempt != 0 and error != "host_not_allowed"
+    heard = sent and delivery not in _REJECT and error != "connection_error"
     if heard and job_id is not None:
         told_as = (
             e.received_at,
@@ -399,8 +426,11 @@ def _webhook(run: _Run, e: EntryLike, totals: _Totals) -> None:
     acknowledged = code is not None and 200 <= code < 300
     if not (  # what ``webhook_ack`` lets pass without a look: a 2xx to a valid send, in time
         acknowledged
-        and e.delivery not in _REJECT
-        and ((latency := e.latency) is None or not latency > run.limits.ack_limit + EPSILON)
+        and delivery not in _REJECT
+        and (
+            (completed := e.completed_at) is None  # ``latency`` None
+            or not completed - e.received_at > run.limits.ack_limit + EPSILON
+        )
     ):
         run.violations.extend(webhook_ack((e,), run.limits))
     if sent:
@@ -452,9 +482,13 @@ def _close_run(run: _Run, totals: _Totals) -> None:
             collections.deque(tallied, maxlen=0)  # counted only
         for rule in sorted((r for r, n in enumerate(tally) if n), key=lambda r: (low[r], r)):
             counts[INVARIANTS[rule]] += tally[rule]
+    ends, status_end = run.ends, run.status_end
     for f in chosen:
         v = violation(f)
         kept.append(dataclasses.replace(v, run=number) if number else v)
+        end = status_end if v.job_id is None else ends.get(v.job_id, -1)
+        totals.ends.append(max(end, max(v.seqs)))
+    run.ends = {}
     run.violations = []
     for job_id, (points, last_seen) in run.status_changes.items():
         ordered = sorted(points.items())
@@ -490,22 +524,22 @@ def _closed_clients(run: _Run, totals: _Totals) -> Iterator[Found]:
         yield from judge.iter_found(hooks)
         count = judge.count
         seen_jobs = judge.seen_jobs
+        reads, completions = judge.status_reads, len(seen_jobs)
+        retries, hits = judge.retries, judge.rate_limit_hits
         counted = per_client.get(name)
         if counted is None:
-            per_client[name] = [
-                count,
-                judge.status_reads,
-                len(seen_jobs),
-                judge.retries,
-                judge.rate_limit_hits,
-            ]
+            per_client[name] = [count, reads, completions, retries, hits]
         else:
             counted[0] += count
-            counted[1] += judge.status_reads
-            counted[2] += len(seen_jobs)
-            counted[3] += judge.retries
-            counted[4] += judge.rate_limit_hits
+            counted[1] += reads
+            counted[2] += completions
+            counted[3] += retries
+            counted[4] += hits
         totals.requests += count
+        totals.status_reads += reads
+        totals.completions += completions
+        totals.retries += retries
+        totals.rate_limit_hits += hits
         for code, n in judge.codes.items():
             codes[code] = codes.get(code, 0) + n
         if judge.forms:
@@ -628,11 +662,21 @@ def render_streamed(
     violations = report.violations
     shown = violations if not max_violations else violations[:max_violations]
     windows: dict[int, _Windows] = {}
-    for v in shown:
-        windows.setdefault(v.run, _Windows()).want(v)
+    ends: Iterable[int | None] = report.ends or itertools.repeat(None)
+    for v, end in zip(shown, ends, strict=False):  # (ends: one for every violation)
+        windows.setdefault(v.run, _Windows()).want(v, end)
     if windows:
         live = sum(found.live for found in windows.values())
+        current = 0  # the run the last entry was of
         for number, e in _numbered(entries()):
+            if number != current:  # the runs before are over: so are their windows
+                for before in range(current, number):
+                    ended = windows.get(before)
+                    if ended is not None:
+                        live -= ended.end_all()
+                current = number
+                if not live:
+                    break
             found = windows.get(number)
             if found is not None and found.live:
                 live -= found.add(e)
@@ -776,8 +820,12 @@ class _Windows:
         self.by_seq: dict[int, list[_Window]] = {}
         self.live = 0  # the windows not yet complete
         self.ready = False  # whether ``pending`` are sorted
+        # (end, order, window): the windows by the seq past which nothing they show comes
+        self.ends: list[tuple[int, int, _Window]] = []
 
-    def want(self, v: Violation) -> None:
+    def want(self, v: Violation, end: int | None = None) -> None:
+        """Draw the window of ``v``; ``end``: the seq past which the run holds nothing it
+        shows, if known (it is complete once an entry past that comes)."""
         if v in self.windows:
             return
         group = self.by_group.get((v.client, v.job_id))
@@ -789,6 +837,8 @@ class _Windows:
         group.pending.append(window)
         for seq in window.seqs:
             self.by_seq.setdefault(seq, []).append(window)
+        if end is not None:
+            heapq.heappush(self.ends, (end, len(self.windows), window))
 
     def add(self, e: EntryLike) -> int:
         """Feed ``e`` to the windows it belongs to; how many of them it completed."""
@@ -796,8 +846,16 @@ class _Windows:
             for group in self.by_group.values():
                 group.pending.sort(key=_LOW_SEQ, reverse=True)
             self.ready = True
-        fed = self._feed(e)
         done = 0
+        ends = self.ends
+        if ends and ends[0][0] < e.seq:  # nothing these windows show comes from here on
+            while ends and ends[0][0] < e.seq:
+                window = heapq.heappop(ends)[2]
+                if not window.complete:
+                    window.complete = True
+                    window.group.done += 1
+                    done += 1
+        fed = self._feed(e)
         for window in fed:
             if window.more_after and not window.complete:
                 window.complete = True
@@ -825,6 +883,16 @@ class _Windows:
                 window.add(e, False)
                 fed.append(window)
         return fed
+
+    def end_all(self) -> int:
+        """Complete every window (its run is over); how many were not complete."""
+        done = 0
+        for window in self.windows.values():
+            if not window.complete:
+                window.complete = True
+                done += 1
+        self.live -= done
+        return done
 
     def finish(self) -> None:
         for window in self.windows.values():
