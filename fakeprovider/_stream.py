@@ -313,6 +313,7 @@ def check_stream(
     *,
     shown: int | None = None,
     keep_gone: int = 0,
+    timelines: bool = True,
 ) -> StreamReport:
     """Judge ``entries`` (in ``order_entries``'s order: see ``in_seq_order``) as
     ``invariants.check`` does, each run by ``limits_of(its header)``; the report's ``limits``
@@ -320,7 +321,9 @@ def check_stream(
     report's ``violations`` are only the first that many (all a text report details): the
     others are counted, and never written out nor kept past the end of their run.
     ``keep_gone``: how many status reads let go each client's ``status_rate`` judge keeps
-    (0: ``_judges.KEEP_GONE``); past that, a read far back in time raises ``Unjudgeable``."""
+    (0: ``_judges.KEEP_GONE``); past that, a read far back in time raises ``Unjudgeable``.
+    ``timelines``: note where each job's requests end, for ``render_streamed`` to stop its
+    pass there (the report's ``ends``; a job's last seq kept until its run's close)."""
     totals = _Totals(shown, keep_gone)
     runs: list[_Run] = []
     headers: list[dict[str, Any] | None] = []
@@ -364,7 +367,8 @@ def check_stream(
             add(e)  # the rules, and the client's metrics and coverage
             job_id = e.job_id
             if job_id is not None:
-                ends[job_id] = e.seq
+                if timelines:
+                    ends[job_id] = e.seq
                 if e.true_status is not None:
                     _truths(run, e)
             if kind == "status":
@@ -382,7 +386,7 @@ def check_stream(
         tested=tested,
         total=sum(totals.counts.values()),
         counts=tuple(totals.counts.most_common()),
-        ends=tuple(totals.ends),
+        ends=tuple(totals.ends) if timelines else (),
         totals=totals,
         runs=len(runs),
     )
