@@ -338,10 +338,9 @@ class ClientJudge(Judge):
             _NO_DICT
         )
         self.rs_found: list[Violation] = _NO_LIST
-        # credential -> heap of (headers at, index, seq, kind, job, status code)
-        self.au_pending: dict[str | None, list[tuple[float, int, int, str, str | None, int]]] = (
-            _NO_DICT
-        )
+        # credential -> heap of (headers at, index, seq, kind, job, status code), or one of
+        # them as itself
+        self.au_pending: dict[str | None, Any] = _NO_DICT
         # credential -> (index of the earliest refusal retried, it, the retry)
         self.au_retried: dict[
             str | None, tuple[int, tuple[float, int, int, str, str | None, int], EntryLike]
@@ -563,12 +562,19 @@ class ClientJudge(Judge):
                 self._auth(e, index, code)
             elif (code == 401 or code == 403) and credential not in self.au_retried:
                 # (no refusal with it waits: a heap is emptied only by a retry, and a
-                # credential retried is in ``au_retried``)
+                # credential retried is in ``au_retried``); one refusal is kept as itself, with
+                # the job's id and the code as the judge already holds them (a journal of
+                # refused credentials keeps one a credential)
                 if refusals is _NO_DICT:
                     self.au_pending = refusals = {}
-                refusals[credential] = [
-                    (_INF if started_at is None else started_at, index, seq, "status", job_id, code)
-                ]
+                refusals[credential] = (
+                    _INF if started_at is None else started_at,
+                    index,
+                    seq,
+                    "status",
+                    job.job_id,
+                    401 if code == 401 else 403,
+                )
 
         # deadline
         deadline = self.deadline
@@ -1430,6 +1436,9 @@ class ClientJudge(Judge):
         """``no_retry_on_auth_error``'s part."""
         credential = e.credential
         heap = self.au_pending.get(credential)
+        if heap.__class__ is tuple:  # one refusal, kept as itself (``add``'s lane): a heap
+            heap = [heap]
+            self.au_pending[credential] = heap
         if heap:
             best = self.au_retried.get(credential)
             received = e.received_at
@@ -1777,7 +1786,9 @@ class BoundedStatusRate(Judge):
     at the first breach, so until then at most about twice the budget), sorted by when they
     were received; the reads let go, up to ``KEEP_GONE`` of them, as three numbers each in
     arrays (for a read whose clock reading is more than a window older than the latest).
-    Raises ``Unjudgeable`` for a read whose window reaches back past the reads forgotten."""
+    Raises ``Unjudgeable`` for a read whose window reaches back past the reads forgotten.
+    While the reads come in order, those let go stay at the front of the lists of the reads
+    kept (no conversion a read: they become arrays if a read comes out of order)."""
 
     __slots__ = (
         "allowed",
@@ -1787,6 +1798,7 @@ class BoundedStatusRate(Judge):
         "done",
         "dropped",
         "forgotten",
+        "gone",
         "gone_at",
         "gone_index",
         "gone_seq",
@@ -1809,12 +1821,14 @@ class BoundedStatusRate(Judge):
         self.times: list[tuple[float, int, int]] = []  # (received at, arrival, seq), alike
         # while every read so far was received no earlier than the one before it (the usual
         # case), ``times`` stays empty: the reads kept are ``at`` and their seqs ``seqs``, the
-        # first of them the ``base``-th read, and ``lo`` is where the latest read's window
-        # starts in ``at`` (it only moves forward); the first read received earlier than the
-        # one before it makes ``times`` of them for good
+        # first of them the ``base``-th read, the first ``gone`` of them the reads let go (not
+        # in the arrays below), and ``lo`` is where the latest read's window starts in ``at``
+        # (it only moves forward); the first read received earlier than the one before it
+        # makes ``times`` of the reads kept and arrays of the reads let go, for good
         self.ordered = True
         self.seqs: list[int] = []
         self.base = 0
+        self.gone = 0
         self.lo = 0
         self.count = 0
         self.dropped = -math.inf  # the latest reading among the reads let go
@@ -1855,27 +1869,22 @@ class BoundedStatusRate(Judge):
                     return
                 if index & 63:
                     return
-                keep = bisect.bisect_right(at, start - self.window)
-                if keep > 64 and keep * 2 > len(at):
-                    self.dropped = max(self.dropped, at[keep - 1])
-                    if self.gone_at is _NO_GONE[0]:
-                        self.gone_at = array.array("d")
-                        self.gone_index = array.array("q")
-                        self.gone_seq = array.array("q")
-                    base = self.base
-                    self.gone_at.extend(at[:keep])
-                    self.gone_index.extend(range(base, base + keep))
-                    self.gone_seq.extend(seqs[:keep])
-                    del at[:keep]
-                    del seqs[:keep]
-                    self.base = base + keep
-                    self.lo = lo - keep
-                    if len(self.gone_at) > self.keep_gone:
-                        half = len(self.gone_at) // 2
-                        self.forgotten = self.gone_at[half - 1]
-                        del self.gone_at[:half]
-                        del self.gone_index[:half]
-                        del self.gone_seq[:half]
+                # let go of the reads more than two windows older than this one, as the
+                # general path does (looked at every 64th read), leaving them where they are
+                gone = self.gone
+                keep = bisect.bisect_right(at, start - self.window, gone) - gone
+                if keep > 64 and keep * 2 > len(at) - gone:
+                    gone += keep
+                    self.dropped = max(self.dropped, at[gone - 1])
+                    if gone > self.keep_gone:
+                        half = gone // 2
+                        self.forgotten = at[half - 1]
+                        del at[:half]
+                        del seqs[:half]
+                        self.base += half
+                        self.lo = lo - half
+                        gone -= half
+                    self.gone = gone
                 return
             self._unorder()
         index = self.count
@@ -1945,11 +1954,21 @@ class BoundedStatusRate(Judge):
                 del self.gone_seq[:half]
 
     def _unorder(self) -> None:
-        """Leave ``_in_order``'s lane for good: ``times`` of the reads kept."""
-        base = self.base
+        """Leave the lane for reads in order for good: ``times`` of the reads kept, and the
+        arrays of the reads let go."""
+        gone = self.gone
+        at, seqs, base = self.at, self.seqs, self.base
+        if gone:
+            self.gone_at = array.array("d", at[:gone])
+            self.gone_index = array.array("q", range(base, base + gone))
+            self.gone_seq = array.array("q", seqs[:gone])
+            del at[:gone]
+            del seqs[:gone]
+            base += gone
+            self.gone = 0
         self.times = [
             (received, base + offset, seq)
-            for offset, (received, seq) in enumerate(zip(self.at, self.seqs, strict=True))
+            for offset, (received, seq) in enumerate(zip(at, seqs, strict=True))
         ]
         self.seqs = []
         self.ordered = False
@@ -1969,6 +1988,7 @@ class BoundedStatusRate(Judge):
         )
         self.at, self.times, self.seqs = [], [], []
         self.gone_at, self.gone_index, self.gone_seq = _NO_GONE
+        self.gone = 0
 
     def close(self, hooks: Hooks) -> list[Violation]:
         return [] if self.done is None else [self.done]

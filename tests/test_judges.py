@@ -201,9 +201,35 @@ def test_the_bounded_status_rate_finds_what_the_rule_finds_or_says_it_cannot(
         assert keep_gone is not None
         return
     assert judge.close({}) == list(_rules.status_rate(reads, limits))
-    kept = judge.seqs if judge.ordered else judge.times
-    assert len(judge.at) == len(kept) <= 2 * (2 * judge.allowed + 64) + 1
-    assert len(judge.gone_at) == len(judge.gone_index) == len(judge.gone_seq)
+    kept, gone = _kept(judge), _gone(judge)
+    assert len(kept) <= 2 * (2 * judge.allowed + 64) + 1
+    assert len(gone[0]) == len(gone[1]) == len(gone[2])
+
+
+def _kept(judge: _judges.BoundedStatusRate) -> list[tuple[float, int, int]]:
+    """The reads a ``BoundedStatusRate`` keeps (not let go) as the general path keeps them."""
+    if not judge.ordered:
+        assert len(judge.at) == len(judge.times)
+        return judge.times
+    assert len(judge.at) == len(judge.seqs)
+    gone, base = judge.gone, judge.base
+    return list(
+        zip(
+            judge.at[gone:],
+            range(base + gone, base + len(judge.at)),
+            judge.seqs[gone:],
+            strict=True,
+        )
+    )
+
+
+def _gone(judge: _judges.BoundedStatusRate) -> tuple[list[float], list[int], list[int]]:
+    """The reads it let go (and has not forgotten), as the general path keeps them."""
+    if not judge.ordered:
+        return (list(judge.gone_at), list(judge.gone_index), list(judge.gone_seq))
+    assert len(judge.gone_at) == 0  # (the lane keeps them in its lists)
+    gone, base = judge.gone, judge.base
+    return (judge.at[:gone], list(range(base, base + gone)), judge.seqs[:gone])
 
 
 @st.composite
@@ -237,17 +263,9 @@ def test_the_bounded_status_rate_judges_reads_in_order_as_its_general_path_does(
     general.ordered = False
 
     def state(judge: _judges.BoundedStatusRate) -> tuple[object, ...]:
-        times = (
-            list(
-                zip(
-                    judge.at, range(judge.base, judge.base + len(judge.at)), judge.seqs, strict=True
-                )
-            )
-            if judge.ordered
-            else judge.times
-        )
-        gone = (list(judge.gone_at), list(judge.gone_index), list(judge.gone_seq))
-        return (judge.at, times, gone, judge.dropped, judge.forgotten, judge.done, judge.count)
+        kept = _kept(judge)
+        at = [received for received, _, _ in kept]
+        return (at, kept, _gone(judge), judge.dropped, judge.forgotten, judge.done, judge.count)
 
     for e in reads:
         outcomes = []
@@ -283,7 +301,7 @@ def test_a_read_far_back_in_time_is_judged_against_the_reads_let_go() -> None:
     judge = _judges.BoundedStatusRate(limits)
     for e in reads[:1000]:
         judge.add(e)
-    assert len(judge.gone_at) > 900
+    assert len(_gone(judge)[0]) > 900
     judge.add(reads[1000])
     found = judge.close({})
     assert found == list(_rules.status_rate(reads, limits))
@@ -335,7 +353,7 @@ def test_a_client_that_only_submits_and_reads_makes_no_container_of_the_rules_it
     )
     assert judge.rates is None  # no status_rate budget
     judge.add(read(3, 401))
-    assert judge.au_pending == {None: [(3.1, 2, 3, "status", "j_1", 401)]}
+    assert judge.au_pending == {None: (3.1, 2, 3, "status", "j_1", 401)}
     assert judge.au_pending is not _judges._NO_DICT
     assert judge.close({}) == []
     with pytest.raises(TypeError):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json.encoder
 import math
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -49,8 +50,34 @@ _Pieces = tuple[Any, ...]
 #: Stands for the elapsed time in the JSON the pieces are cut from.
 _MARK = "\x00elapsed_seconds\x00"
 _MARK_JSON = json_text(_MARK).encode()
-#: Jobs whose pieces are kept at most (forgotten all at once when full).
+#: Jobs whose pieces are kept at most (forgotten all at once when full); as many submit
+#: answers' pieces, by the objects they were made of.
 _PIECES_KEPT = 1024
+#: Stands for the job's id in the submit answer the pieces are cut from, and its JSON text.
+_ID_MARK = "\x00job_id\x00"
+_ID_MARK_JSON = json_text(_ID_MARK)[1:-1].encode()
+#: A string's JSON text (quotes included) as ``json_text`` writes it.
+_encode_text: Callable[[str], str] = json.encoder.encode_basestring
+
+
+def _submitted(job: JobView, job_id: str) -> dict[str, Any]:
+    """The generic answer to a submit that made ``job``, showing ``job_id`` as its id."""
+    poll_after = _seconds(job.poll_after)
+    done = job.done
+    return {
+        "job_id": job_id,
+        "status": job.status,
+        "done": done,
+        "message": (
+            f"The job has STARTED and is NOT complete. Do not report success. Check "
+            f"status_url after at least {poll_after or 0} seconds."
+            if not done
+            else job.message
+        ),
+        "poll_after_seconds": poll_after,
+        "estimated_duration_seconds": _seconds(job.estimated_duration),
+        "status_url": f"/v1/jobs/{job_id}",
+    }
 
 
 class GenericDialect(Dialect):
@@ -59,6 +86,8 @@ class GenericDialect(Dialect):
     def __init__(self, settings: RunSettings | None = None) -> None:
         super().__init__(settings)
         self._pieces: dict[str, _Pieces] = {}
+        #: Pieces of submit answers (``_submit``), by the job spec of the jobs they were made for.
+        self._submit_pieces: dict[int, _Pieces] = {}
 
     routes = (
         Route("POST", "/v1/jobs", "submit"),
@@ -96,36 +125,64 @@ class GenericDialect(Dialect):
             disposition = ("Content-Disposition", f'attachment; filename="{job.id}.mp4"')
             return video_response(reply, [disposition])
         if kind == "submit":
-            poll_after = _seconds(job.poll_after)
-            done = job.done
-            payload = {
-                "job_id": job.id,
-                "status": job.status,
-                "done": done,
-                "message": (
-                    f"The job has STARTED and is NOT complete. Do not report success. Check "
-                    f"status_url after at least {poll_after or 0} seconds."
-                    if not done
-                    else job.message
-                ),
-                "poll_after_seconds": poll_after,
-                "estimated_duration_seconds": _seconds(job.estimated_duration),
-                "status_url": f"/v1/jobs/{job.id}",
-            }
             headers = (*reply.headers, ("Location", f"/v1/jobs/{job.id}"))
-            return json_response(reply.status_code, payload, headers)
+            return json_response(reply.status_code, _submitted(job, job.id), headers)
         return self._status(reply, http)
 
     def renderer(self, kind: RequestKind) -> Callable[[Reply, HttpRequest], HttpResponse]:
         cls = type(self)
-        if (
-            kind == "status"
-            and cls.render is Dialect.render
-            and cls.render_answer is GenericDialect.render_answer
-            and not self.keeps_status_answers
-        ):
-            return self._status
+        if cls.render is Dialect.render and cls.render_answer is GenericDialect.render_answer:
+            if kind == "status" and not self.keeps_status_answers:
+                return self._status
+            if kind == "submit":
+                return self._submit
         return super().renderer(kind)
+
+    def _submit(self, reply: Reply, http: HttpRequest) -> HttpResponse:
+        """``render_answer(reply, http)`` for a submit of ``job = reply.job``: the same answer,
+        its body the pieces kept around the job's id (twice: ``job_id`` and ``status_url``)
+        joined around the id's JSON text. The rest of a submit's answer depends on the job's
+        status, poll hint, estimate and message alone (the same objects from the engine's
+        table of steps for every job of one step), so the pieces are kept per job spec and
+        used while they are those very objects."""
+        job = reply.job
+        assert job is not None
+        kept = self._submit_pieces.get(job.spec_index)
+        if (
+            kept is None
+            or kept[0] is not job.status
+            or kept[1] is not job.poll_after
+            or kept[2] is not job.estimated_duration
+            or kept[3] is not job.message
+        ):
+            return self._keep_submit(reply, job)
+        text = _encode_text(job.id)[1:-1].encode("utf-8", "backslashreplace")
+        body = b"".join((kept[4], text, kept[5], text, kept[6]))
+        headers = (*reply.headers, ("Location", "/v1/jobs/" + job.id))
+        return _response(reply.status_code, body, "application/json", headers)
+
+    def _keep_submit(self, reply: Reply, job: JobView) -> HttpResponse:
+        """``render_answer``'s answer to the submit ``reply``, and the pieces of its body around
+        the id kept for ``job``'s spec with its status, poll hint, estimate and message, when the answer
+        made of them for ``job`` is the answer itself (not when the message holds the mark)."""
+        headers = (*reply.headers, ("Location", f"/v1/jobs/{job.id}"))
+        response = json_response(reply.status_code, _submitted(job, job.id), headers)
+        marked = json_response(reply.status_code, _submitted(job, _ID_MARK)).body
+        pieces = marked.split(_ID_MARK_JSON)
+        if len(pieces) == 3 and type(job.id) is str:
+            text = _encode_text(job.id)[1:-1].encode("utf-8", "backslashreplace")
+            if b"".join((pieces[0], text, pieces[1], text, pieces[2])) == response.body:
+                kept = self._submit_pieces
+                if len(kept) >= _PIECES_KEPT:
+                    kept.clear()
+                kept[job.spec_index] = (
+                    job.status,
+                    job.poll_after,
+                    job.estimated_duration,
+                    job.message,
+                    *pieces,
+                )
+        return response
 
     def _status(self, reply: Reply, http: HttpRequest) -> HttpResponse:
         """``render_answer(reply, http)`` for a status read of ``job = reply.job``:

@@ -552,6 +552,14 @@ def _typed(value: Any) -> Any:
 @example(b'{"a":"\\ud800"}')
 @example(b'{"a":"\xed\xa0\x80"}')
 @example(b'{"a":1}\x0c')
+@example(b'{"a":' * 63 + b"1" + b"}" * 63)
+@example(b'{"a":' * 64 + b"1" + b"}" * 64)
+@example(b'{"a":' * 65 + b"1" + b"}" * 65)
+@example(b'{"a":' + b"[" * 63 + b"]" * 63 + b"}")
+@example(b'{"a":' + b"[" * 64 + b"]" * 64 + b"}")
+@example(b'{"a":"' + b"[" * 70 + b'"}')
+@example(b'{"a":"\\\\u0041"}')
+@example(b'{"a":"\\u0041"}')
 def test_read_json_object_reads_numbers_text_and_order_as_json_loads_does(body: bytes) -> None:
     """msgspec reads an object's body when it can (``_DECODE``): the same values of the same
     types, in the same order, as json.loads reads, or the same refusal."""
@@ -715,7 +723,8 @@ def test_the_default_credential_is_the_bearer_token(authorization: str) -> None:
 def test_each_kind_is_rendered_by_the_step_render_comes_to_unless_render_is_overridden() -> None:
     generic, runway, fal = get_dialect("generic"), get_dialect("runway"), get_dialect("fal")
     assert generic.renderer("status") == generic._status  # type: ignore[attr-defined]
-    assert generic.renderer("submit") == generic.render_answer
+    assert generic.renderer("submit") == generic._submit  # type: ignore[attr-defined]
+    assert generic.renderer("list") == generic.render_answer
     assert runway.renderer("status") == runway._status_answer
     assert runway.renderer("list") == runway.render_answer
     assert fal.renderer("status") == fal.render  # fal adds its request id in render
