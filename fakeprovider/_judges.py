@@ -338,10 +338,9 @@ class ClientJudge(Judge):
             _NO_DICT
         )
         self.rs_found: list[Violation] = _NO_LIST
-        # credential -> heap of (headers at, index, seq, kind, job, status code)
-        self.au_pending: dict[str | None, list[tuple[float, int, int, str, str | None, int]]] = (
-            _NO_DICT
-        )
+        # credential -> heap of (headers at, index, seq, kind, job, status code), or one of
+        # them as itself
+        self.au_pending: dict[str | None, Any] = _NO_DICT
         # credential -> (index of the earliest refusal retried, it, the retry)
         self.au_retried: dict[
             str | None, tuple[int, tuple[float, int, int, str, str | None, int], EntryLike]
@@ -563,12 +562,19 @@ class ClientJudge(Judge):
                 self._auth(e, index, code)
             elif (code == 401 or code == 403) and credential not in self.au_retried:
                 # (no refusal with it waits: a heap is emptied only by a retry, and a
-                # credential retried is in ``au_retried``)
+                # credential retried is in ``au_retried``); one refusal is kept as itself, with
+                # the job's id and the code as the judge already holds them (a journal of
+                # refused credentials keeps one a credential)
                 if refusals is _NO_DICT:
                     self.au_pending = refusals = {}
-                refusals[credential] = [
-                    (_INF if started_at is None else started_at, index, seq, "status", job_id, code)
-                ]
+                refusals[credential] = (
+                    _INF if started_at is None else started_at,
+                    index,
+                    seq,
+                    "status",
+                    job.job_id,
+                    401 if code == 401 else 403,
+                )
 
         # deadline
         deadline = self.deadline
@@ -1430,6 +1436,9 @@ class ClientJudge(Judge):
         """``no_retry_on_auth_error``'s part."""
         credential = e.credential
         heap = self.au_pending.get(credential)
+        if heap.__class__ is tuple:  # one refusal, kept as itself (``add``'s lane): a heap
+            heap = [heap]
+            self.au_pending[credential] = heap
         if heap:
             best = self.au_retried.get(credential)
             received = e.received_at

@@ -58,7 +58,15 @@ QUERIES = [
     b"a=%ff&a=2",
 ]
 CLIENTS = [("127.0.0.1", 5000), ("127.0.0.1", 5001), ("10.0.0.2", 5000), None]
-BODIES = [b"", b"{bad", b'{"prompt": "\\ud800"}', b"[]", b'{"prompt": ""}']
+BODIES = [
+    b"",
+    b"{bad",
+    b'{"prompt": "\\ud800"}',
+    b"[]",
+    b'{"prompt": ""}',
+    '{"prompt": "caf\u00e9 \u2028", "model": "m"}'.encode(),
+    b'{"prompt": "x", "n": [[[1]]], "e": "\\u0041"}',
+]
 JOB_IDS = ["nope", "\x00", "caf\u00e9", "a b"]
 
 

@@ -353,7 +353,7 @@ def test_a_client_that_only_submits_and_reads_makes_no_container_of_the_rules_it
     )
     assert judge.rates is None  # no status_rate budget
     judge.add(read(3, 401))
-    assert judge.au_pending == {None: [(3.1, 2, 3, "status", "j_1", 401)]}
+    assert judge.au_pending == {None: (3.1, 2, 3, "status", "j_1", 401)}
     assert judge.au_pending is not _judges._NO_DICT
     assert judge.close({}) == []
     with pytest.raises(TypeError):
