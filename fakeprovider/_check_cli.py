@@ -324,6 +324,7 @@ def judge_streamed(
     then reads it whole). Raises ``BadInput`` as ``judge`` does, for the same journals.
     ``shown``: keep only the first that many violations (``check_stream``'s ``shown``)."""
     prog = "fakeprovider check"
+    timelines = args.format == "text"  # what the text report's timelines pass needs noted
     scenarios: dict[float, Limits] = {}
     errors: list[Exception] = []
     given = _given(args)
@@ -338,14 +339,18 @@ def judge_streamed(
     try:
         with paused_gc():
             try:
-                found = check_stream(journal.entries(), limits_of, shown=shown)
+                found = check_stream(journal.entries(), limits_of, shown=shown, timelines=timelines)
             except Unordered:
                 raise
             except Unjudgeable:
                 # a status read far back in time: judge again keeping every read let go
                 # (numbers in arrays, 24 bytes a read) rather than every entry
                 found = check_stream(
-                    journal.entries(), limits_of, shown=shown, keep_gone=sys.maxsize
+                    journal.entries(),
+                    limits_of,
+                    shown=shown,
+                    keep_gone=sys.maxsize,
+                    timelines=timelines,
                 )
     except Unjudgeable:
         return None

@@ -260,9 +260,10 @@ class _Run:
 class _Totals:
     """What the metrics and coverage count over every run, and the violations kept."""
 
-    def __init__(self, shown: int | None, keep_gone: int) -> None:
+    def __init__(self, shown: int | None, keep_gone: int, timelines: bool = False) -> None:
         self.shown = shown  # how many violations to make (None: all)
         self.keep_gone = keep_gone
+        self.timelines = timelines  # whether to note ``ends``
         self.violations: list[Violation] = []
         # for each of ``violations``, the seq past which its run holds nothing its timeline
         # shows (its last seq, or the last request about its job or status read, if later)
@@ -313,6 +314,7 @@ def check_stream(
     *,
     shown: int | None = None,
     keep_gone: int = 0,
+    timelines: bool = True,
 ) -> StreamReport:
     """Judge ``entries`` (in ``order_entries``'s order: see ``in_seq_order``) as
     ``invariants.check`` does, each run by ``limits_of(its header)``; the report's ``limits``
@@ -320,8 +322,10 @@ def check_stream(
     report's ``violations`` are only the first that many (all a text report details): the
     others are counted, and never written out nor kept past the end of their run.
     ``keep_gone``: how many status reads let go each client's ``status_rate`` judge keeps
-    (0: ``_judges.KEEP_GONE``); past that, a read far back in time raises ``Unjudgeable``."""
-    totals = _Totals(shown, keep_gone)
+    (0: ``_judges.KEEP_GONE``); past that, a read far back in time raises ``Unjudgeable``.
+    ``timelines``: note where each job's requests end, for ``render_streamed`` to stop its
+    pass there (the report's ``ends``; a job's last seq kept until its run's close)."""
+    totals = _Totals(shown, keep_gone, timelines)
     runs: list[_Run] = []
     headers: list[dict[str, Any] | None] = []
     header: dict[str, Any] | None = None
@@ -364,7 +368,8 @@ def check_stream(
             add(e)  # the rules, and the client's metrics and coverage
             job_id = e.job_id
             if job_id is not None:
-                ends[job_id] = e.seq
+                if timelines:
+                    ends[job_id] = e.seq
                 if e.true_status is not None:
                     _truths(run, e)
             if kind == "status":
@@ -382,7 +387,7 @@ def check_stream(
         tested=tested,
         total=sum(totals.counts.values()),
         counts=tuple(totals.counts.most_common()),
-        ends=tuple(totals.ends),
+        ends=tuple(totals.ends) if timelines else (),
         totals=totals,
         runs=len(runs),
     )
@@ -486,8 +491,9 @@ def _close_run(run: _Run, totals: _Totals) -> None:
     for f in chosen:
         v = violation(f)
         kept.append(dataclasses.replace(v, run=number) if number else v)
-        end = status_end if v.job_id is None else ends.get(v.job_id, -1)
-        totals.ends.append(max(end, max(v.seqs)))
+        if totals.timelines:
+            end = status_end if v.job_id is None else ends.get(v.job_id, -1)
+            totals.ends.append(max(end, max(v.seqs, default=end)))
     run.ends = {}
     run.violations = []
     for job_id, (points, last_seen) in run.status_changes.items():

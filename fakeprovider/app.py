@@ -14,7 +14,6 @@ import contextlib
 import dataclasses
 import hmac
 import json
-import math
 import socket
 import struct
 import time
@@ -117,11 +116,6 @@ class FakeProviderApp:
             type(provider).sent is FakeProvider.sent
             and type(provider).respond is FakeProvider.respond
         )
-        #: The second of the last answer's ``Date`` (``provider.date_header``) and that
-        #: ``Date`` encoded, replaced whole (as the provider keeps its text); never kept for a
-        #: provider whose class dates its answers otherwise.
-        self._last_date: tuple[int, bytes] = (0, b"")
-        self._dates_kept = type(provider).date_header is FakeProvider.date_header
 
     def begin_shutdown(self) -> None:
         """Answer every request waiting out a scripted delay now (call on the server's loop)."""
@@ -258,22 +252,7 @@ class FakeProviderApp:
                 _abort(receive)
                 return
             # Stopping: the answer goes out now, dated now rather than at the scripted time.
-            if cut_short:
-                date = _date(provider).encode("latin-1")
-            else:
-                # ``provider.date_header(reply)`` encoded: kept for the second of the last
-                # answer (as the provider keeps its text), else asked for (always when the
-                # provider's class or the provider itself has its own)
-                unix = provider.settings.epoch + reply.respond_at
-                second, date = self._last_date
-                if (
-                    not second <= unix < second + 1
-                    or not date
-                    or "date_header" in provider.__dict__
-                ):
-                    date = provider.date_header(reply).encode("latin-1")
-                    if self._dates_kept:
-                        self._last_date = (math.floor(unix), date)
+            date = (_date(provider) if cut_short else provider.date_header(reply)).encode("latin-1")
             status = response.status
             answer = response.body
             if response.headers or response.media_type != "application/json" or status in NO_BODY:

@@ -445,7 +445,8 @@ class Engine:
         ]
         journal = self.journal
         if journal.__class__ is Journal:
-            journal.append_values(row)
+            with journal._lock:  # what ``journal.append_values(row)`` does, one call less
+                journal._pending[seq] = row
         else:
             journal.append(Entry(*row))
         return reply
@@ -814,7 +815,10 @@ class Engine:
         ]
         journal = self.journal
         if journal.__class__ is Journal:
-            journal.append_values(row)  # kept as the list: no Entry made until one is read
+            # what ``journal.append_values(row)`` does, one call less: the list is kept, no
+            # Entry made until one is read
+            with journal._lock:
+                journal._pending[seq] = row
         else:
             journal.append(Entry(*row))
         return fast_reply(

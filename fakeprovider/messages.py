@@ -298,30 +298,8 @@ def video_bytes(job_id: str, size: int) -> bytes:
 def request_digest(body: Mapping[str, Any] | None) -> str:
     """A short digest of a submit's body (``Entry.request_digest``): equal bodies, equal digests.
 
-    The SHA-256 of ``json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)``.
-    The digests of short texts are remembered (``_DIGESTS``): a client that submits the same
-    body again (a retry, a resubmit) costs a dict look-up instead of a hash."""
-    data = _digest_bytes(body or {})
-    digest = _DIGESTS.get(data)
-    if digest is None:
-        digest = _sha256(data).hexdigest()[:16]
-        if len(data) <= _DIGEST_REMEMBERED_BYTES:
-            if len(_DIGESTS) >= _DIGESTS_KEPT:
-                _DIGESTS.clear()
-            _DIGESTS[data] = digest
-    return digest
-
-
-#: ``request_digest``'s digests by the text hashed, for texts of at most
-#: ``_DIGEST_REMEMBERED_BYTES`` (a large body is hashed each time: it is not kept), at most
-#: ``_DIGESTS_KEPT`` of them (forgotten all at once when full: some 250 kB at most).
-_DIGESTS: dict[bytes, str] = {}
-_DIGEST_REMEMBERED_BYTES = 256
-_DIGESTS_KEPT = 1024
-
-
-def _digest_bytes(body: Mapping[str, Any]) -> bytes:
-    """The text ``request_digest`` hashes, encoded (ASCII: ``json.dumps`` escapes the rest).
+    The SHA-256 of ``json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)``,
+    encoded (ASCII: ``json.dumps`` escapes the rest).
 
     A body of one level whose keys are strings and values strings, integers, booleans or
     None (what a submit's body usually is) is written by msgspec, keys sorted: the same bytes
@@ -329,6 +307,7 @@ def _digest_bytes(body: Mapping[str, Any]) -> bytes:
     msgspec writes them raw: then, and for anything else, ``json.dumps``'s text is made).
     A third of the instructions of the C encoder's text then encoded (property-tested equal).
     """
+    body = body or {}
     if _SORTED is not None and type(body) is dict:
         for key, value in body.items():
             if type(key) is not str or type(value) not in _FLAT_TYPES:
@@ -339,8 +318,8 @@ def _digest_bytes(body: Mapping[str, Any]) -> bytes:
             except Exception:  # a lone surrogate: json.dumps escapes it
                 data = None
             if data is not None and data.isascii() and b"\x7f" not in data:
-                return data
-    return _digest_json(body).encode()
+                return _sha256(data).hexdigest()[:16]
+    return _sha256(_digest_json(body).encode()).hexdigest()[:16]
 
 
 def _digest_json(body: Mapping[str, Any]) -> str:
@@ -364,7 +343,7 @@ _DIGEST_C: Callable[[Any, int], Any] | None = (
         None, str, json.encoder.encode_basestring_ascii, None, ":", ",", True, False, True
     )
 )
-#: The values ``_digest_bytes`` has msgspec write: it writes them as ``json.dumps`` does
+#: The values ``request_digest`` has msgspec write: it writes them as ``json.dumps`` does
 #: (floats it may not: ``1e-05``, ``NaN``...; nor what ``default=str`` writes).
 _FLAT_TYPES = frozenset({str, int, bool, type(None)})
 

@@ -58,7 +58,15 @@ QUERIES = [
     b"a=%ff&a=2",
 ]
 CLIENTS = [("127.0.0.1", 5000), ("127.0.0.1", 5001), ("10.0.0.2", 5000), None]
-BODIES = [b"", b"{bad", b'{"prompt": "\\ud800"}', b"[]", b'{"prompt": ""}']
+BODIES = [
+    b"",
+    b"{bad",
+    b'{"prompt": "\\ud800"}',
+    b"[]",
+    b'{"prompt": ""}',
+    '{"prompt": "caf\u00e9 \u2028", "model": "m"}'.encode(),
+    b'{"prompt": "x", "n": [[[1]]], "e": "\\u0041"}',
+]
 JOB_IDS = ["nope", "\x00", "caf\u00e9", "a b"]
 
 
@@ -113,7 +121,6 @@ class _Side:
             self.app._requests = _Forgetful()
             self.app._lanes_kept = _Forgetful()
             self.app._body_lanes = _Forgetful()
-            self.app._dates_kept = False  # every Date from provider.date_header
             self.provider.dialect._parsed = _Forgetful()
 
     def call(self, scope: dict[str, Any], chunks: list[bytes]) -> list[Any]:
@@ -538,38 +545,3 @@ def test_headers_sent_at_once_are_those_every_check_passes_as_they_are(
         assert raw[-1 - len(fields) : -1] == fields
     else:
         assert checked is not response or checked_reply is not reply
-
-
-def test_the_date_kept_is_the_providers_and_its_own_date_header_is_always_asked() -> None:
-    """The app keeps the last second's ``Date`` as ``provider.date_header`` gives it, and asks
-    a provider that has a ``date_header`` of its own (its class's, or set on it) every time."""
-    side = _Side("generic", "long-render", True)
-    submit_path, submit_body = SUBMITS["generic"]
-    create = json.dumps(submit_body).encode()
-    side.call(_scope("POST", submit_path, b"", _SUBMIT_HEADERS, CLIENTS[0]), [create])
-    job = side.provider.engine.jobs[0].id
-    read = _scope("GET", f"/v1/jobs/{job}", b"", [], CLIENTS[0])
-    dates = []
-    for _ in range(8):
-        side.clock.advance(0.4)
-        start = side.call(read, [b""])[0]
-        dates.append(dict(start["headers"])[b"date"])
-        assert dates[-1] == side.provider.date_header(_reply_at(side)).encode()
-    assert len(set(dates)) == 4  # 3.2 s: a new second every two or three reads
-    side.provider.date_header = lambda reply: "Own, 01 Jan 2000 00:00:00 GMT"  # type: ignore[method-assign]
-    start = side.call(read, [b""])[0]
-    assert dict(start["headers"])[b"date"] == b"Own, 01 Jan 2000 00:00:00 GMT"
-
-    class Dated(FakeProvider):
-        def date_header(self, reply: Any) -> str:
-            return "Cls, 01 Jan 2000 00:00:00 GMT"
-
-    app = create_app(Dated("long-render", clock=VirtualClock()))
-    assert not app._dates_kept
-
-
-def _reply_at(side: _Side) -> Any:
-    """A reply answered at the side's clock reading now (what ``date_header`` reads)."""
-    from types import SimpleNamespace
-
-    return SimpleNamespace(respond_at=side.clock.now())

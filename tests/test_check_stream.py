@@ -364,6 +364,12 @@ def test_the_timelines_pass_stops_past_the_last_request_about_the_jobs_shown() -
     assert text == expected.render(1)
     assert "timeline of job job_1" in text
     assert read == [0, 1, 2, 3, 4]
+    # not noted (a report for another format): the same text, from the whole file
+    unnoted = check_stream(in_seq_order(journal), _limits_of, timelines=False)
+    assert (unnoted.violations, unnoted.ends) == (report.violations, ())
+    read.clear()
+    assert render_streamed(unnoted, entries, 1) == text
+    assert read == [e.seq for e in journal]
 
 
 def _overlapping_reads(count: int) -> list[Entry]:

@@ -143,37 +143,3 @@ def test_ids_digests_and_fingerprints_are_sha256_whichever_implementation_makes_
     assert default_job_id(3, 14) == "job_" + hashlib.sha256(b"3:14").hexdigest()[:12]
     assert credential_fingerprint("k") == "cred_" + hashlib.sha256(b"k").hexdigest()[:8]
     assert request_digest({"a": 1}) == hashlib.sha256(b'{"a":1}').hexdigest()[:16]
-
-
-def test_a_digest_remembered_for_a_body_sent_again_is_the_one_hashed(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    from fakeprovider import messages
-
-    monkeypatch.setattr(messages, "_DIGESTS", {})
-    monkeypatch.setattr(messages, "_DIGESTS_KEPT", 2)
-    bodies = [{"prompt": "a cat"}, {"prompt": "a dog"}, {"prompt": "a cat"}, {"n": 3}]
-    expected = [
-        hashlib.sha256(json.dumps(b, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[
-            :16
-        ]
-        for b in bodies
-    ]
-    assert [request_digest(b) for b in bodies] == expected
-    assert [request_digest(b) for b in bodies] == expected  # from memory now, some of them
-    assert len(messages._DIGESTS) <= 2  # forgotten all at once when full
-
-
-def test_a_large_bodys_digest_is_not_remembered(monkeypatch: pytest.MonkeyPatch) -> None:
-    from fakeprovider import messages
-
-    monkeypatch.setattr(messages, "_DIGESTS", {})
-    large = {"image": "x" * 300}
-    assert (
-        request_digest(large)
-        == hashlib.sha256(
-            json.dumps(large, sort_keys=True, separators=(",", ":")).encode()
-        ).hexdigest()[:16]
-    )
-    assert request_digest({"image": "x"}) == request_digest({"image": "x"})
-    assert list(messages._DIGESTS) == [b'{"image":"x"}']

@@ -7,6 +7,8 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from fakeprovider.scenario import parse_scenario
 
@@ -454,3 +456,28 @@ def test_sdk_validates_every_genuine_webhook_and_refuses_forged_and_stale_ones()
         ("job.succeeded", "succeeded", "stale", 1, 400),
     ]
     assert [v for v in violated(provider) if v == "webhook_ack"] == []
+
+
+@settings(max_examples=300)
+@given(raw=st.binary(min_size=16, max_size=16) | st.binary(max_size=20))
+@example(raw=b"\x00" * 16)
+@example(raw=b"\xff" * 16)
+def test_a_prediction_id_is_the_base32_text_of_its_digest(raw: bytes) -> None:
+    import base64
+
+    from fakeprovider.dialects.replicate import _base32_id
+
+    assert _base32_id(raw) == base64.b32encode(raw).decode().lower().rstrip("=")[:26]
+
+
+def test_prediction_ids_are_as_b32encode_writes_them() -> None:
+    import base64
+
+    from fakeprovider.dialects import _common
+    from fakeprovider.dialects.replicate import ReplicateDialect
+
+    dialect = ReplicateDialect()
+    for seed, number in [(0, 1), (7, 2), (123456, 99999)]:
+        raw = _common.digest(seed, number, "replicate")[:16]
+        expected = base64.b32encode(raw).decode().lower().rstrip("=")[:26]
+        assert dialect.new_job_id(seed, number) == expected
