@@ -72,6 +72,16 @@ def _bare_app(status_body: bytes, submit_body: bytes, submit_code: int) -> Any:
     )
 
 
+WORDS = (b"a", b"cat", b"riding", b"a", b"bicycle", b"through", b"neon", b"rain", b"at", b"dusk")
+
+
+def _prompt(n: int) -> bytes:
+    """Submit ``n``'s body: a prompt of its own and of its own length (1 to 97 words after
+    "bench N", as bench_wrk.py's), as real clients' are."""
+    said = b" ".join(WORDS[(n + i) % len(WORDS)] for i in range(1, 2 + (n * 7919) % 97))
+    return b'{"prompt": "bench %d %s"}' % (n, said)
+
+
 async def _child(kind: str, app_name: str, count: int) -> None:
     from _asgi import answer, call
     from bench_asgi_overhead import SUBMIT, _scope
@@ -94,11 +104,11 @@ async def _child(kind: str, app_name: str, count: int) -> None:
         if app_name == "bare":
             app = _bare_app((await answer(app, status))[1], submit_body, submit_code)
         scope = submit if kind == "submit" else status
-        # each submit a prompt of its own ("bench 0", "bench 1"...), as a real client's and
-        # bench_wrk.py's have: what the fake remembered of the same bytes must not flatter it.
+        # each submit a prompt of its own and of its own length (``_prompt``), as a real
+        # client's and bench_wrk.py's: nothing kept by the bytes or the length may flatter it.
         # The bodies are made before either run, as many in both (their cost cancels).
         if kind == "submit":
-            bodies = iter([b'{"prompt": "bench %d"}' % n for n in range(BODIES)])
+            bodies = iter([_prompt(n) for n in range(BODIES)])
         else:
             bodies = itertools.repeat(b"")
         for _ in range(WARMUP):

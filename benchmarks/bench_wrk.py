@@ -96,15 +96,20 @@ done = function(summary, latency, requests)
 end
 """
 SUBMIT_BODY = '{"prompt": "bench"}'
-#: Each submit has a prompt of its own ("bench 1", "bench 2"...), as a real client's have: a fake
-#: that remembered what it made of the same bytes must not look faster than it is.
+#: Each submit has a prompt of its own, of its own length, as a real client's have: "bench N"
+#: and 1 to 97 words after it (up to some 600 bytes), so that nothing the fake keeps by the
+#: request's bytes or by its Content-Length (a lane per header set) can flatter its figures.
 LUA_POST = """\
 wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
 submits = 0
+words = {"a", "cat", "riding", "a", "bicycle", "through", "neon", "rain", "at", "dusk"}
 request = function()
   submits = submits + 1
-  return wrk.format(nil, nil, nil, '{"prompt": "bench ' .. submits .. '"}')
+  local said = {}
+  for i = 1, 1 + (submits * 7919) % 97 do said[i] = words[(submits + i) % #words + 1] end
+  local prompt = "bench " .. submits .. " " .. table.concat(said, " ")
+  return wrk.format(nil, nil, nil, '{"prompt": "' .. prompt .. '"}')
 end
 """
 
@@ -117,12 +122,14 @@ url, method, path, body, seconds, conns = sys.argv[1:7]
 seconds, conns = float(seconds), int(conns)
 parts = urlsplit(url)
 sent = 0
+WORDS = ["a", "cat", "riding", "a", "bicycle", "through", "neon", "rain", "at", "dusk"]
 
 def request():
-    # each submit a prompt of its own ("bench" becomes "bench 1", "bench 2"...), as wrk's script
+    # each submit a prompt of its own and of its own length, as wrk's script makes them
     global sent
     sent += 1
-    payload = body.replace('"bench"', f'"bench {sent}"').encode()
+    said = " ".join(WORDS[(sent + i) % len(WORDS)] for i in range(1, 2 + (sent * 7919) % 97))
+    payload = body.replace('"bench"', f'"bench {sent} {said}"').encode()
     head = f"{method} {path} HTTP/1.1\r\nHost: {parts.netloc}\r\n"
     if payload:
         head += f"Content-Type: application/json\r\nContent-Length: {len(payload)}\r\n"
