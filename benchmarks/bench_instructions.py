@@ -76,9 +76,9 @@ WORDS = (b"a", b"cat", b"riding", b"a", b"bicycle", b"through", b"neon", b"rain"
 
 
 def _prompt(n: int) -> bytes:
-    """Submit ``n``'s body: a prompt of its own and of its own length (1 to 97 words after
+    """Submit ``n``'s body: a prompt of its own and of its own length (1 to 601 words after
     "bench N", as bench_wrk.py's), as real clients' are."""
-    said = b" ".join(WORDS[(n + i) % len(WORDS)] for i in range(1, 2 + (n * 7919) % 97))
+    said = b" ".join(WORDS[(n + i) % len(WORDS)] for i in range(1, 2 + (n * 7919) % 601))
     return b'{"prompt": "bench %d %s"}' % (n, said)
 
 
