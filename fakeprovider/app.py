@@ -514,10 +514,10 @@ def _body_key(scope: Scope, length: bytes) -> tuple[Any, ...]:
     the key, its place taking it in: one lane for bodies of every length. A scope without such
     a field (another server's case, a value spelt otherwise) is kept by every part."""
     headers = scope["headers"]
-    try:
-        at = headers.index((b"content-length", length))
-    except (ValueError, AttributeError):  # no such field, or headers that are no list
+    field = (b"content-length", length)
+    if field not in headers:  # (a scan: cheaper than the ValueError of ``index`` without it)
         return _scope_key(scope)
+    at = headers.index(field)
     return (
         scope["method"],
         scope["path"],
