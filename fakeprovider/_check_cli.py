@@ -397,6 +397,8 @@ def _check(args: argparse.Namespace) -> int:
         return 2
     if found is not None:
         assert snapshot is not None  # streamed from a regular file
+        if args.format != "text" or sum(len(v.seqs) for v in found.violations) > _HOLD_PAST:
+            _let_go(found)
         if args.format == "text":
             try:
                 text = _render_streamed(found, snapshot, args.max_violations)
@@ -423,6 +425,19 @@ def _check(args: argparse.Namespace) -> int:
         )
     )
     return _exit(args, 0 if report.ok else 1)
+
+
+#: How many seqs the violations a text report shows may name for the judges to be held while
+#: it is drawn (its timelines keep at most about those entries: a few MB).
+_HOLD_PAST = 4096
+
+
+def _let_go(found: StreamReport) -> None:
+    """Free the judges ``found`` holds (``check_stream``'s ``hold``) before the report is made,
+    for it to use their memory: what a report other than text makes grows with the violations
+    and clients, as do the timelines of violations that name many seqs."""
+    for clients in found.held:
+        clients.clear()
 
 
 def _exit(args: argparse.Namespace, code: int) -> int:

@@ -548,3 +548,9 @@ def test_a_check_that_holds_its_judges_finds_the_same_and_lets_none_go() -> None
     assert all(
         type(judge) is _judges.ClientJudge for clients in held.held for judge in clients.values()
     )
+    # let go before a large report is made (``_check_cli._let_go``): the report is unchanged
+    text = render_streamed(held, lambda: in_seq_order(journal))
+    _check_cli._let_go(held)
+    assert [len(clients) for clients in held.held] == [0, 0]
+    assert render_streamed(held, lambda: in_seq_order(journal)) == text
+    assert held.metrics == freed.metrics
