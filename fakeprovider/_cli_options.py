@@ -80,6 +80,16 @@ def _stack_option(option: str, fast: str, fallback: str) -> Callable[[str], str]
     return parse
 
 
+class _Dialects:
+    """``--dialect``'s list of dialects, made when its help is shown: the dialects are imported
+    then, not by every command (``check`` needs none of them)."""
+
+    def __str__(self) -> str:
+        from .dialects import describe_dialects
+
+        return describe_dialects()
+
+
 def add_serve_options(parser: argparse.ArgumentParser, *, port: int) -> None:
     """The options ``serve`` and ``run`` share (everything but the scenario)."""
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
@@ -89,14 +99,13 @@ def add_serve_options(parser: argparse.ArgumentParser, *, port: int) -> None:
         default=port,
         help=f"port to bind, 0 for any free one (default: {port})",
     )
-    from .dialects import describe_dialects
-
-    parser.add_argument(
+    dialect = parser.add_argument(
         "--dialect",
         default=None,
         metavar="NAME",
-        help=f"wire dialect, one of: {describe_dialects()} (default: the scenario's, else generic)",
+        help="wire dialect, one of: %(dialects)s (default: the scenario's, else generic)",
     )
+    vars(dialect)["dialects"] = _Dialects()  # what argparse fills %(dialects)s from
     parser.add_argument(
         "--journal",
         type=Path,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import tracemalloc
 
 import pytest
 from hypothesis import given, settings
@@ -212,24 +213,19 @@ def _kept(judge: _judges.BoundedStatusRate) -> list[tuple[float, int, int]]:
         assert len(judge.at) == len(judge.times)
         return judge.times
     assert len(judge.at) == len(judge.seqs)
-    gone, base = judge.gone, judge.base
-    return list(
-        zip(
-            judge.at[gone:],
-            range(base + gone, base + len(judge.at)),
-            judge.seqs[gone:],
-            strict=True,
-        )
-    )
+    base = judge.base
+    return list(zip(judge.at, range(base, base + len(judge.at)), judge.seqs, strict=True))
 
 
 def _gone(judge: _judges.BoundedStatusRate) -> tuple[list[float], list[int], list[int]]:
-    """The reads it let go (and has not forgotten), as the general path keeps them."""
+    """The reads it let go (and has not forgotten), as the general path keeps them (the lane
+    for reads in order keeps no arrivals: they are the ones just before ``base``)."""
     if not judge.ordered:
         return (list(judge.gone_at), list(judge.gone_index), list(judge.gone_seq))
-    assert len(judge.gone_at) == 0  # (the lane keeps them in its lists)
-    gone, base = judge.gone, judge.base
-    return (judge.at[:gone], list(range(base, base + gone)), judge.seqs[:gone])
+    assert len(judge.gone_index) == 0
+    base = judge.base
+    index = list(range(base - len(judge.gone_at), base))
+    return (list(judge.gone_at), index, list(judge.gone_seq))
 
 
 @st.composite
@@ -306,6 +302,45 @@ def test_a_read_far_back_in_time_is_judged_against_the_reads_let_go() -> None:
     found = judge.close({})
     assert found == list(_rules.status_rate(reads, limits))
     assert found[0].seqs == (*range(41, 1001), 1001)
+
+
+def test_a_long_poller_reading_in_order_keeps_the_reads_let_go_in_arrays() -> None:
+    """100,000 reads 10 ms apart (a budget of 1,000 per second): all but the last few
+    hundred are let go into two arrays (8 bytes each; the arrivals are implied while reads
+    come in order), not kept as list items (a float and an int object each, about 74
+    bytes); a read out of order then makes the arrivals' array, the reads' first ones."""
+    limits = Limits(status_rate=1000.0, status_rate_window=1.0)
+    judge = _judges.BoundedStatusRate(limits)
+    n = 100_000
+
+    def read(seq: int, at: float) -> Entry:
+        return Entry(
+            seq=seq,
+            kind="status",
+            job_id="j_1",
+            method="GET",
+            path="/v1/jobs/j_1",
+            client="c",
+            received_at=at,
+        )
+
+    tracemalloc.start()
+    try:
+        for seq in range(1, n + 1):
+            judge.add(read(seq, seq / 100))
+        held, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert judge.ordered
+    assert len(judge.at) <= 2 * (2 * judge.allowed + 64) + 1
+    assert len(judge.gone_at) == len(judge.gone_seq) == n - len(judge.at)
+    assert (judge.gone_at.itemsize, judge.gone_seq.itemsize, len(judge.gone_index)) == (8, 8, 0)
+    assert held < 20 * n
+    judge.add(read(n + 1, (n - 0.5) / 100))  # out of order
+    assert not judge.ordered
+    assert list(judge.gone_index[:3]) == [0, 1, 2]
+    assert len(judge.gone_index) == n + 1 - len(judge.times) == len(judge.gone_at)
+    assert judge.close({}) == []
 
 
 def test_a_client_that_only_submits_and_reads_makes_no_container_of_the_rules_it_never_needs() -> (

@@ -5,16 +5,35 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 import fakeprovider
 
 
 def test_all_lists_exactly_the_public_names() -> None:
     public = {
         name
-        for name in vars(fakeprovider)
+        for name in dir(fakeprovider)
         if not name.startswith("_") and not isinstance(getattr(fakeprovider, name), type(sys))
     }
     assert set(fakeprovider.__all__) - {"__version__"} == public
+
+
+def test_each_name_is_its_modules_and_imported_on_first_use() -> None:
+    code = (
+        "import sys, fakeprovider; print('fakeprovider.engine' in sys.modules);"
+        " from fakeprovider import Engine; from fakeprovider.engine import Engine as E;"
+        " print(Engine is E, 'Engine' in vars(fakeprovider))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.split() == ["False", "True", "True"]
+
+
+def test_an_unknown_name_is_an_attribute_error() -> None:
+    with pytest.raises(AttributeError, match=r"^module 'fakeprovider' has no attribute 'nope'$"):
+        fakeprovider.nope  # noqa: B018
 
 
 def test_import_does_not_pull_in_hypothesis_or_pytest() -> None:
