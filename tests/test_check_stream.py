@@ -544,13 +544,14 @@ def test_a_check_that_holds_its_judges_finds_the_same_and_lets_none_go() -> None
         freed, lambda: in_seq_order(journal)
     )
     assert freed.held == ()
-    assert [list(clients) for clients in held.held] == [["c", "c1", "c2", "c0"], ["c"]]
+    assert [list(run.clients) for run in held.held] == [["c", "c1", "c2", "c0"], ["c"]]
     assert all(
-        type(judge) is _judges.ClientJudge for clients in held.held for judge in clients.values()
+        type(judge) is _judges.ClientJudge for run in held.held for judge in run.clients.values()
     )
+    assert [sorted(run.ends) for run in held.held] == [["job_1"], ["job_1"]]
     # let go before a large report is made (``_check_cli._let_go``): the report is unchanged
     text = render_streamed(held, lambda: in_seq_order(journal))
     _check_cli._let_go(held)
-    assert [len(clients) for clients in held.held] == [0, 0]
+    assert [(run.clients, run.ends) for run in held.held] == [({}, {}), ({}, {})]
     assert render_streamed(held, lambda: in_seq_order(journal)) == text
     assert held.metrics == freed.metrics
