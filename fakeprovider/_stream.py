@@ -162,7 +162,7 @@ class StreamReport:
         default_factory=lambda: _Totals(None, 0), repr=False, compare=False
     )
     runs: int = dataclasses.field(default=0, repr=False, compare=False)
-    #: With ``check_stream``'s ``hold``, every run's state (its clients' judges included), held.
+    #: With ``check_stream``'s ``hold``, the last run's state (its clients' judges included).
     held: tuple[_Run, ...] = dataclasses.field(default=(), repr=False, compare=False)
 
     @functools.cached_property
@@ -345,10 +345,11 @@ def check_stream(
     (0: ``_judges.KEEP_GONE``); past that, a read far back in time raises ``Unjudgeable``.
     ``timelines``: note where each job's requests end, for ``render_streamed`` to stop its
     pass there (the report's ``ends``; a job's last seq kept until its run's close).
-    ``hold``: keep each run's state, its clients' judges included, in the report (``held``)
+    ``hold``: keep the last run's state, its clients' judges included, in the report (``held``)
     instead of letting it go as the run closes, for a process that ends once its report is out
     never to free it piece by piece (``fakeprovider check``: 250,000 clients' judges, or one
-    judge of 500,000 jobs, take 5-10% of the check to free)."""
+    judge of 500,000 jobs, take 5-10% of the check to free). Any other run's is let go as the
+    next run begins, so that no more is held at once than without ``hold``."""
     totals = _Totals(shown, keep_gone, timelines, hold)
     runs: list[_Run] = []
     headers: list[dict[str, Any] | None] = []
@@ -372,6 +373,8 @@ def check_stream(
                     header = e.run
             continue
         if run is None:
+            if hold and runs:
+                runs[-1].release()  # only the last run is held
             run = _Run(len(runs), limits_of(header))
             runs.append(run)
             headers.append(header)
@@ -414,7 +417,7 @@ def check_stream(
         ends=tuple(totals.ends) if timelines else (),
         totals=totals,
         runs=len(runs),
-        held=tuple(runs) if hold else (),
+        held=tuple(runs[-1:]) if hold else (),
     )
 
 
