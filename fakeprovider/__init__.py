@@ -66,13 +66,21 @@ _MODULES = {
 
 
 def __getattr__(name: str) -> object:
-    """A public name, from its module (imported on first use), kept here from then on."""
+    """A public name, from its module (imported on first use), kept here from then on; or a
+    public submodule (``fakeprovider.invariants``), imported, as ``import fakeprovider`` made
+    them attributes when it imported them all."""
     module = _MODULES.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
+    if module is not None:
+        value = getattr(importlib.import_module(module, __name__), name)
+        globals()[name] = value
+        return value
+    if not name.startswith("_"):
+        try:
+            return importlib.import_module(f".{name}", __name__)
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{__name__}.{name}":
+                raise
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:

@@ -325,6 +325,7 @@ def judge_streamed(
     ``shown``: keep only the first that many violations (``check_stream``'s ``shown``)."""
     prog = "fakeprovider check"
     timelines = args.format == "text"  # what the text report's timelines pass needs noted
+    hold = bool(getattr(args, "ends_process", False))  # see ``_check``
     scenarios: dict[float, Limits] = {}
     errors: list[Exception] = []
     given = _given(args)
@@ -339,7 +340,9 @@ def judge_streamed(
     try:
         with paused_gc():
             try:
-                found = check_stream(journal.entries(), limits_of, shown=shown, timelines=timelines)
+                found = check_stream(
+                    journal.entries(), limits_of, shown=shown, timelines=timelines, hold=hold
+                )
             except Unordered:
                 raise
             except Unjudgeable:
@@ -351,6 +354,7 @@ def judge_streamed(
                     shown=shown,
                     keep_gone=sys.maxsize,
                     timelines=timelines,
+                    hold=hold,
                 )
     except Unjudgeable:
         return None
@@ -379,6 +383,9 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
+    """The check; with ``args.ends_process`` (``cli.main`` run as the program), the process
+    ends here once the report is out (``_exit``): what was judged is never freed, judge by
+    judge (``check_stream``'s ``hold``), only let go with the process."""
     try:
         snapshot = None if args.journal == "-" else _Snapshot.of(args.journal)
         # the text report details the first --max-violations and counts the rest
@@ -390,6 +397,8 @@ def _check(args: argparse.Namespace) -> int:
         return 2
     if found is not None:
         assert snapshot is not None  # streamed from a regular file
+        if args.format != "text" or sum(len(v.seqs) for v in found.violations) > _HOLD_PAST:
+            _let_go(found)
         if args.format == "text":
             try:
                 text = _render_streamed(found, snapshot, args.max_violations)
@@ -408,14 +417,39 @@ def _check(args: argparse.Namespace) -> int:
                 streamed, args.format, max_violations=args.max_violations, name=_name(found.headers)
             )
         print(text)
-        return 0 if not found.total else 1
+        return _exit(args, 0 if not found.total else 1)
     assert report is not None  # judged in memory
     print(
         format_report(
             report, args.format, max_violations=args.max_violations, name=report_name(report)
         )
     )
-    return 0 if report.ok else 1
+    return _exit(args, 0 if report.ok else 1)
+
+
+#: How many seqs the violations a text report shows may name for the judges to be held while
+#: it is drawn (its timelines keep at most about those entries: a few MB).
+_HOLD_PAST = 4096
+
+
+def _let_go(found: StreamReport) -> None:
+    """Free the runs ``found`` holds (``check_stream``'s ``hold``) before the report is made,
+    for it to use their memory: what a report other than text makes grows with the violations
+    and clients, as do the timelines of violations that name many seqs."""
+    for run in found.held:
+        run.release()
+
+
+def _exit(args: argparse.Namespace, code: int) -> int:
+    """``code``; with ``args.ends_process``, the process ends with it instead, once standard
+    output and error are flushed (a flush's ``BrokenPipeError`` goes to ``cli.main`` as a
+    print's would), without freeing what it holds nor running ``atexit`` (the check opens no
+    journal sink, the one thing those flush)."""
+    if getattr(args, "ends_process", False):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
 
 
 def _render_streamed(found: StreamReport, journal: _Snapshot, max_violations: int | None) -> str:

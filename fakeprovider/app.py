@@ -179,16 +179,23 @@ class FakeProviderApp:
                 http: HttpRequest
                 request: Request | None
                 if body:
+                    length = b"%d" % len(body)
                     try:
-                        body_lane = self._body_lanes.get(_scope_key(scope))
+                        key = _body_key(scope, length)
+                        body_lane = self._body_lanes.get(key)
                     except TypeError:  # a part that cannot be a key (a header as a list)
-                        body_lane = None
+                        key, body_lane = None, None
                     if body_lane is None or body_lane[1] is not provider.dialect:
-                        body_lane = self._body_lane(scope, provider)
-                    bare, dialect, parse, renderers = body_lane
-                    # ``bare`` with the body: the same fields, in the same order
+                        body_lane = self._body_lane(scope, provider, key)
+                    bare, dialect, parse, renderers, said = body_lane
+                    # ``bare`` with the body (and this body's length where the lane's said
+                    # another): the same fields, in the same order
                     http = _new(HttpRequest)
-                    http.__dict__.update(bare.__dict__, body=bytes(body))
+                    if said is None or said == length:
+                        http.__dict__.update(bare.__dict__, body=bytes(body))
+                    else:
+                        headers = {**bare.headers, "content-length": length.decode()}
+                        http.__dict__.update(bare.__dict__, headers=headers, body=bytes(body))
                     if parse is None:
                         request = None
                     else:
@@ -328,19 +335,25 @@ class FakeProviderApp:
                 )
             return provider.receive(http)
         # A body's lane: what the dialect parses of everything but the body, kept per scope
-        # (``_body_lane``), and the body parsed alone (tests/test_app_lanes.py).
+        # (``_body_lane``), and the body parsed alone (tests/test_app_lanes.py). A body too
+        # large is dropped: its lane is kept by every header, its declared length too.
+        length = b"%d" % len(body)
         try:
-            lane = self._body_lanes.get(_scope_key(scope))
+            key = _scope_key(scope) if too_large else _body_key(scope, length)
+            lane = self._body_lanes.get(key)
         except TypeError:  # a part that cannot be a key (a header as a list)
-            lane = None
+            key, lane = None, None
         if lane is None or lane[1] is not provider.dialect:
-            lane = self._body_lane(scope, provider)
-        bare, _, parse, _ = lane
+            lane = self._body_lane(scope, provider, key)
+        bare, _, parse, _, said = lane
+        headers = bare.headers
+        if said is not None and said != length:
+            headers = {**headers, "content-length": length.decode()}
         http = _http_request(
             bare.method,
             bare.path,
             bare.query,
-            bare.headers,
+            headers,
             b"" if too_large else bytes(body),
             bare.peer,
             bare.base_url,
@@ -354,25 +367,37 @@ class FakeProviderApp:
             request = provider.unparsed(http, exc)
         return provider.respond(http, request)
 
-    def _body_lane(self, scope: Scope, provider: FakeProvider) -> _BodyLane:
+    def _body_lane(
+        self, scope: Scope, provider: FakeProvider, key: tuple[Any, ...] | None
+    ) -> _BodyLane:
         """The ``HttpRequest`` for ``scope`` without a body (``_request``'s), the provider's
         dialect, and that dialect's ``body_parser`` for it (None: ``provider.receive`` parses
-        each request whole), and the dialect's renderers by the kind of request parsed (made
-        when first wanted), kept by the scope's parts while that dialect plays. Not kept
-        when the dialect failed to make the parser (``provider.receive`` then fails as
-        before, every time)."""
+        each request whole), the dialect's renderers by the kind of request parsed (made
+        when first wanted), and the ``Content-Length`` the request's headers take from the
+        field ``key`` leaves out (``_body_key``; None when they take none from it), kept by
+        ``key`` (None: not kept) while that dialect plays. Not kept when the dialect failed
+        to make the parser (``provider.receive`` then fails as before, every time)."""
         http = self._request(scope)
         dialect = provider.dialect
+        said = None
+        if key is not None and len(key) > 5 and key[5].__class__ is int:  # a field left out
+            fields = scope["headers"]
+            at = key[5]
+            # the headers' value is the last field's of that name, in any case
+            if not any(
+                name.decode("latin-1").lower() == "content-length" for name, _ in fields[at + 1 :]
+            ):
+                said = fields[at][1]
         lane: _BodyLane
         try:
-            lane = (http, dialect, dialect.body_parser(http), {})
+            lane = (http, dialect, dialect.body_parser(http), {}, said)
         except Exception:
-            return (http, dialect, None, {})
-        lanes = self._body_lanes
-        with contextlib.suppress(TypeError):  # a part that cannot be a key: not kept
+            return (http, dialect, None, {}, None)
+        if key is not None:
+            lanes = self._body_lanes
             if len(lanes) >= _REQUESTS_KEPT:
                 lanes.clear()
-            lanes[_scope_key(scope)] = lane
+            lanes[key] = lane
         return lane
 
     def _lane(self, scope: Scope, provider: FakeProvider) -> _Lane:
@@ -480,6 +505,28 @@ def _scope_key(scope: Scope) -> tuple[Any, ...]:
         scope.get("client"),
         scope.get("scheme", "http"),
         *scope["headers"],
+    )
+
+
+def _body_key(scope: Scope, length: bytes) -> tuple[Any, ...]:
+    """What a body lane is kept under: ``_scope_key``'s parts, but for the first field
+    ``content-length: <length>`` (as uvicorn gives it: the name in lower case), which leaves
+    the key, its place taking it in: one lane for bodies of every length. A scope without such
+    a field (another server's case, a value spelt otherwise) is kept by every part."""
+    headers = scope["headers"]
+    field = (b"content-length", length)
+    if field not in headers:  # (a scan: cheaper than the ValueError of ``index`` without it)
+        return _scope_key(scope)
+    at = headers.index(field)
+    return (
+        scope["method"],
+        scope["path"],
+        scope.get("query_string", b""),
+        scope.get("client"),
+        scope.get("scheme", "http"),
+        at,  # an int: never a header field, so never a key of ``_scope_key``'s
+        *headers[:at],
+        *headers[at + 1 :],
     )
 
 
@@ -620,14 +667,17 @@ _SENDABLE: dict[str, bytes] = {}
 #: ``HttpRequest``, the dialect, the request it parsed and its renderer for the request's kind.
 _Lane = tuple[HttpRequest, Dialect, Request, Callable[[Reply, HttpRequest], HttpResponse]]
 #: A request with a body as the app keeps it (``FakeProviderApp._body_lane``): the
-#: ``HttpRequest`` without the body, the dialect, its parser of such requests' bodies, and the
+#: ``HttpRequest`` without the body, the dialect, its parser of such requests' bodies, the
 #: dialect's renderers by the kind of request parsed (``Dialect.renderer``), made when first
-#: wanted.
+#: wanted, and the ``Content-Length`` (as sent) the ``HttpRequest``'s headers hold from the
+#: field the lane's key leaves out (None: they hold none from it), which each request gets
+#: its own of.
 _BodyLane = tuple[
     HttpRequest,
     Dialect,
     Callable[[HttpRequest], Request] | None,
     dict[str, Callable[[Reply, HttpRequest], HttpResponse]],
+    bytes | None,
 ]
 #: Scopes whose ``HttpRequest`` the app keeps at most (``FakeProviderApp._request``).
 _REQUESTS_KEPT = 512

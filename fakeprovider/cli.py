@@ -467,6 +467,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line ``argv`` and give its exit status. With no ``argv`` (``sys.argv``'s:
+    the console script, ``python -m fakeprovider``), ``check`` ends the process itself once its
+    report is written and flushed, rather than free what it judged (``_check_cli._exit``)."""
     given = list(sys.argv[1:] if argv is None else argv)
     command: list[str] | None = None
     if given[:1] == ["run"] and "--" in given:
@@ -474,6 +477,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         cut = given.index("--")
         given, command = given[:cut], given[cut + 1 :]
     args = build_parser().parse_args(given)
+    # with no argv, this is the program (the console script, ``python -m fakeprovider``):
+    # ``check`` then ends the process itself once its report is out (``_check_cli._exit``)
+    args.ends_process = argv is None
     if command is not None:
         args.command = [*args.command, *command]
     func: Command = args.func

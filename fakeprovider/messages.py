@@ -318,8 +318,9 @@ def request_digest(body: Mapping[str, Any] | None) -> str:
             except Exception:  # a lone surrogate: json.dumps escapes it
                 data = None
             if data is not None and data.isascii() and b"\x7f" not in data:
-                return _sha256(data).hexdigest()[:16]
-    return _sha256(_digest_json(body).encode()).hexdigest()[:16]
+                return (_sha256 if len(data) < _LONG else _sha256_long)(data).hexdigest()[:16]
+    data = _digest_json(body).encode()
+    return (_sha256 if len(data) < _LONG else _sha256_long)(data).hexdigest()[:16]
 
 
 def _digest_json(body: Mapping[str, Any]) -> str:
@@ -378,8 +379,15 @@ def _builtin_sha256() -> Callable[[bytes], _Hash]:
     return hashlib.sha256  # pragma: no cover - CPython builds have one
 
 
-#: SHA-256 for the short inputs hashed per request (a job's id, a body's digest).
+#: SHA-256 for the short inputs hashed per request (a job's id, a short body's digest).
 _sha256 = _builtin_sha256()
+#: SHA-256 for inputs of ``_LONG`` bytes or more (a body's digest, a prompt of a few words
+#: up): OpenSSL's, which uses the CPU's SHA instructions where it has them. A 1.5 kB body
+#: took 5.5 us through CPython's own and 1.3 us through OpenSSL's on a machine with SHA-NI;
+#: under valgrind, which has no SHA-NI, 76,000 instructions against 48,500. Below 64 bytes
+#: OpenSSL's set-up per hash costs more than the compression saves.
+_sha256_long: Callable[[bytes], _Hash] = hashlib.sha256
+_LONG = 64
 
 
 def credential_fingerprint(credential: str | None) -> str | None:

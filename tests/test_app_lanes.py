@@ -545,3 +545,157 @@ def test_headers_sent_at_once_are_those_every_check_passes_as_they_are(
         assert raw[-1 - len(fields) : -1] == fields
     else:
         assert checked is not response or checked_reply is not reply
+
+
+#: How a submit's ``Content-Length`` field comes: not at all, as uvicorn gives it (first,
+#: between the others or last), twice, once in lower case and once not, in another case
+#: only, saying another length, or another length's field before or after the true one.
+LENGTH_FORMS = [
+    "none",
+    "first",
+    "middle",
+    "last",
+    "twice",
+    "twice apart",
+    "lower then capitals",
+    "capitals",
+    "other",
+    "other then true",
+    "true then other",
+]
+#: Headers that change from one submit to the next on a connection.
+PER_REQUEST = [
+    [],
+    [],
+    [(b"idempotency-key", b"k1")],
+    [(b"idempotency-key", b"k2")],
+    [(b"x-client-id", b"c3")],
+    [(b"x-request-id", b"r1"), (b"x-stainless-retry-count", b"0")],
+]
+
+
+def _with_length(headers: list[tuple[bytes, bytes]], body: bytes, form: str) -> list[Any]:
+    true = (b"content-length", b"%d" % len(body))
+    other = (b"content-length", b"7")
+    fields = {
+        "none": headers,
+        "first": [true, *headers],
+        "middle": [*headers[:1], true, *headers[1:]],
+        "last": [*headers, true],
+        "twice": [*headers, true, true],
+        "twice apart": [true, *headers, true],
+        "lower then capitals": [true, *headers, (b"Content-Length", true[1])],
+        "capitals": [*headers, (b"Content-Length", true[1])],
+        "other": [*headers, other],
+        "other then true": [other, *headers, true],
+        "true then other": [true, *headers, other],
+    }
+    return fields[form]
+
+
+def _prompted(dialect: str, words: int) -> bytes:
+    """The dialect's submit body with a prompt of ``words`` words (the body's length varies)."""
+    text = " ".join(["neon", "rain", "at", "dusk", "caf\u00e9"][i % 5] for i in range(words))
+    return json.dumps(SUBMITS[dialect][1], ensure_ascii=False).replace('"x"', json.dumps(text))
+
+
+def _seen_by_the_dialect(side: _Side) -> list[Any]:
+    """Every ``HttpRequest`` with a body that ``side``'s dialect parses, field by field and
+    its headers in order, whichever way it is handed over (whole, or to a body parser)."""
+    seen: list[Any] = []
+    dialect = side.provider.dialect
+
+    def record(http: HttpRequest) -> None:
+        if http.body or http.too_large is not None:
+            seen.append((list(vars(http).items()), list(http.headers.items())))
+
+    whole, body_parser = dialect.parse, dialect.body_parser
+
+    def parse(http: HttpRequest) -> Any:
+        record(http)
+        return whole(http)
+
+    def recording_body_parser(bare: HttpRequest) -> Any:
+        made = body_parser(bare)
+        if made is None:
+            return None
+
+        def parse_body(http: HttpRequest) -> Any:
+            record(http)
+            return made(http)
+
+        return parse_body
+
+    dialect.parse = parse  # type: ignore[method-assign]
+    dialect.body_parser = recording_body_parser  # type: ignore[method-assign]
+    return seen
+
+
+def _play_lengths(dialect: str, scenario: str, submits: list[tuple[Any, ...]]) -> list[Any]:
+    """``submits`` (prompt words, per-request headers pick, length form, split, client) on
+    both sides: the same answers, journal lines and ``HttpRequest``s; what the dialect saw."""
+    fast, general = _Side(dialect, scenario, True), _Side(dialect, scenario, False)
+    seen = [_seen_by_the_dialect(side) for side in (fast, general)]
+    path = SUBMITS[dialect][0]
+    for words, pick, form, split, client in submits:
+        body = _prompted(dialect, words).encode() if words >= 0 else BODIES[-words]
+        headers = _with_length([*_SUBMIT_HEADERS, *PER_REQUEST[pick]], body, form)
+        chunks = [body[:3], body[3:]] if split and len(body) > 3 else [body]
+        answers = [
+            side.call(_scope("POST", path, b"", headers, client), chunks)
+            for side in (fast, general)
+        ]
+        assert answers[0] == answers[1], (words, pick, form, split)
+    assert fast.sink.getvalue() == general.sink.getvalue()
+    assert seen[0] == seen[1]
+    assert len(seen[0]) == len(submits)
+    return seen[0]
+
+
+@pytest.mark.parametrize("dialect", sorted(DIALECTS))
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_submits_of_every_length_on_one_connection_are_answered_as_made_afresh(
+    dialect: str, data: st.DataObject
+) -> None:
+    """The body lane is kept without the ``Content-Length`` field, and each request's
+    ``HttpRequest`` gets its own: bodies of many lengths (and some bad ones), the field in
+    every place and form, per-request headers, split bodies, one client or two."""
+    scenario = data.draw(st.sampled_from(["long-render", "transient-5xx", "quick-preview"]))
+    submit = st.tuples(
+        st.one_of(st.integers(0, 600), st.integers(-len(BODIES) + 1, -1)),
+        st.integers(0, len(PER_REQUEST) - 1),
+        st.sampled_from(LENGTH_FORMS),
+        st.booleans(),
+        st.sampled_from(CLIENTS[:2]),
+    )
+    _play_lengths(dialect, scenario, data.draw(st.lists(submit, min_size=1, max_size=20)))
+
+
+@pytest.mark.parametrize("dialect", sorted(DIALECTS))
+def test_each_submit_gets_its_own_content_length_in_every_form(dialect: str) -> None:
+    """Every form of the field, each for bodies of three lengths in turn and a length again,
+    whole and split: the headers each request is made with are the general path's."""
+    submits = [
+        (words, 0, form, split, CLIENTS[0])
+        for form in LENGTH_FORMS
+        for split in (False, True)
+        for words in (3, 40, 400, 3)
+    ]
+    seen = _play_lengths(dialect, "long-render", submits)
+    lengths = [dict(headers).get("content-length") for _, headers in seen]
+    assert lengths[:8] == [None] * 8  # "none"
+    assert lengths[8:12] == [str(len(_prompted(dialect, w).encode())) for w in (3, 40, 400, 3)]
+    assert lengths[-4:] == ["7", "7", "7", "7"]  # "true then other": the last field's
+
+
+def test_one_body_lane_serves_submits_of_every_length() -> None:
+    side = _Side("generic", "long-render", True)
+    for words in range(1, 300):
+        body = _prompted("generic", words).encode()
+        headers = _with_length(_SUBMIT_HEADERS, body, "middle")
+        side.call(_scope("POST", "/v1/jobs", b"", headers, CLIENTS[0]), [body])
+    assert len(side.app._body_lanes) == 1
+    ((key, lane),) = side.app._body_lanes.items()
+    assert key == ("POST", "/v1/jobs", b"", CLIENTS[0], "http", 1, *_SUBMIT_HEADERS)
+    assert lane[4] == b"%d" % len(_prompted("generic", 1).encode())

@@ -13,6 +13,7 @@ import dataclasses
 import os
 import sys
 import threading
+import tracemalloc
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -171,8 +172,8 @@ def test_entries_put_back_in_seq_order_are_order_entries_or_refused(
     shuffled = list(entries)
     # nudge a few entries out of place, as concurrent answers complete out of seq order
     for _ in range(len(shuffled) // 4):
-        i = random.randrange(len(shuffled))  # type: ignore[attr-defined]
-        j = min(len(shuffled) - 1, i + random.randrange(4))  # type: ignore[attr-defined]
+        i = random.randrange(len(shuffled))
+        j = min(len(shuffled) - 1, i + random.randrange(4))
         shuffled[i], shuffled[j] = shuffled[j], shuffled[i]
     try:
         got = list(in_seq_order(shuffled, window))
@@ -519,3 +520,67 @@ def test_a_read_far_back_past_the_reads_kept_is_judged_again_keeping_them_all(
     assert streamed == in_memory
     assert streamed[0] == 1
     assert "status_rate 1" in streamed[1]
+
+
+def test_a_check_that_holds_its_judges_finds_the_same_and_lets_none_go() -> None:
+    """``hold`` (what ``fakeprovider check`` run as the program asks for, to leave freeing to
+    the process's end) keeps the last run's judges in the report and changes nothing else."""
+    others = [
+        dataclasses.replace(_read(seq, seq * 10.0, seq * 10.0 + 1), client=f"c{seq % 3}")
+        for seq in range(4, 40)
+    ]
+    second = _admin(0, "/__admin/start", {"scenario": "b", "limits": Limits().to_dict()})
+    journal = [*OVERLAPPING, *others, second, *OVERLAPPING[1:]]
+    freed = check_stream(in_seq_order(journal), _limits_of)
+    held = check_stream(in_seq_order(journal), _limits_of, hold=True)
+    assert held == freed
+    assert (held.ends, held.metrics, held.coverage, held.warnings, held.summary) == (
+        freed.ends,
+        freed.metrics,
+        freed.coverage,
+        freed.warnings,
+        freed.summary,
+    )
+    assert render_streamed(held, lambda: in_seq_order(journal)) == render_streamed(
+        freed, lambda: in_seq_order(journal)
+    )
+    assert freed.held == ()
+    assert [list(run.clients) for run in held.held] == [["c"]]  # the last run's, not the first's
+    assert all(
+        type(judge) is _judges.ClientJudge for run in held.held for judge in run.clients.values()
+    )
+    assert [sorted(run.ends) for run in held.held] == [["job_1"]]
+    # let go before a large report is made (``_check_cli._let_go``): the report is unchanged
+    text = render_streamed(held, lambda: in_seq_order(journal))
+    _check_cli._let_go(held)
+    assert [(run.clients, run.ends) for run in held.held] == [({}, {})]
+    assert render_streamed(held, lambda: in_seq_order(journal)) == text
+    assert held.metrics == freed.metrics
+
+
+def test_a_check_that_holds_its_judges_holds_no_more_at_once_for_many_runs() -> None:
+    """Only the last run is held: a run's state is let go as the next run begins, so the
+    memory a journal of many runs takes at its peak is that of one run, as without ``hold``."""
+
+    def runs(count: int) -> list[Entry]:
+        out: list[Entry] = []
+        for _ in range(count):
+            out.append(_admin(0, "/__admin/start", {"scenario": "a", "limits": {}}))
+            out.extend(
+                dataclasses.replace(_read(seq, seq * 1.0, seq * 1.0 + 0.5), client=f"c{seq}")
+                for seq in range(1, 301)
+            )
+        return out
+
+    def peak(journal: list[Entry], hold: bool) -> int:
+        tracemalloc.start()
+        try:
+            report = check_stream(in_seq_order(journal), _limits_of, hold=hold)
+            return tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+            del report
+
+    one, many = runs(1), runs(8)
+    assert peak(many, hold=True) < 1.5 * peak(one, hold=True)
+    assert peak(many, hold=True) < 1.5 * peak(many, hold=False)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import io
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import httpx
@@ -184,3 +187,63 @@ def test_a_run_header_with_bad_limits_is_bad_input(
         f"fakeprovider check: the run header of {path} holds bad limits: limit max_retries"
         " must not be negative, got -1\n"
     )
+
+
+def test_run_as_the_program_check_ends_the_process_with_what_main_prints_and_returns(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``python -m fakeprovider check`` ends the process itself once its report is out
+    (``_check_cli._exit``): the same output, flushed, and the same exit status as ``main``
+    called in process, streamed from a file or read whole from standard input."""
+    late = write(tmp_path / "old.jsonl", LATE)
+    violating = write(tmp_path / "j.jsonl", [*CLEAN, e(3, "cancel", 70.0)])
+    cases = [
+        ([str(violating), "--deadline", "1m"], b""),
+        ([str(violating), "--deadline", "1m", "--json"], b""),
+        ([str(violating)], b""),
+        ([str(late), "--scenario", "deadline-expiry"], b""),  # a warning on stderr
+        (["-", "--deadline", "1m", "--format", "junit"], violating.read_bytes()),
+        ([str(tmp_path / "missing.jsonl")], b""),
+    ]
+    for argv, given in cases:
+        child = subprocess.run(
+            [sys.executable, "-m", "fakeprovider", "check", *argv],
+            input=given,
+            capture_output=True,
+            timeout=120,
+            check=False,
+        )
+        if given:
+            with pytest.MonkeyPatch.context() as patched:
+                patched.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(given)))
+                code = main(["check", *argv])
+        else:
+            code = main(["check", *argv])
+        printed = capsys.readouterr()
+        assert (child.returncode, child.stdout.decode(), child.stderr.decode()) == (
+            code,
+            printed.out,
+            printed.err,
+        )
+    # it ended there: the program's atexit handler never ran (it does once main returns)
+    outputs = [
+        subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                "import atexit, sys; from fakeprovider.cli import main;"
+                f" atexit.register(print, 'at exit'); sys.exit(main({given}))",
+                *("check", str(violating)),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        for given in ("", "sys.argv[1:]")
+    ]
+    assert [(out.returncode, out.stdout) for out in outputs] == [
+        (0, outputs[0].stdout),
+        (0, outputs[0].stdout + "at exit\n"),
+    ]
+    assert "at exit" not in outputs[0].stdout

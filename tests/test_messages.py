@@ -143,3 +143,15 @@ def test_ids_digests_and_fingerprints_are_sha256_whichever_implementation_makes_
     assert default_job_id(3, 14) == "job_" + hashlib.sha256(b"3:14").hexdigest()[:12]
     assert credential_fingerprint("k") == "cred_" + hashlib.sha256(b"k").hexdigest()[:8]
     assert request_digest({"a": 1}) == hashlib.sha256(b'{"a":1}').hexdigest()[:16]
+
+
+@pytest.mark.parametrize("length", [0, 1, 50, 51, 52, 53, 54, 55, 56, 100, 3000])
+@pytest.mark.parametrize("prompt", ["a", "\u00e9"])
+def test_a_digest_is_the_same_sha256_on_either_side_of_the_long_input_threshold(
+    length: int, prompt: str
+) -> None:
+    # '{"prompt":"' and '"}' take 13 bytes: lengths 50-56 put the text hashed at 63-69 bytes,
+    # across the 64 from which OpenSSL hashes it (non-ASCII takes json.dumps's text, escaped)
+    body = {"prompt": prompt * length}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)
+    assert request_digest(body) == hashlib.sha256(text.encode()).hexdigest()[:16]

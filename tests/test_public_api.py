@@ -42,3 +42,17 @@ def test_import_does_not_pull_in_hypothesis_or_pytest() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
     assert out.strip() == "[]"
+
+
+def test_public_submodules_are_attributes_of_the_package_as_the_docs_spell_them() -> None:
+    code = (
+        "import sys, fakeprovider;"
+        " print(fakeprovider.invariants.check is fakeprovider.check,"
+        " callable(fakeprovider.journal.iter_journal),"
+        " callable(fakeprovider.webhooks.signed_message),"
+        " fakeprovider.engine is sys.modules['fakeprovider.engine'])"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.split() == ["True", "True", "True", "True"]

@@ -27,7 +27,7 @@ import base64
 import hashlib
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from .. import _ed25519
@@ -147,6 +147,25 @@ class FalDialect(Dialect):
             response.media_type,
             (*response.headers, ("x-fal-request-id", request_id)),
         )
+
+    def renderer(self, kind: RequestKind) -> Callable[[Reply, HttpRequest], HttpResponse]:
+        cls = type(self)
+        if (
+            kind == "submit"
+            and cls.render is FalDialect.render
+            and cls.render_answer is FalDialect.render_answer
+        ):
+            return self._submit
+        return super().renderer(kind)
+
+    def _submit(self, reply: Reply, http: HttpRequest) -> HttpResponse:
+        """``render(reply, http)`` for a submit's reply that neither a fault nor a refusal
+        touches: ``render_answer``'s answer with the request id after the reply's headers, made
+        once rather than made and then copied with the header."""
+        job = reply.job
+        assert job is not None
+        payload = {"request_id": job.id, **self._urls(job, http), "queue_position": 0}
+        return json_response(200, payload, (*reply.headers, ("x-fal-request-id", job.id)))
 
     def render_refusal(self, reply: Reply, http: HttpRequest) -> HttpResponse:
         assert reply.error is not None

@@ -728,3 +728,4 @@ def test_each_kind_is_rendered_by_the_step_render_comes_to_unless_render_is_over
     assert runway.renderer("status") == runway._status_answer
     assert runway.renderer("list") == runway.render_answer
     assert fal.renderer("status") == fal.render  # fal adds its request id in render
+    assert fal.renderer("submit") == fal._submit  # type: ignore[attr-defined]

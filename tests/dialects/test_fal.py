@@ -7,8 +7,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from fakeprovider.clock import DEFAULT_EPOCH as EPOCH
+from fakeprovider.dialects import get_dialect
+from fakeprovider.http import HttpRequest
+from fakeprovider.messages import JobView, Reply, Request
 from fakeprovider.scenario import parse_scenario
 
 from .helpers import (
@@ -386,3 +391,34 @@ def test_finding_sdk_ignores_retry_after(client: Any, monkeypatch: pytest.Monkey
         assert throttled.retry_after.not_before is not None
         assert retry.received_at < throttled.retry_after.not_before  # sooner than it allowed
         assert violated(provider) == {"honours_retry_after"}
+
+
+@given(
+    job_id=st.text(max_size=8),
+    model=st.one_of(st.none(), st.text(max_size=12), st.sampled_from(["fal-ai/veo3", "a/b/c/d"])),
+    base_url=st.sampled_from(["http://127.0.0.1:81", "http://x", "https://h\u00e9"]),
+    status=st.sampled_from(["queued", "running", "succeeded"]),
+    headers=st.sampled_from([(), (("Retry-After", "2"),), (("x-a", "1"), ("x-b", "\u00e9"))]),
+)
+def test_a_submit_is_rendered_by_its_own_step_as_render_renders_it(
+    job_id: str,
+    model: str | None,
+    base_url: str,
+    status: str,
+    headers: tuple[tuple[str, str], ...],
+) -> None:
+    fal = get_dialect("fal")
+    submit = fal.renderer("submit")
+    assert submit == fal._submit  # type: ignore[attr-defined]
+    request = {} if model is None else {"model": model}
+    view = JobView(
+        job_id, 0, status, 0, 1.0, 1.0, 1.0, 2.0, None, "Q.", request, None, None, None, None
+    )
+    http = HttpRequest("POST", "/fal-ai/veo3", base_url=base_url)
+    submitted = Request(kind="submit", method="POST", path="/fal-ai/veo3")
+    reply = Reply(
+        seq=1, request=submitted, status_code=200, respond_at=0.0, job=view, headers=headers
+    )
+    made, rendered = submit(reply, http), fal.render(reply, http)
+    assert made == rendered
+    assert made.headers[-1] == ("x-fal-request-id", job_id)
