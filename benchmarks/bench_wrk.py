@@ -113,6 +113,23 @@ request = function()
   return wrk.format(nil, nil, nil, '{"prompt": "' .. prompt .. '"}')
 end
 """
+#: With ``--request-ids``: every request carries an ``X-Request-Id`` of its own, as requests
+#: from a traced client or a gateway do, so nothing the fake keeps by a request's headers can
+#: flatter it either. Put before the script of either method: it wraps that script's
+#: ``request`` (the status reads' script has none: wrk's own request is used).
+LUA_REQUEST_IDS = """\
+sent = 0
+local function tagged(make)
+  return function()
+    sent = sent + 1
+    wrk.headers["X-Request-Id"] = "req-" .. sent
+    if make then return make() end
+    return wrk.format()
+  end
+end
+"""
+#: Put after the script: wraps its ``request`` (or wrk's own) with ``tagged``.
+LUA_TAG = "request = tagged(request)\n"
 
 #: The stand-in when wrk is missing: ``python -c FALLBACK url method path body seconds conns``.
 FALLBACK = r"""
@@ -121,6 +138,7 @@ from urllib.parse import urlsplit
 
 url, method, path, body, seconds, conns = sys.argv[1:7]
 seconds, conns = float(seconds), int(conns)
+ids = sys.argv[7:8] == ["ids"]  # an X-Request-Id of its own on every request
 parts = urlsplit(url)
 sent = 0
 WORDS = ["a", "cat", "riding", "a", "bicycle", "through", "neon", "rain", "at", "dusk"]
@@ -132,6 +150,8 @@ def request():
     said = " ".join(WORDS[(sent + i) % len(WORDS)] for i in range(1, 2 + (sent * 7919) % 601))
     payload = body.replace('"bench"', f'"bench {sent} {said}"').encode()
     head = f"{method} {path} HTTP/1.1\r\nHost: {parts.netloc}\r\n"
+    if ids:
+        head += f"X-Request-Id: req-{sent}\r\n"
     if payload:
         head += f"Content-Type: application/json\r\nContent-Length: {len(payload)}\r\n"
     return head.encode() + b"\r\n" + payload
@@ -527,6 +547,8 @@ class Load:
     threads: int
     cores: set[int] | None
     scripts: Path
+    #: Whether every request carries an ``X-Request-Id`` of its own (``--request-ids``).
+    request_ids: bool = False
 
     def run(self, port: int, method: str, path: str, seconds: float) -> LoadResult:
         url = f"http://{HOST}:{port}"
@@ -543,6 +565,7 @@ class Load:
             body = SUBMIT_BODY if method == "POST" else ""
             command = [sys.executable, "-c", FALLBACK, url, method, path, body]
             command += [f"{seconds:g}", str(self.connections)]
+            command += ["ids"] if self.request_ids else []
         process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         _pin(process.pid, self.cores)
         try:
@@ -639,6 +662,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--no-submits", action="store_true", help="GET status reads only")
     parser.add_argument(
+        "--request-ids",
+        action="store_true",
+        help="an X-Request-Id of its own on every request, as a traced client sends",
+    )
+    parser.add_argument(
         "--python-client", action="store_true", help="use the Python fallback even if wrk exists"
     )
     parser.add_argument("--max-seconds", type=float, default=900.0, help="whole-run limit")
@@ -663,18 +691,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"; server on core {min(server_cores)}, load on core {min(load_cores)}"
             if server_cores and load_cores
             else "; no pinning (one core)"
-        ),
+        )
+        + ("; an X-Request-Id of its own on every request" if args.request_ids else ""),
         file=sys.stderr,
         flush=True,
     )
     rounds: list[list[Sample]] = []
     with tempfile.TemporaryDirectory(prefix="bench-wrk-") as tmp:
         folder = Path(tmp)
-        (folder / "get.lua").write_text(LUA_DONE)
-        (folder / "post.lua").write_text(LUA_POST + LUA_DONE)
+        tag = (LUA_REQUEST_IDS, LUA_TAG) if args.request_ids else ("", "")
+        (folder / "get.lua").write_text(tag[0] + tag[1] + LUA_DONE)
+        (folder / "post.lua").write_text(tag[0] + LUA_POST + tag[1] + LUA_DONE)
         answers = folder / "answers.json"
         probe_answers(answers, folder / "probe.jsonl")
-        load = Load(wrk, args.connections, args.threads, load_cores, folder)
+        load = Load(wrk, args.connections, args.threads, load_cores, folder, args.request_ids)
         for number in range(args.rounds):
             samples = []
             order = servers if number % 2 == 0 else list(reversed(servers))

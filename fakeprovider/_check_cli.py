@@ -433,11 +433,11 @@ _HOLD_PAST = 4096
 
 
 def _let_go(found: StreamReport) -> None:
-    """Free the judges ``found`` holds (``check_stream``'s ``hold``) before the report is made,
+    """Free the runs ``found`` holds (``check_stream``'s ``hold``) before the report is made,
     for it to use their memory: what a report other than text makes grows with the violations
     and clients, as do the timelines of violations that name many seqs."""
-    for clients in found.held:
-        clients.clear()
+    for run in found.held:
+        run.release()
 
 
 def _exit(args: argparse.Namespace, code: int) -> int:

@@ -162,10 +162,8 @@ class StreamReport:
         default_factory=lambda: _Totals(None, 0), repr=False, compare=False
     )
     runs: int = dataclasses.field(default=0, repr=False, compare=False)
-    #: With ``check_stream``'s ``hold``, the judges of the clients (every run's), held.
-    held: tuple[dict[str, ClientJudge], ...] = dataclasses.field(
-        default=(), repr=False, compare=False
-    )
+    #: With ``check_stream``'s ``hold``, the last run's state (its clients' judges included).
+    held: tuple[_Run, ...] = dataclasses.field(default=(), repr=False, compare=False)
 
     @functools.cached_property
     def metrics(self) -> dict[str, Any]:
@@ -260,6 +258,18 @@ class _Run:
         self.notified: set[str] = set()  # jobs a genuine webhook told had ended (metrics)
         self.notified_status: set[str | None] = set()  # by the entry's status (warnings)
 
+    def release(self) -> None:
+        """Let go of what the run's close read: its judges, violations and per-job dicts."""
+        self.clients = {}
+        self.ends = {}
+        self.violations = []
+        self.status_changes = {}
+        self.hooks_of = {}
+        self.terminal_at = {}
+        self.true_by_job = {}
+        self.notified = set()
+        self.notified_status = set()
+
 
 class _Totals:
     """What the metrics and coverage count over every run, and the violations kept."""
@@ -268,8 +278,9 @@ class _Totals:
         self, shown: int | None, keep_gone: int, timelines: bool = False, hold: bool = False
     ) -> None:
         self.shown = shown  # how many violations to make (None: all)
-        # each run's judges, by client, once closed (with ``hold``; else each is let go)
-        self.held: list[dict[str, ClientJudge]] | None = [] if hold else None
+        # whether a run's state (its judges, the per-job dicts) is held once it is closed,
+        # rather than each judge let go as its client closes and each dict as its run does
+        self.hold = hold
         self.keep_gone = keep_gone
         self.timelines = timelines  # whether to note ``ends``
         self.violations: list[Violation] = []
@@ -334,9 +345,11 @@ def check_stream(
     (0: ``_judges.KEEP_GONE``); past that, a read far back in time raises ``Unjudgeable``.
     ``timelines``: note where each job's requests end, for ``render_streamed`` to stop its
     pass there (the report's ``ends``; a job's last seq kept until its run's close).
-    ``hold``: keep each client's judge in the report (``held``) instead of letting it go as its
-    run closes, for a process that ends once its report is out never to free them one by one
-    (``fakeprovider check``: 250,000 clients' judges take about 5% of the check to free)."""
+    ``hold``: keep the last run's state, its clients' judges included, in the report (``held``)
+    instead of letting it go as the run closes, for a process that ends once its report is out
+    never to free it piece by piece (``fakeprovider check``: 250,000 clients' judges, or one
+    judge of 500,000 jobs, take 5-10% of the check to free). Any other run's is let go as the
+    next run begins, so that no more is held at once than without ``hold``."""
     totals = _Totals(shown, keep_gone, timelines, hold)
     runs: list[_Run] = []
     headers: list[dict[str, Any] | None] = []
@@ -360,6 +373,8 @@ def check_stream(
                     header = e.run
             continue
         if run is None:
+            if hold and runs:
+                runs[-1].release()  # only the last run is held
             run = _Run(len(runs), limits_of(header))
             runs.append(run)
             headers.append(header)
@@ -402,7 +417,7 @@ def check_stream(
         ends=tuple(totals.ends) if timelines else (),
         totals=totals,
         runs=len(runs),
-        held=tuple(totals.held or ()),
+        held=tuple(runs[-1:]) if hold else (),
     )
 
 
@@ -507,8 +522,6 @@ def _close_run(run: _Run, totals: _Totals) -> None:
         if totals.timelines:
             end = status_end if v.job_id is None else ends.get(v.job_id, -1)
             totals.ends.append(max(end, max(v.seqs, default=end)))
-    run.ends = {}
-    run.violations = []
     for job_id, (points, last_seen) in run.status_changes.items():
         ordered = sorted(points.items())
         spent: dict[str, float] = {}
@@ -518,22 +531,21 @@ def _close_run(run: _Run, totals: _Totals) -> None:
             until = ordered[index + 1][0] if index + 1 < len(ordered) else last_seen[0]
             spent[status] = round(spent.get(status, 0.0) + max(0.0, until - since), 6)
         totals.time_in_status.append((job_id, number, spent))
-    run.status_changes = {}
     totals.terminal_jobs += len(run.terminal_at)
     totals.notified += len(run.notified & run.terminal_at.keys())
-    run.hooks_of = {}
+    if not totals.hold:  # let go now (else with the report: ``hold``)
+        run.release()
 
 
 def _closed_clients(run: _Run, totals: _Totals) -> Iterator[Found]:
     """What each client's judge found, client by client (in the order of their first
     requests); once a client's are taken, its counts go to ``totals`` and its judge is let
-    go (the run's ``clients`` is left empty), or with ``hold`` kept in ``totals.held``."""
+    go (the run's ``clients`` is left empty), or with ``hold`` kept."""
     hooks = run.hooks_of
     clients = run.clients
-    run.clients = {}
-    held = totals.held
-    if held is not None:
-        held.append(clients)
+    hold = totals.hold
+    if not hold:
+        run.clients = {}
     number = run.number
     terminal_at = run.terminal_at
     true_by_job = run.true_by_job
@@ -542,7 +554,7 @@ def _closed_clients(run: _Run, totals: _Totals) -> Iterator[Found]:
     delays = totals.delays
     union = totals.union
     for name in list(clients):
-        judge = clients.pop(name) if held is None else clients[name]
+        judge = clients[name] if hold else clients.pop(name)
         yield from judge.iter_found(hooks)
         count = judge.count
         seen_jobs = judge.seen_jobs

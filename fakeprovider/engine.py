@@ -235,7 +235,9 @@ class Engine:
         #: every later one are kept.
         self._wanted: int | None = 0 if follow_changes else None
         self._trim_at = 2 * keep_changes + 64  # trimmed when this many are kept: amortised O(1)
-        self._on_change = on_change
+        #: Called with every state change as it happens (None: nobody listens). The provider
+        #: replaces it when observers come and go.
+        self.on_change = on_change
         #: A webhook dispatcher going to sleep sets the clock reading it wakes at, and what
         #: wakes it: a timed step scheduled before then (a submit's, or one a status read made
         #: due without a state change) calls ``on_early`` once, at once.
@@ -773,8 +775,8 @@ class Engine:
         changes.append(change)
         if len(changes) >= self._trim_at:
             self._trim()
-        if self._on_change is not None:
-            self._on_change(change)
+        if self.on_change is not None:
+            self.on_change(change)
         if scheduled:
             self._due_counter += 1
             heapq.heappush(self._due, (due, self._due_counter, job_id))
@@ -1011,8 +1013,8 @@ class Engine:
             active = self._active.get(job.credential)
             if active is not None:  # a job counts only against its own credential's limit
                 active.discard(job.id)
-        if self._on_change is not None:
-            self._on_change(change)
+        if self.on_change is not None:
+            self.on_change(change)
         if self._waiting and self._status(job) in TERMINAL_STATUSES:
             self._promote(at)
         return view

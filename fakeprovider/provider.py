@@ -146,7 +146,10 @@ class FakeProvider:
         self.settings = RunSettings(
             epoch=self.clock.epoch, time_scale=time_scale, seed=seed, dialect=dialect
         )
-        self._observers: tuple[Callable[[StateChange], None], ...] = ()
+        #: Every observer, in the order they came, and whether it only wants the changes of runs
+        #: whose scenario has webhooks; ``_called``: those the current run calls.
+        self._observers: tuple[tuple[Callable[[StateChange], None], bool], ...] = ()
+        self._called: tuple[Callable[[StateChange], None], ...] = ()
         #: Whether someone reads the state changes through ``advance`` (a webhook dispatcher).
         self._followed = False
         #: Hosts besides loopback addresses and ``localhost`` that webhooks may be sent to.
@@ -209,7 +212,7 @@ class FakeProvider:
                 poll_hints=self.dialect.poll_hints,
                 inline_result=self.dialect.inline_result,
                 queue_at_capacity=self.dialect.queues_at_capacity,
-                on_change=self._changed,
+                on_change=self._listener(),
                 # a reader of ``advance`` (the webhook dispatcher, which reads while the
                 # scenario has webhooks) gets every change of this run, however many come
                 # before it reads; without one, only the latest are kept
@@ -257,21 +260,40 @@ class FakeProvider:
             "limits": limits.to_dict(),
         }
 
-    def observe(self, observer: Callable[[StateChange], None]) -> Callable[[], None]:
+    def observe(
+        self, observer: Callable[[StateChange], None], *, webhooks_only: bool = False
+    ) -> Callable[[], None]:
         """Call ``observer`` with every state change of every run from now on (from the thread
         that caused it, holding the provider's lock: keep it short). Returns a function that
-        stops the calls."""
+        stops the calls. ``webhooks_only``: only in runs whose scenario has webhooks (the
+        webhook dispatcher, which has nothing to do in the others)."""
         with self._lock:
-            self._observers = (*self._observers, observer)
+            self._observers = (*self._observers, (observer, webhooks_only))
+            self.engine.on_change = self._listener()
 
         def forget() -> None:
             with self._lock:
-                self._observers = tuple(o for o in self._observers if o is not observer)
+                self._observers = tuple(o for o in self._observers if o[0] is not observer)
+                self.engine.on_change = self._listener()
 
         return forget
 
+    def _listener(self) -> Callable[[StateChange], None] | None:
+        """What the current run's engine calls with each state change: nothing when no
+        observer listens, the observer itself when one does (a submit makes a change: one
+        call, not two), else ``_changed``. Called holding the lock."""
+        webhooks = self.scenario.webhooks is not None
+        self._called = tuple(
+            o for o, webhooks_only in self._observers if webhooks or not webhooks_only
+        )
+        if not self._called:
+            return None
+        if len(self._called) == 1:
+            return self._called[0]
+        return self._changed
+
     def _changed(self, change: StateChange) -> None:
-        for observer in self._observers:
+        for observer in self._called:
             observer(change)
 
     def receive(self, http: HttpRequest) -> tuple[Reply, HttpResponse]:

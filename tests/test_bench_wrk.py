@@ -1,14 +1,22 @@
 """``benchmarks/bench_wrk.py``'s pure parts: reading wrk's output and building the table.
 
 The benchmark itself (servers under wrk for minutes) is run by hand; these run in
-milliseconds, with no server and no wrk.
+milliseconds, with no server and no wrk, but for the load's per-request ``X-Request-Id``
+(``--request-ids``), which wrk (when installed) and the Python fallback send for a second at
+most to a recording server on 127.0.0.1.
 """
 
 from __future__ import annotations
 
+import http.server
 import os
 import re
+import shutil
+import threading
+from collections.abc import Iterator
+from pathlib import Path
 from types import ModuleType
+from typing import ClassVar
 
 import pytest
 
@@ -141,3 +149,69 @@ def test_the_table_is_the_issues_with_submits_below() -> None:
         "| bare Starlette + uvicorn, httptools + uvloop | 20,000 | 1.00 | 1.2 ms | 47 us | 1.00 |",
         "| fakeprovider, h11 + asyncio | 3,000 | 0.15 | 1.2 ms | - | - |",
     ]
+
+
+class _Recorder(http.server.BaseHTTPRequestHandler):
+    """Answers 200 and notes each request's method, X-Request-Id and body."""
+
+    protocol_version = "HTTP/1.1"
+    seen: ClassVar[list[tuple[str, str | None, bytes]]] = []
+
+    def _answer(self) -> None:
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.seen.append((self.command, self.headers.get("X-Request-Id"), body))
+        self.send_response(200)
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"{}")
+
+    do_GET = do_POST = _answer
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def recorder() -> Iterator[tuple[int, list[tuple[str, str | None, bytes]]]]:
+    seen: list[tuple[str, str | None, bytes]] = []
+    handler = type("Handler", (_Recorder,), {"seen": seen})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server.server_address[1], seen
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+def _scripts(bench: ModuleType, folder: Path) -> None:
+    tag = bench.LUA_REQUEST_IDS, bench.LUA_TAG
+    (folder / "get.lua").write_text(tag[0] + tag[1] + bench.LUA_DONE)
+    (folder / "post.lua").write_text(tag[0] + bench.LUA_POST + tag[1] + bench.LUA_DONE)
+
+
+@pytest.mark.parametrize("method", ["GET", "POST"])
+@pytest.mark.parametrize("client", ["wrk", "python"])
+def test_request_ids_give_every_request_an_x_request_id_of_its_own(
+    recorder: tuple[int, list[tuple[str, str | None, bytes]]],
+    tmp_path: Path,
+    method: str,
+    client: str,
+) -> None:
+    wrk = shutil.which("wrk")
+    if client == "wrk" and wrk is None:
+        pytest.skip("wrk is not installed")
+    bench = _script()
+    port, seen = recorder
+    _scripts(bench, tmp_path)
+    load = bench.Load(wrk if client == "wrk" else None, 2, 1, None, tmp_path, request_ids=True)
+    result = load.run(port, method, "/v1/jobs", 0.3)
+    assert result.requests > 2
+    assert {m for m, _, _ in seen} == {method}
+    ids = [i for _, i, _ in seen]
+    assert None not in ids
+    assert len(set(ids)) == len(ids)
+    if method == "POST":  # the prompts stay varied under the tag
+        assert len({len(body) for _, _, body in seen}) > 2

@@ -13,6 +13,7 @@ import dataclasses
 import os
 import sys
 import threading
+import tracemalloc
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -523,7 +524,7 @@ def test_a_read_far_back_past_the_reads_kept_is_judged_again_keeping_them_all(
 
 def test_a_check_that_holds_its_judges_finds_the_same_and_lets_none_go() -> None:
     """``hold`` (what ``fakeprovider check`` run as the program asks for, to leave freeing to
-    the process's end) keeps each run's judges in the report and changes nothing else."""
+    the process's end) keeps the last run's judges in the report and changes nothing else."""
     others = [
         dataclasses.replace(_read(seq, seq * 10.0, seq * 10.0 + 1), client=f"c{seq % 3}")
         for seq in range(4, 40)
@@ -544,13 +545,42 @@ def test_a_check_that_holds_its_judges_finds_the_same_and_lets_none_go() -> None
         freed, lambda: in_seq_order(journal)
     )
     assert freed.held == ()
-    assert [list(clients) for clients in held.held] == [["c", "c1", "c2", "c0"], ["c"]]
+    assert [list(run.clients) for run in held.held] == [["c"]]  # the last run's, not the first's
     assert all(
-        type(judge) is _judges.ClientJudge for clients in held.held for judge in clients.values()
+        type(judge) is _judges.ClientJudge for run in held.held for judge in run.clients.values()
     )
+    assert [sorted(run.ends) for run in held.held] == [["job_1"]]
     # let go before a large report is made (``_check_cli._let_go``): the report is unchanged
     text = render_streamed(held, lambda: in_seq_order(journal))
     _check_cli._let_go(held)
-    assert [len(clients) for clients in held.held] == [0, 0]
+    assert [(run.clients, run.ends) for run in held.held] == [({}, {})]
     assert render_streamed(held, lambda: in_seq_order(journal)) == text
     assert held.metrics == freed.metrics
+
+
+def test_a_check_that_holds_its_judges_holds_no_more_at_once_for_many_runs() -> None:
+    """Only the last run is held: a run's state is let go as the next run begins, so the
+    memory a journal of many runs takes at its peak is that of one run, as without ``hold``."""
+
+    def runs(count: int) -> list[Entry]:
+        out: list[Entry] = []
+        for _ in range(count):
+            out.append(_admin(0, "/__admin/start", {"scenario": "a", "limits": {}}))
+            out.extend(
+                dataclasses.replace(_read(seq, seq * 1.0, seq * 1.0 + 0.5), client=f"c{seq}")
+                for seq in range(1, 301)
+            )
+        return out
+
+    def peak(journal: list[Entry], hold: bool) -> int:
+        tracemalloc.start()
+        try:
+            report = check_stream(in_seq_order(journal), _limits_of, hold=hold)
+            return tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+            del report
+
+    one, many = runs(1), runs(8)
+    assert peak(many, hold=True) < 1.5 * peak(one, hold=True)
+    assert peak(many, hold=True) < 1.5 * peak(many, hold=False)

@@ -265,6 +265,17 @@ def test_a_listed_change_wakes_the_loop_however_long_it_sleeps(receiver: Receive
     assert woken == [None]
 
 
+def test_a_dispatcher_is_not_called_by_a_run_without_webhooks(receiver: Receiver) -> None:
+    provider = FakeProvider(scenario(receiver, "  events: [job.queued]\n"))
+    with Dispatcher(provider) as dispatcher:
+        assert provider.engine.on_change == dispatcher._changed
+        provider.load("ambiguous-submit")  # no webhooks: a submit calls nothing
+        assert provider.engine.on_change is None
+        provider.load(scenario(receiver, "  events: [job.queued]\n"))
+        assert provider.engine.on_change == dispatcher._changed
+    assert provider.engine.on_change is None
+
+
 def test_an_idle_loop_on_the_machine_clock_sleeps_until_something_is_due(
     receiver: Receiver, serve: Callable[..., ServerThread]
 ) -> None:

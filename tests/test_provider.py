@@ -125,6 +125,66 @@ def test_observers_hear_every_state_change_across_resets_until_they_stop() -> No
     ]
 
 
+def test_the_engine_calls_no_observer_one_observer_itself_or_every_observer_in_order() -> None:
+    clock = VirtualClock()
+    provider = FakeProvider(parse_scenario(TIMED), clock=clock)
+    assert provider.engine.on_change is None  # nobody listens: a submit calls nothing
+    heard: list[tuple[str, str]] = []
+    first = provider.observe(lambda change: heard.append(("first", change.status)))
+    assert provider.engine.on_change is not None
+    assert provider.engine.on_change is not provider._changed  # the observer itself
+    submit(provider)
+    second = provider.observe(lambda change: heard.append(("second", change.status)))
+    provider.reset()
+    submit(provider)
+    first()
+    submit(provider)
+    second()
+    assert provider.engine.on_change is None
+    submit(provider)
+    assert heard == [
+        ("first", "queued"),
+        ("first", "queued"),
+        ("second", "queued"),
+        ("second", "queued"),
+    ]
+
+
+def test_an_observer_of_webhooks_only_hears_the_runs_whose_scenario_has_webhooks() -> None:
+    clock = VirtualClock()
+    provider = FakeProvider(parse_scenario(TIMED), clock=clock)
+    heard: list[str] = []
+    everything: list[str] = []
+    forget = provider.observe(lambda change: heard.append(change.job_id), webhooks_only=True)
+    provider.observe(lambda change: everything.append(change.job_id))
+    quiet = submit(provider)
+    provider.load(parse_scenario(TIMED + WEBHOOKS))
+    loud = submit(provider)
+    provider.load(parse_scenario(TIMED))
+    submit(provider)
+    provider.load(parse_scenario(TIMED + WEBHOOKS))
+    forget()
+    submit(provider)
+    assert heard == [loud]
+    assert len(everything) == 4
+    assert everything[0] == quiet
+
+
+def test_an_observer_given_twice_is_forgotten_whole() -> None:
+    provider = FakeProvider(parse_scenario(TIMED), clock=VirtualClock())
+    heard: list[StateChange] = []
+
+    def observer(change: StateChange) -> None:
+        heard.append(change)
+
+    forget = provider.observe(observer)
+    provider.observe(observer)
+    forget()
+    submit(provider)
+    assert heard == []
+    assert provider.engine.on_change is None
+
+
 def test_a_provider_read_through_advance_keeps_every_change_of_a_new_run_until_read() -> None:
     provider = FakeProvider(parse_scenario(TIMED + WEBHOOKS), clock=VirtualClock())
     provider.advance(0)  # someone (the webhook dispatcher) reads the changes
