@@ -66,6 +66,7 @@ __all__ = [
 Hooks = Mapping[str, Sequence[tuple[float, str | None]]]
 
 _INF = math.inf
+_NEG_INF = -math.inf  # (one float: ``-math.inf`` makes one each time)
 _bisect_left = bisect.bisect_left
 _heappop = heapq.heappop
 _heappush = heapq.heappush
@@ -335,9 +336,9 @@ class ClientJudge(Judge):
         # request body -> its last submit, when it failed under an Idempotency-Key
         self.rs_last: dict[str | None, EntryLike] = _NO_DICT
         # request body -> job -> the submits that made it: (seq, Idempotency-Key, credential)
-        self.rs_open: dict[str | None, dict[str, list[tuple[int, str | None, str | None]]]] = (
-            _NO_DICT
-        )
+        self.rs_open: dict[
+            str | None, dict[str, tuple[tuple[int, str | None, str | None], ...]]
+        ] = _NO_DICT
         self.rs_found: list[Violation] = _NO_LIST
         self.rs_held: _Job | None = None  # the job that last kept a failed read as its old one
         # credential -> heap of (headers at, index, seq, kind, job, status code), or one of
@@ -1387,15 +1388,16 @@ class ClientJudge(Judge):
             makers = candidates.get(job_id)
             maker = (s.seq, s.idempotency_key, s.credential)
             if makers is None:
-                candidates[job_id] = [maker]
+                candidates[job_id] = (maker,)  # (a tuple: one object, not a list's two)
             elif len(makers) == 1 and makers[0][1:] != maker[1:]:
-                makers.append(maker)  # the first submit under another key: an origin for some
+                # the first submit under another key: an origin for some
+                candidates[job_id] = (makers[0], maker)
 
     def _resubmitted(
         self,
         s: EntryLike,
         previous: EntryLike | None,
-        candidates: dict[str, list[tuple[int, str | None, str | None]]],
+        candidates: dict[str, tuple[tuple[int, str | None, str | None], ...]],
         seq: int,
     ) -> None:
         if previous is not None and previous.failed and previous.idempotency_key is not None:
@@ -1856,8 +1858,8 @@ class BoundedStatusRate(Judge):
         self.base = 0
         self.lo = 0
         self.count = 0
-        self.dropped = -math.inf  # the latest reading among the reads let go
-        self.forgotten = -math.inf  # the latest reading among the reads forgotten
+        self.dropped = _NEG_INF  # the latest reading among the reads let go
+        self.forgotten = _NEG_INF  # the latest reading among the reads forgotten
         # the reads let go, sorted by when they were received (all no later than ``at``'s)
         # (empty and shared until reads are let go: a judge per client of many)
         self.gone_at, self.gone_index, self.gone_seq = _NO_GONE
