@@ -66,6 +66,7 @@ __all__ = [
 Hooks = Mapping[str, Sequence[tuple[float, str | None]]]
 
 _INF = math.inf
+_NEG_INF = -math.inf  # (one float: ``-math.inf`` makes one each time)
 _bisect_left = bisect.bisect_left
 _heappop = heapq.heappop
 _heappush = heapq.heappush
@@ -211,7 +212,7 @@ class _Job:
         # no_resubmission: the earliest moment an answer showed the client the job ended, and
         # the last status read when it failed; a submit is held to the entries of the seqs
         # before its own, so the seq of the latest entry that told, and both as they were
-        # before that seq
+        # before that seq (that read let go once a later seq holds one: ``ClientJudge._held``)
         self.rs_ended = _INF
         self.rs_read: EntryLike | None = None
         self.rs_seq: int | None = None
@@ -292,6 +293,7 @@ class ClientJudge(Judge):
         "rates",
         "retries",
         "rs_found",
+        "rs_held",
         "rs_last",
         "rs_open",
         "seen_jobs",
@@ -334,10 +336,11 @@ class ClientJudge(Judge):
         # request body -> its last submit, when it failed under an Idempotency-Key
         self.rs_last: dict[str | None, EntryLike] = _NO_DICT
         # request body -> job -> the submits that made it: (seq, Idempotency-Key, credential)
-        self.rs_open: dict[str | None, dict[str, list[tuple[int, str | None, str | None]]]] = (
-            _NO_DICT
-        )
+        self.rs_open: dict[
+            str | None, dict[str, tuple[tuple[int, str | None, str | None], ...]]
+        ] = _NO_DICT
         self.rs_found: list[Violation] = _NO_LIST
+        self.rs_held: _Job | None = None  # the job that last kept a failed read as its old one
         # credential -> heap of (headers at, index, seq, kind, job, status code), or one of
         # them as itself
         self.au_pending: dict[str | None, Any] = _NO_DICT
@@ -446,7 +449,7 @@ class ClientJudge(Judge):
             job.shown = True
             self.shown_jobs.append(job)
         if job.sr_saw is None and status in SUCCESS_STATUSES:
-            job.sr_saw = (seq, seen, status, e.client)
+            job.sr_saw = (seq, seen, status, self.client)
         if ok and e.inline_result is True:
             self._retrieved(e, job)
         if job.pr_pending_seq != seq:
@@ -476,7 +479,13 @@ class ClientJudge(Judge):
             if job.rs_seq != seq:
                 job.rs_seq = seq
                 job.rs_old_ended = job.rs_ended
-                job.rs_old_read = job.rs_read
+                old = job.rs_old_read = job.rs_read
+                if old is not None:  # (``_held``)
+                    held = self.rs_held
+                    if held is not job:
+                        if held is not None and held.rs_seq != seq:
+                            held.rs_old_read = None
+                        self.rs_held = job
             if terminal and seen < job.rs_ended:
                 job.rs_ended = seen
             job.rs_read = e if failed else None
@@ -486,7 +495,7 @@ class ClientJudge(Judge):
         failed_last = self.failed_last
         group = None
         if failed_last or failed:
-            group = ("status", job_id)
+            group = ("status", job.job_id)  # (the judge's string: not the entry's kept)
             if failed_last.get(group, False):
                 self.retries += 1
             if failed or group in failed_last:
@@ -496,7 +505,7 @@ class ClientJudge(Judge):
         unsuccessful = failed or (400 <= code < 500 and code != 401 and code != 403)  # type: ignore[operator]
         if unsuccessful or not job.br_clean:
             if group is None:
-                group = ("status", job_id)
+                group = ("status", job.job_id)
             groups = self.br_groups
             failures = groups.get(group, _NEW)
             # (None: the group was reported, and nothing changes it any more)
@@ -726,6 +735,8 @@ class ClientJudge(Judge):
                         other.rs_seq = seq
                         other.rs_old_ended = other.rs_ended
                         other.rs_old_read = other.rs_read
+                        if other.rs_read is not None:
+                            self._held(other, seq)
                     if seen < other.rs_ended:
                         other.rs_ended = seen
         elif job is not None:
@@ -743,6 +754,8 @@ class ClientJudge(Judge):
                     job.rs_seq = seq
                     job.rs_old_ended = job.rs_ended
                     job.rs_old_read = job.rs_read
+                    if job.rs_read is not None:
+                        self._held(job, seq)
                 if terminal and seen < job.rs_ended:
                     job.rs_ended = seen
                 if kind == "status":
@@ -948,7 +961,7 @@ class ClientJudge(Judge):
             job.shown = True
             self.shown_jobs.append(job)
         if job.sr_saw is None and status in SUCCESS_STATUSES:
-            job.sr_saw = (seq, seen, status, e.client)
+            job.sr_saw = (seq, seen, status, self.client)
         if ok and e.inline_result is True:
             self._retrieved(e, job)
         if job.pr_pending_seq != seq:
@@ -973,6 +986,8 @@ class ClientJudge(Judge):
                 job.rs_seq = seq
                 job.rs_old_ended = job.rs_ended
                 job.rs_old_read = job.rs_read
+                if job.rs_read is not None:
+                    self._held(job, seq)
             if seen < job.rs_ended:
                 job.rs_ended = seen
             if job_id and completed is not None and job.seen_at is None:
@@ -1067,7 +1082,7 @@ class ClientJudge(Judge):
             job.shown = True
             self.shown_jobs.append(job)
         if job.sr_saw is None and status in SUCCESS_STATUSES:
-            job.sr_saw = (seq, seen, status, e.client)
+            job.sr_saw = (seq, seen, status, self.client)
         if ok:
             self._retrieved(e, job)
         if job.pr_pending_seq != seq:
@@ -1094,6 +1109,8 @@ class ClientJudge(Judge):
                 job.rs_seq = seq
                 job.rs_old_ended = job.rs_ended
                 job.rs_old_read = job.rs_read
+                if job.rs_read is not None:
+                    self._held(job, seq)
             if seen < job.rs_ended:
                 job.rs_ended = seen
             if job_id and completed is not None and job.seen_at is None:
@@ -1103,7 +1120,7 @@ class ClientJudge(Judge):
                 self.seen_jobs.append(job)
 
         # bounded_retries, and the retries the metrics count
-        group = ("content", job_id)
+        group = ("content", job.job_id)
         failed_last = self.failed_last
         if failed_last or failed:
             if failed_last.get(group, False):
@@ -1189,7 +1206,7 @@ class ClientJudge(Judge):
         seq = e.seq
         # single_retrieval
         if job.sr_saw is None and status in SUCCESS_STATUSES:
-            job.sr_saw = (seq, seen, status, e.client)
+            job.sr_saw = (seq, seen, status, self.client)
         if retrieval:
             self._retrieved(e, job)
         # no_premature_retrieval
@@ -1340,6 +1357,16 @@ class ClientJudge(Judge):
             )
         )
 
+    def _held(self, job: _Job, seq: int) -> None:
+        """``job`` now holds a failed read as ``rs_old_read`` (its read before ``seq``, for a
+        submit of that seq only): the job that held one before, at an earlier seq, lets its
+        go (the entries come in seq order, so no submit of that seq is still to come), so
+        that a judge holds about one such entry, not one a job."""
+        held = self.rs_held
+        if held is not None and held.rs_seq != seq:
+            held.rs_old_read = None
+        self.rs_held = job
+
     def _submitted(self, s: EntryLike, failed: bool, seq: int) -> None:
         """``no_resubmission``'s part for a submit (of ``seq``)."""
         digest = s.request_digest
@@ -1361,15 +1388,16 @@ class ClientJudge(Judge):
             makers = candidates.get(job_id)
             maker = (s.seq, s.idempotency_key, s.credential)
             if makers is None:
-                candidates[job_id] = [maker]
+                candidates[job_id] = (maker,)  # (a tuple: one object, not a list's two)
             elif len(makers) == 1 and makers[0][1:] != maker[1:]:
-                makers.append(maker)  # the first submit under another key: an origin for some
+                # the first submit under another key: an origin for some
+                candidates[job_id] = (makers[0], maker)
 
     def _resubmitted(
         self,
         s: EntryLike,
         previous: EntryLike | None,
-        candidates: dict[str, list[tuple[int, str | None, str | None]]],
+        candidates: dict[str, tuple[tuple[int, str | None, str | None], ...]],
         seq: int,
     ) -> None:
         if previous is not None and previous.failed and previous.idempotency_key is not None:
@@ -1818,7 +1846,8 @@ class BoundedStatusRate(Judge):
         rate = limits.status_rate
         self.allowed = 0 if rate is None else max(1, math.floor(rate * self.window + EPSILON))
         self.at: list[float] = []  # when each read kept was received, sorted
-        self.times: list[tuple[float, int, int]] = []  # (received at, arrival, seq), alike
+        # (received at, arrival, seq), alike (shared and empty while reads come in order)
+        self.times: list[tuple[float, int, int]] = _NO_LIST
         # while every read so far was received no earlier than the one before it (the usual
         # case), ``times`` stays empty: the reads kept are ``at`` and their seqs ``seqs``, the
         # first of them the ``base``-th read, and ``lo`` is where the latest read's window
@@ -1829,8 +1858,8 @@ class BoundedStatusRate(Judge):
         self.base = 0
         self.lo = 0
         self.count = 0
-        self.dropped = -math.inf  # the latest reading among the reads let go
-        self.forgotten = -math.inf  # the latest reading among the reads forgotten
+        self.dropped = _NEG_INF  # the latest reading among the reads let go
+        self.forgotten = _NEG_INF  # the latest reading among the reads forgotten
         # the reads let go, sorted by when they were received (all no later than ``at``'s)
         # (empty and shared until reads are let go: a judge per client of many)
         self.gone_at, self.gone_index, self.gone_seq = _NO_GONE

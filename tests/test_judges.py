@@ -256,7 +256,7 @@ def test_the_bounded_status_rate_judges_reads_in_order_as_its_general_path_does(
     gives up on the same read."""
     lane = _judges.BoundedStatusRate(limits, keep_gone=keep_gone or _judges.KEEP_GONE)
     general = _judges.BoundedStatusRate(limits, keep_gone=keep_gone or _judges.KEEP_GONE)
-    general.ordered = False
+    general._unorder()  # (no reads yet: the general path from the first)
 
     def state(judge: _judges.BoundedStatusRate) -> tuple[object, ...]:
         kept = _kept(judge)
@@ -341,6 +341,56 @@ def test_a_long_poller_reading_in_order_keeps_the_reads_let_go_in_arrays() -> No
     assert list(judge.gone_index[:3]) == [0, 1, 2]
     assert len(judge.gone_index) == n + 1 - len(judge.times) == len(judge.gone_at)
     assert judge.close({}) == []
+
+
+def test_a_failed_read_kept_for_a_submit_of_the_same_seq_outlives_another_jobs_at_that_seq() -> (
+    None
+):
+    """A judge holds one job's read before the latest seq that told (``rs_old_read``) and
+    lets it go when another job keeps one at a later seq; at the same seq (seqs repeat) both
+    are kept: the submit of seq 3 below is held to job j_a's failed read #2."""
+
+    def entry(seq: int, kind: str, job_id: str, code: int, status: str | None) -> Entry:
+        return Entry(
+            seq=seq,
+            kind=kind,
+            job_id=job_id,
+            method="POST" if kind == "submit" else "GET",
+            path="/v1/jobs" if kind == "submit" else f"/v1/jobs/{job_id}",
+            client="c",
+            received_at=float(seq),
+            response_started_at=seq + 0.1,
+            completed_at=seq + 0.1,
+            status_code=code,
+            job_status=status,
+            request_digest="d" if kind == "submit" else None,
+        )
+
+    journal = [
+        entry(1, "submit", "j_a", 202, "queued"),
+        entry(2, "status", "j_a", 503, None),
+        entry(2, "status", "j_b", 503, None),
+        entry(3, "status", "j_a", 200, "processing"),
+        entry(3, "status", "j_b", 200, "processing"),
+        entry(3, "submit", "j_c", 202, "queued"),
+    ]
+    judge = _judges.ClientJudge(Limits())
+    judge.extend(journal)
+    found = [v for v in judge.close({}) if v.invariant == "no_resubmission"]
+    assert found == list(_rules.no_resubmission(journal, Limits()))
+    assert [(v.seqs, v.message) for v in found] == [
+        (
+            (1, 2, 3),
+            "submit #3 at 3.000 s created job j_c for the same request as job j_a after"
+            " status read #2 of that job failed (503); a failed status read does not mean"
+            " the job failed",
+        )
+    ]
+    assert judge.jobs["j_a"].rs_old_read is journal[1]
+    judge.add(entry(4, "status", "j_c", 503, None))
+    judge.add(entry(5, "status", "j_c", 200, "processing"))
+    assert judge.jobs["j_b"].rs_old_read is None  # j_c keeps one at a later seq
+    assert judge.jobs["j_c"].rs_old_read is not None
 
 
 def test_a_client_that_only_submits_and_reads_makes_no_container_of_the_rules_it_never_needs() -> (

@@ -79,6 +79,11 @@ _FPS = 24
 _EXPIRES_AFTER = 172800
 
 
+#: The optional parameters ``_invalid`` wants integers of, and those it wants strings of.
+_INTEGERS = frozenset({"duration", "seed", "frames", "execution_expires_after"})
+_STRINGS = frozenset({"ratio", "resolution"})
+
+
 def _bad(name: str, why: str) -> str:
     """Ark's message for a bad parameter."""
     return f"The parameter `{name}` specified in the request is not valid: {why}."
@@ -140,6 +145,8 @@ class ArkDialect(Dialect):
             isinstance(callback, str) and callback.startswith(("http://", "https://"))
         ):
             return _bad("callback_url", "it must be an http(s) URL")
+        if _INTEGERS.isdisjoint(body) and _STRINGS.isdisjoint(body):
+            return None  # none of the checks below has a value to refuse (most creates)
         for key in ("duration", "seed", "frames", "execution_expires_after"):
             value = body.get(key)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int)):

@@ -140,8 +140,9 @@ class DashScopeDialect(Dialect):
         prompt = data.get("prompt")
         if prompt is not None and not isinstance(prompt, str):
             return "Input.prompt should be a valid string."
-        has_image = any(data.get(key) for key in ("img_url", "first_frame_url", "media"))
-        if not (isinstance(prompt, str) and prompt.strip()) and not has_image:
+        if not (isinstance(prompt, str) and prompt.strip()) and not any(
+            data.get(key) for key in ("img_url", "first_frame_url", "media")
+        ):  # an input image is looked for only without a prompt
             return "Field required: input.prompt or an input image."
         parameters = body.get("parameters", {})
         if not isinstance(parameters, dict):

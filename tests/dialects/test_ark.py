@@ -7,6 +7,8 @@ from typing import Any
 
 import httpx
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from .helpers import (
     CLIENT_HEADERS,
@@ -425,3 +427,92 @@ def test_sdk_callbacks_parse_as_tasks() -> None:
         ("job.succeeded", "succeeded", None, 1, 204),
         ("job.succeeded", "succeeded", "duplicate", 1, 204),
     ]
+
+
+#: JSON values of every type, as a decoded body holds them.
+_VALUES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-3, 3),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.sampled_from(["", " ", "x", "http://h", "https://h", "ftp://h", "16:9"]),
+    st.lists(st.integers(0, 1), max_size=2),
+    st.dictionaries(st.sampled_from(["a", "text"]), st.integers(0, 1), max_size=1),
+)
+
+
+def _ark_invalid_written_out(body: dict[str, Any]) -> str | None:
+    """``ArkDialect._invalid`` as it was written before its lane: every check in turn."""
+    from fakeprovider.dialects.ark import _CONTENT_TYPES, _bad
+
+    if not isinstance(body.get("model"), str) or not body["model"]:
+        return _bad("model", "it is required")
+    content = body.get("content")
+    if not isinstance(content, list) or not content:
+        return _bad("content", "it must be a non-empty list")
+    for index, item in enumerate(content):
+        kind = item.get("type") if isinstance(item, dict) else None
+        if kind not in _CONTENT_TYPES:
+            shown = ", ".join(_CONTENT_TYPES)
+            return _bad(f"content[{index}].type", f"use one of {shown}")
+        if kind == "text" and not (isinstance(item.get("text"), str) and item["text"].strip()):
+            return _bad(f"content[{index}].text", "it must be a non-empty string")
+    callback = body.get("callback_url")
+    if callback is not None and not (
+        isinstance(callback, str) and callback.startswith(("http://", "https://"))
+    ):
+        return _bad("callback_url", "it must be an http(s) URL")
+    for key in ("duration", "seed", "frames", "execution_expires_after"):
+        value = body.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            return _bad(key, "it must be an integer")
+    for key in ("ratio", "resolution"):
+        value = body.get(key)
+        if value is not None and not isinstance(value, str):
+            return _bad(key, "it must be a string")
+    return None
+
+
+@given(
+    body=st.dictionaries(
+        st.sampled_from(
+            [
+                "callback_url",
+                "duration",
+                "seed",
+                "frames",
+                "execution_expires_after",
+                "ratio",
+                "resolution",
+                "other",
+            ]
+        ),
+        _VALUES,
+        max_size=2,
+    ),
+    content=st.one_of(
+        st.none(),
+        st.just([{"type": "text", "text": "a cat"}]),
+        st.just([{"type": "image_url"}, {"type": "text", "text": "a cat"}]),
+        st.lists(
+            st.one_of(
+                _VALUES,
+                st.fixed_dictionaries(
+                    {"type": st.sampled_from(["text", "image_url", "x"]), "text": _VALUES}
+                ),
+            ),
+            max_size=3,
+        ),
+    ),
+    model=st.sampled_from([None, "seedance", "seedance", ""]),
+)
+def test_a_create_is_refused_for_what_every_check_in_turn_refuses(
+    body: dict[str, Any], content: list[Any] | None, model: str | None
+) -> None:
+    from fakeprovider.dialects.ark import ArkDialect
+
+    if content is not None:
+        body["content"] = content
+    if model is not None:
+        body["model"] = model
+    assert ArkDialect._invalid(body) == _ark_invalid_written_out(body)

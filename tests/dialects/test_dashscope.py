@@ -11,6 +11,8 @@ from typing import Any
 
 import httpx
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from .helpers import (
     CLIENT_HEADERS,
@@ -353,3 +355,65 @@ def test_rate_limited_v1_hands_back_the_429_and_v2_retries_it(v1: Any) -> None:
     with serve_inprocess("dashscope", "rate-limited") as (provider, url):
         assert v2_run(url).status == "SUCCEEDED"
         assert violated(provider) == set()
+
+
+#: JSON values of every type, as a decoded body holds them.
+_VALUES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-3, 3),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.sampled_from(["", " ", "x", "http://h", "https://h", "ftp://h", "16:9"]),
+    st.lists(st.integers(0, 1), max_size=2),
+    st.dictionaries(st.sampled_from(["a", "text"]), st.integers(0, 1), max_size=1),
+)
+
+
+def _dashscope_invalid_written_out(body: dict[str, Any]) -> str | None:
+    """``DashScopeDialect._invalid`` as it was written before: the image looked for first."""
+    if not isinstance(body.get("model"), str) or not body["model"]:
+        return "Model not exist."
+    data = body.get("input")
+    if not isinstance(data, dict):
+        return "Input should be a valid dictionary."
+    prompt = data.get("prompt")
+    if prompt is not None and not isinstance(prompt, str):
+        return "Input.prompt should be a valid string."
+    has_image = any(data.get(key) for key in ("img_url", "first_frame_url", "media"))
+    if not (isinstance(prompt, str) and prompt.strip()) and not has_image:
+        return "Field required: input.prompt or an input image."
+    parameters = body.get("parameters", {})
+    if not isinstance(parameters, dict):
+        return "Parameters should be a valid dictionary."
+    duration = parameters.get("duration")
+    if duration is not None and (isinstance(duration, bool) or not isinstance(duration, int)):
+        return "Parameters.duration should be a valid integer."
+    return None
+
+
+@given(
+    body=st.dictionaries(st.sampled_from(["model", "input", "parameters", "other"]), _VALUES),
+    data=st.one_of(
+        st.none(),
+        st.just({"prompt": "a cat"}),
+        st.just({"prompt": " "}),
+        st.just({"prompt": "", "media": [1]}),
+        st.dictionaries(
+            st.sampled_from(["prompt", "img_url", "first_frame_url", "media", "other"]), _VALUES
+        ),
+    ),
+    parameters=st.one_of(st.none(), st.dictionaries(st.just("duration"), _VALUES)),
+    model=st.sampled_from([None, "wan2.2-t2v-plus", "wan2.2-t2v-plus", ""]),
+)
+def test_a_submit_is_refused_for_what_every_check_in_turn_refuses(
+    body: dict[str, Any],
+    data: dict[str, Any] | None,
+    parameters: dict[str, Any] | None,
+    model: str | None,
+) -> None:
+    from fakeprovider.dialects.dashscope import DashScopeDialect
+
+    for name, value in (("input", data), ("parameters", parameters), ("model", model)):
+        if value is not None:
+            body[name] = value
+    assert DashScopeDialect._invalid(body) == _dashscope_invalid_written_out(body)
