@@ -110,6 +110,11 @@ class FakeProviderApp:
         self._lanes_kept: dict[tuple[Any, ...], _Lane] = {}
         #: The body lanes of the last scopes with a body (``_body_lane``), by their parts.
         self._body_lanes: dict[tuple[Any, ...], _BodyLane] = {}
+        #: Lanes found and lanes made since ``_keep`` last looked, and whether the lanes made
+        #: (and their ``HttpRequest``s) are kept.
+        self._hits = 0
+        self._made = 0
+        self._keeping = True
         #: Whether requests without a body take their lane (``_lane``, the journal completed
         #: in place): not for a provider whose class answers or journals
         #: otherwise (the pytest plugin's records what fails in ``receive`` and ``sent``).
@@ -188,6 +193,8 @@ class FakeProviderApp:
                         key, body_lane = None, None
                     if body_lane is None or body_lane[1] is not provider.dialect:
                         body_lane = self._body_lane(scope, provider, key)
+                    else:
+                        self._hits += 1
                     bare, dialect, parse, renderers, said = body_lane
                     # ``bare`` with the body (and this body's length where the lane's said
                     # another): the same fields, in the same order
@@ -215,6 +222,8 @@ class FakeProviderApp:
                         lane = None
                     if lane is None or lane[1] is not provider.dialect:
                         lane = self._lane(scope, provider)
+                    else:
+                        self._hits += 1
                     http, dialect, request, render = lane
                 if request is None:  # the dialect parses each request whole
                     reply, response = provider.receive(http)
@@ -346,6 +355,8 @@ class FakeProviderApp:
             key, lane = None, None
         if lane is None or lane[1] is not provider.dialect:
             lane = self._body_lane(scope, provider, key)
+        else:
+            self._hits += 1
         bare, _, parse, _, said = lane
         headers = bare.headers
         if said is not None and said != length:
@@ -394,7 +405,7 @@ class FakeProviderApp:
             lane = (http, dialect, dialect.body_parser(http), {}, said)
         except Exception:
             return (http, dialect, None, {}, None)
-        if key is not None:
+        if key is not None and self._keep():
             lanes = self._body_lanes
             if len(lanes) >= _REQUESTS_KEPT:
                 lanes.clear()
@@ -417,13 +428,26 @@ class FakeProviderApp:
             request = provider.unparsed(http, exc)
             return (http, dialect, request, dialect.renderer(request.kind))
         lane = (http, dialect, request, dialect.renderer(request.kind))
-        if request.body is None:
+        if request.body is None and self._keep():
             lanes = self._lanes_kept
             with contextlib.suppress(TypeError):  # a part that cannot be a key: not kept
                 if len(lanes) >= _REQUESTS_KEPT:
                     lanes.clear()
                 lanes[_scope_key(scope)] = lane
         return lane
+
+    def _keep(self) -> bool:
+        """Whether to keep the lane just made (and counted): while lanes are found at least
+        once for every ``_HIT_SHARE`` made (looked at every ``_LANE_WINDOW`` made), and one in
+        every ``_PROBE`` besides, so that traffic that starts repeating itself shows it. A
+        client that sends a header of its own with every request (a request id, a trace, an
+        idempotency key) never finds its lanes again: keeping them, and the ``HttpRequest``s
+        made for them, and forgetting them when full, would only cost it."""
+        made = self._made = self._made + 1
+        if made >= _LANE_WINDOW:
+            self._keeping = self._hits * _HIT_SHARE >= made
+            self._hits = self._made = 0
+        return self._keeping or made % _PROBE == 0
 
     def _request(self, scope: Scope) -> HttpRequest:
         """The ``HttpRequest`` for ``scope`` without a body: the very object made for the same
@@ -443,7 +467,7 @@ class FakeProviderApp:
         else:
             if made is not None:
                 return made
-            keep = True
+            keep = self._keeping
         headers = _header_dict(scope["headers"])
         made = _http_request(
             scope["method"],
@@ -705,6 +729,12 @@ _BodyLane = tuple[
 ]
 #: Scopes whose ``HttpRequest`` the app keeps at most (``FakeProviderApp._request``).
 _REQUESTS_KEPT = 512
+#: Lanes made between looks at how often lanes are found (``FakeProviderApp._keep``); lanes
+#: are kept while at least one is found for every ``_HIT_SHARE`` made, and else one in
+#: ``_PROBE``.
+_LANE_WINDOW = 256
+_HIT_SHARE = 4
+_PROBE = 16
 _new = object.__new__
 
 

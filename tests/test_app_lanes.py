@@ -699,3 +699,49 @@ def test_one_body_lane_serves_submits_of_every_length() -> None:
     ((key, lane),) = side.app._body_lanes.items()
     assert key == ("POST", "/v1/jobs", b"", CLIENTS[0], "http", 1, *_SUBMIT_HEADERS)
     assert lane[4] == b"%d" % len(_prompted("generic", 1).encode())
+
+
+def test_lanes_stop_being_kept_for_requests_that_never_repeat_and_start_again_when_they_do(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Submits and status reads each with a header of its own (a request id): lanes are made
+    and not found again, so after a window they are no longer kept (but for a probe in
+    ``_PROBE``); the same requests again and again: the probes are found, and lanes are kept
+    again. Answered, journaled and handed to the dialect as made afresh throughout."""
+    monkeypatch.setattr(app_module, "_LANE_WINDOW", 8)
+    monkeypatch.setattr(app_module, "_PROBE", 3)
+    fast, general = _Side("generic", "long-render", True), _Side("generic", "long-render", False)
+    seen = [_seen_by_the_dialect(side) for side in (fast, general)]
+    keeping = []
+
+    def both(method: str, path: str, headers: list[Any], body: bytes) -> None:
+        scope = _scope(method, path, b"", _with_length(headers, body, "last"), CLIENTS[0])
+        answers = [side.call(scope, [body] if body else []) for side in (fast, general)]
+        assert answers[0] == answers[1], (method, path, headers)
+
+    for round_, phase in enumerate(("own ids", "repeated", "own ids")):
+        for n in range(40):
+            own = [(b"x-request-id", b"r%d-%d" % (round_, n))] if phase == "own ids" else []
+            body = _prompted("generic", 1 + n % 7).encode()
+            both("POST", "/v1/jobs", [*_SUBMIT_HEADERS, *own], body)
+            job = list(fast.provider.engine.jobs)[n % 3].id
+            both("GET", f"/v1/jobs/{job}", [HEADERS[0], *own], b"")
+        keeping.append((phase, fast.app._keeping))
+    assert keeping == [("own ids", False), ("repeated", True), ("own ids", False)]
+    assert fast.sink.getvalue() == general.sink.getvalue()
+    assert seen[0] == seen[1]
+
+
+def test_lanes_are_kept_while_found_at_least_once_for_every_four_made(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(app_module, "_LANE_WINDOW", 8)
+    app = create_app(FakeProvider("long-render", clock=VirtualClock()))
+    verdicts = []
+    for hits in (2, 1, 0, 5):
+        app._hits = hits
+        kept = [app._keep() for _ in range(8)]
+        verdicts.append((app._keeping, kept.count(True)))
+    # each window's verdict holds for the next: 2 found for 8 made keeps, 1 does not (and
+    # with windows shorter than ``_PROBE`` no probe falls in them); 5 keeps again
+    assert verdicts == [(True, 8), (False, 7), (False, 0), (True, 1)]

@@ -22,7 +22,7 @@ from fakeprovider.http import (
     safe_header_value,
     wire_problem,
 )
-from fakeprovider.messages import ApiError, StateChange
+from fakeprovider.messages import ApiError, StateChange, default_job_id
 from fakeprovider.provider import FakeProvider
 from fakeprovider.scenario import parse_scenario
 from fakeprovider.settings import RunSettings
@@ -123,6 +123,19 @@ def test_observers_hear_every_state_change_across_resets_until_they_stop() -> No
         (second, "processing"),
         (second, "succeeded"),
     ]
+
+
+@pytest.mark.parametrize("dialect", ["generic", "ark", "replicate"])
+def test_job_ids_are_the_dialects_own_and_the_generic_ones_made_without_its_method(
+    dialect: str,
+) -> None:
+    provider = FakeProvider(parse_scenario(TIMED), clock=VirtualClock(), dialect=dialect)
+    made = provider.dialect.new_job_id
+    if dialect == "generic":
+        assert provider.engine._new_id is default_job_id
+    else:
+        assert provider.engine._new_id == made
+    assert [provider.engine._new_id(7, n) for n in (1, 2)] == [made(7, 1), made(7, 2)]
 
 
 def test_the_engine_calls_no_observer_one_observer_itself_or_every_observer_in_order() -> None:
