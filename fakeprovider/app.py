@@ -14,7 +14,6 @@ import contextlib
 import dataclasses
 import hmac
 import json
-import operator
 import socket
 import struct
 import time
@@ -468,7 +467,7 @@ class FakeProviderApp:
             if made is not None:
                 return made
             keep = self._keeping
-        headers = _header_dict(scope["headers"])
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         made = _http_request(
             scope["method"],
             scope["path"],
@@ -531,29 +530,6 @@ def _scope_key(scope: Scope) -> tuple[Any, ...]:
         scope.get("scheme", "http"),
         *scope["headers"],
     )
-
-
-def _header_dict(fields: Any) -> dict[str, str]:
-    """``{k.decode("latin-1").lower(): v.decode("latin-1") for k, v in fields}``, the same
-    dict (names in the order first given, a repeated name's last value), made by a few calls
-    over every field at once: the names joined, decoded and lower-cased as one text and split
-    again, the values too. Lower-casing Latin-1 text is one character at a time, so the joined
-    text lower-cased is each name lower-cased. Fields that hold the separator (NUL), are not
-    bytes or not pairs are decoded one by one as before (which raises as before)."""
-    try:
-        names = b"\x00".join(map(_name, fields)).decode("latin-1").lower().split("\x00")
-        values = b"\x00".join(map(_value, fields)).decode("latin-1").split("\x00")
-        # not with no fields, a NUL in one, or a field that is no pair (which unpacks in error)
-        whole = len(names) == len(fields) == len(values) and set(map(len, fields)) == _PAIRS
-    except Exception:  # not bytes, or not pairs: the comprehension says what is wrong
-        whole = False
-    if not whole:
-        return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in fields}
-    return dict(zip(names, values, strict=True))
-
-
-_name, _value = operator.itemgetter(0), operator.itemgetter(1)
-_PAIRS = {2}
 
 
 def _body_key(scope: Scope, length: bytes) -> tuple[Any, ...]:

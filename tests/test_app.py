@@ -12,12 +12,9 @@ import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 import fakeprovider
 from fakeprovider import app as app_module
@@ -1086,42 +1083,3 @@ def test_a_token_is_made_up_only_for_addresses_others_can_reach(host: str, loopb
     assert (made is None) is loopback
     assert made is None or len(made) >= 32
     assert server_module.admin_token_for(host, "given") == "given"
-
-
-#: Header name and value bytes: NUL (the separator), both cases, Latin-1 letters, a newline.
-_FIELD_BYTES = st.binary(max_size=6) | st.sampled_from(
-    [b"Content-Length", b"x-a", b"X-A", b"\xc0\xde\xdf\xff", b"a\x00b", b"\x00", b"", b"\n"]
-)
-
-
-def _written_out(fields: Any) -> Any:
-    """The headers dict decoded one field at a time (or what that raises)."""
-    try:
-        made = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in fields}
-    except Exception as exc:
-        return (type(exc), str(exc))
-    return (made, list(made))
-
-
-@given(
-    fields=st.lists(
-        st.tuples(_FIELD_BYTES, _FIELD_BYTES).map(
-            lambda pair: pair if pair[0][:1] != b"L" else list(pair)  # lists too, as some send
-        ),
-        max_size=8,
-    ),
-    odd=st.sampled_from([None, "text", 7, (b"x-one",), (b"a", b"b", b"c"), (b"a", "b")]),
-)
-def test_the_headers_dict_is_the_one_decoded_field_by_field(fields: list[Any], odd: Any) -> None:
-    """``_header_dict``: the same dict, names in the same order, as the comprehension it
-    replaces; for fields that are not pairs of bytes, the same error."""
-    if odd is not None:
-        fields = [*fields, odd]
-    expected = _written_out(fields)
-    if isinstance(expected[0], type):
-        with pytest.raises(expected[0]) as raised:
-            app_module._header_dict(fields)
-        assert str(raised.value) == expected[1]
-    else:
-        made = app_module._header_dict(fields)
-        assert (made, list(made)) == expected
