@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -491,15 +492,37 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 1
+    except OSError as exc:
+        if exc.errno not in _FULL or exc.filename is not None:
+            return _internal(args.command, exc)
+        # the output could not be written (a full disk or quota under `> report.json`): the
+        # environment's failure, not ours
+        print(
+            f"fakeprovider {args.command}: cannot write its output: {exc.strerror}", file=sys.stderr
+        )
+        try:
+            sys.stdout.flush()
+        except OSError:  # keep Python's own flush at exit from failing again
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        return 2
     except Exception as exc:
-        # A bug of ours, never the user's input: exit 3 (not 1, "invalid" or "violations",
-        # nor 2, "bad input") with one line; FAKEPROVIDER_DEBUG=1 shows the traceback.
-        if os.environ.get("FAKEPROVIDER_DEBUG"):
-            import traceback
+        return _internal(args.command, exc)
 
-            traceback.print_exc()
-        print(internal_error(args.command, exc), file=sys.stderr)
-        return 3
+
+#: The errors only a write gives: no room left on the device or in the quota, a file too large.
+_FULL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+
+
+def _internal(command: str | None, exc: Exception) -> int:
+    """A bug of ours, never the user's input: exit 3 (not 1, "invalid" or "violations", nor 2,
+    "bad input") with one line; FAKEPROVIDER_DEBUG=1 shows the traceback."""
+    if os.environ.get("FAKEPROVIDER_DEBUG"):
+        import traceback
+
+        traceback.print_exc()
+    print(internal_error(command, exc), file=sys.stderr)
+    return 3
 
 
 def internal_error(command: str | None, exc: BaseException) -> str:

@@ -247,3 +247,31 @@ def test_run_as_the_program_check_ends_the_process_with_what_main_prints_and_ret
         (0, outputs[0].stdout + "at exit\n"),
     ]
     assert "at exit" not in outputs[0].stdout
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full on this system")
+@pytest.mark.parametrize("end", ["program", "in process"])
+def test_a_report_that_standard_output_cannot_take_is_an_error_of_the_output_not_a_bug(
+    tmp_path: Path, end: str
+) -> None:
+    """A full disk under the report (``> /dev/full``): exit 2 with the output's error, not
+    exit 3 and "this is a bug", whether ``check`` ends the process itself or returns."""
+    violating = write(tmp_path / "j.jsonl", [*CLEAN, e(3, "cancel", 70.0)])
+    given = "" if end == "program" else "sys.argv[1:]"
+    with open("/dev/full", "wb") as full:
+        child = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                f"import sys; from fakeprovider.cli import main; sys.exit(main({given}))",
+                *("check", str(violating), "--deadline", "1m", "--json"),
+            ],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            timeout=120,
+            check=False,
+        )
+    assert (child.returncode, child.stderr.decode()) == (
+        2,
+        "fakeprovider check: cannot write its output: No space left on device\n",
+    )
