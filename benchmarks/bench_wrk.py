@@ -131,6 +131,15 @@ end
 #: Put after the script: wraps its ``request`` (or wrk's own) with ``tagged``.
 LUA_TAG = "request = tagged(request)\n"
 
+
+def write_scripts(folder: Path, *, request_ids: bool) -> None:
+    """wrk's scripts into ``folder``: ``get.lua`` for status reads, ``post.lua`` for submits,
+    each tagging every request with an ``X-Request-Id`` of its own when ``request_ids``."""
+    head, tail = (LUA_REQUEST_IDS, LUA_TAG) if request_ids else ("", "")
+    (folder / "get.lua").write_text(head + tail + LUA_DONE)
+    (folder / "post.lua").write_text(head + LUA_POST + tail + LUA_DONE)
+
+
 #: The stand-in when wrk is missing: ``python -c FALLBACK url method path body seconds conns``.
 FALLBACK = r"""
 import asyncio, json, sys, time
@@ -699,9 +708,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     rounds: list[list[Sample]] = []
     with tempfile.TemporaryDirectory(prefix="bench-wrk-") as tmp:
         folder = Path(tmp)
-        tag = (LUA_REQUEST_IDS, LUA_TAG) if args.request_ids else ("", "")
-        (folder / "get.lua").write_text(tag[0] + tag[1] + LUA_DONE)
-        (folder / "post.lua").write_text(tag[0] + LUA_POST + tag[1] + LUA_DONE)
+        write_scripts(folder, request_ids=args.request_ids)
         answers = folder / "answers.json"
         probe_answers(answers, folder / "probe.jsonl")
         load = Load(wrk, args.connections, args.threads, load_cores, folder, args.request_ids)

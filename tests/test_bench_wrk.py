@@ -186,12 +186,6 @@ def recorder() -> Iterator[tuple[int, list[tuple[str, str | None, bytes]]]]:
         thread.join(timeout=5)
 
 
-def _scripts(bench: ModuleType, folder: Path) -> None:
-    tag = bench.LUA_REQUEST_IDS, bench.LUA_TAG
-    (folder / "get.lua").write_text(tag[0] + tag[1] + bench.LUA_DONE)
-    (folder / "post.lua").write_text(tag[0] + bench.LUA_POST + tag[1] + bench.LUA_DONE)
-
-
 @pytest.mark.parametrize("method", ["GET", "POST"])
 @pytest.mark.parametrize("client", ["wrk", "python"])
 def test_request_ids_give_every_request_an_x_request_id_of_its_own(
@@ -205,7 +199,7 @@ def test_request_ids_give_every_request_an_x_request_id_of_its_own(
         pytest.skip("wrk is not installed")
     bench = _script()
     port, seen = recorder
-    _scripts(bench, tmp_path)
+    bench.write_scripts(tmp_path, request_ids=True)
     load = bench.Load(wrk if client == "wrk" else None, 2, 1, None, tmp_path, request_ids=True)
     result = load.run(port, method, "/v1/jobs", 0.3)
     assert result.requests > 2
