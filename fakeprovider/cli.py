@@ -489,8 +489,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         # the reader went away (``fakeprovider check run.jsonl | head``): stop quietly, and
         # keep Python from complaining again when it flushes stdout at exit
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        _silence_stdout()
         return 1
     except OSError as exc:
         if exc.errno not in _FULL or exc.filename is not None:
@@ -503,11 +502,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             sys.stdout.flush()
         except OSError:  # keep Python's own flush at exit from failing again
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
+            _silence_stdout()
         return 2
     except Exception as exc:
         return _internal(args.command, exc)
+
+
+def _silence_stdout() -> None:
+    """Point standard output at the null device, so Python's flush at exit cannot fail."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
 
 
 #: The errors only a write gives: no room left on the device or in the quota, a file too large.
