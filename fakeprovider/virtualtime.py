@@ -23,6 +23,7 @@ import asyncio
 import asyncio.base_events
 import contextlib
 import datetime as _datetime_module
+import math
 import sys
 import threading
 import time as _time_module
@@ -123,6 +124,17 @@ def _loop_time(loop: asyncio.base_events.BaseEventLoop) -> float:
         return _REAL_LOOP_TIME(loop)
     active.instrument(loop)
     return active.monotonic()
+
+
+def _monotonic_base(real: float, now: float) -> float:
+    """What the virtual monotonic clock adds to the clock's reading ``now``: the real monotonic
+    reading ``real`` at entry less ``now``, rounded up to a whole second, so that the monotonic
+    clock never reads less than it did just before entry. Whole, so that a timer set ``d``
+    seconds ahead lands the clock ``d`` seconds ahead: asyncio keeps a timer as ``time() + d``
+    and the autojump advances the clock by its difference with ``time()``, which for a base of
+    130999.39583213006 took ``asyncio.sleep(93)`` to 92.99999999999999 s (a whole base adds
+    whole and half seconds exactly)."""
+    return float(math.ceil(real - now))
 
 
 class _DatetimeMeta(type):
@@ -263,7 +275,7 @@ class VirtualTime:
                     "virtual_provider() or VirtualTime block first."
                 )
             self.thread_id = threading.get_ident()
-            self._monotonic_base = _REAL_MONOTONIC() - self.clock.now()
+            self._monotonic_base = _monotonic_base(_REAL_MONOTONIC(), self.clock.now())
             for module, name, replacement in _MODULE_PATCHES:
                 setattr(module, name, replacement)
             asyncio.base_events.BaseEventLoop.time = _loop_time  # type: ignore[method-assign,assignment]
