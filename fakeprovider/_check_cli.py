@@ -444,12 +444,21 @@ def _exit(args: argparse.Namespace, code: int) -> int:
     """``code``; with ``args.ends_process``, the process ends with it instead, once standard
     output and error are flushed (a flush's ``BrokenPipeError`` goes to ``cli.main`` as a
     print's would), without freeing what it holds nor running ``atexit`` (the check opens no
-    journal sink, the one thing those flush)."""
-    if getattr(args, "ends_process", False):
+    journal sink, the one thing those flush). Not while coverage measures the process: its
+    data is saved at exit, by ``atexit``."""
+    if getattr(args, "ends_process", False) and not _measured():
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
     return code
+
+
+def _measured() -> bool:
+    """Whether coverage.py is measuring this process (``coverage run``, or a subprocess it
+    was told to follow)."""
+    coverage = sys.modules.get("coverage")
+    current = getattr(getattr(coverage, "Coverage", None), "current", None)
+    return current is not None and current() is not None
 
 
 def _render_streamed(found: StreamReport, journal: _Snapshot, max_violations: int | None) -> str:

@@ -249,6 +249,35 @@ def test_run_as_the_program_check_ends_the_process_with_what_main_prints_and_ret
     assert "at exit" not in outputs[0].stdout
 
 
+@pytest.mark.parametrize(("measuring", "ends_at_once"), [("object()", False), ("None", True)])
+def test_run_as_the_program_under_coverage_check_returns_so_that_coverage_saves_its_data(
+    tmp_path: Path, measuring: str, ends_at_once: bool
+) -> None:
+    """coverage.py saves what it measured at exit (``atexit``), which ending the process at
+    once would skip: while a ``coverage.Coverage.current()`` measures, the program returns."""
+    violating = write(tmp_path / "j.jsonl", [*CLEAN, e(3, "cancel", 70.0)])
+    stub = tmp_path / "stub" / "coverage"
+    stub.mkdir(parents=True)
+    (stub / "__init__.py").write_text(
+        f"class Coverage:\n    @staticmethod\n    def current():\n        return {measuring}\n"
+    )
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            f"import sys; sys.path.insert(0, {str(stub.parent)!r}); import atexit, coverage;"
+            " from fakeprovider.cli import main; atexit.register(print, 'at exit');"
+            " sys.exit(main())",
+            *("check", str(violating)),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert (out.returncode, out.stdout.endswith("at exit\n")) == (0, not ends_at_once)
+
+
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full on this system")
 @pytest.mark.parametrize("end", ["program", "in process"])
 def test_a_report_that_standard_output_cannot_take_is_an_error_of_the_output_not_a_bug(
