@@ -82,6 +82,11 @@ def _prompt(n: int) -> bytes:
     return b'{"prompt": "bench %d %s"}' % (n, said)
 
 
+def _with_length(scope: dict[str, Any], length: int) -> dict[str, Any]:
+    """``scope`` with the ``content-length`` field uvicorn puts in a submit's headers."""
+    return {**scope, "headers": [*scope["headers"], (b"content-length", b"%d" % length)]}
+
+
 async def _child(kind: str, app_name: str, count: int) -> None:
     from _asgi import answer, call
     from bench_asgi_overhead import SUBMIT, _scope
@@ -92,7 +97,11 @@ async def _child(kind: str, app_name: str, count: int) -> None:
     from fakeprovider.provider import FakeProvider
 
     with tempfile.TemporaryDirectory() as tmp:
-        sink = BatchedSink((Path(tmp) / "journal.jsonl").open("w", encoding="utf-8"))
+        # The writer thread wakes only when its lines pile up (``BATCH_LINES``) or at close: its
+        # usual 50 ms wakeups, a minute of them under valgrind, added some 20,000 instructions
+        # of noise a submit. The lines are encoded as the server's are (the caller does that)
+        # and written at close, in both runs alike.
+        sink = BatchedSink((Path(tmp) / "journal.jsonl").open("w", encoding="utf-8"), interval=60)
         # A clock that does not move: under valgrind a run lasts a minute, and a job that moved
         # on part-way (long-render's first step is at 20 s) would make the two runs read
         # different states. wrk's reads, 11 s from the submit, all find the job queued too.
@@ -103,23 +112,24 @@ async def _child(kind: str, app_name: str, count: int) -> None:
         status = _scope("GET", f"/v1/jobs/{json.loads(submit_body)['job_id']}")
         if app_name == "bare":
             app = _bare_app((await answer(app, status))[1], submit_body, submit_code)
-        scope = submit if kind == "submit" else status
         # each submit a prompt of its own and of its own length (``_prompt``), as a real
-        # client's and bench_wrk.py's: nothing kept by the bytes or the length may flatter it.
-        # The bodies are made before either run, as many in both (their cost cancels).
+        # client's and bench_wrk.py's: nothing kept by the bytes or the length may flatter it;
+        # and its scope the Content-Length field uvicorn gives (``_with_length``). The bodies
+        # and scopes are made before either run, as many in both (their cost cancels).
         if kind == "submit":
-            bodies = iter([_prompt(n) for n in range(BODIES)])
+            bodies = [_prompt(n) for n in range(BODIES)]
+            requests = iter([(_with_length(submit, len(body)), body) for body in bodies])
         else:
-            bodies = itertools.repeat(b"")
+            requests = itertools.repeat((status, b""))
         for _ in range(WARMUP):
-            await call(app, scope, next(bodies))
+            await call(app, *next(requests))
         # what the warm-up made stays out of the collector's way: whether a full collection,
         # which visits every object, fell in one run and not the other swung the difference
         # by up to 7,000 instructions a request
         gc.collect()
         gc.freeze()
         for _ in range(count):
-            await call(app, scope, next(bodies))
+            await call(app, *next(requests))
         sink.close()
 
 
