@@ -591,12 +591,18 @@ def read_json_object(http: HttpRequest) -> dict[str, Any]:
             pass
         else:
             if not (
-                body.isascii()
-                and b"\\u" not in body
-                and body.count(b"{") + body.count(b"[") <= MAX_JSON_DEPTH
+                _plain_object(data)
+                or (
+                    body.isascii()
+                    and b"\\u" not in body
+                    and body.count(b"{") + body.count(b"[") <= MAX_JSON_DEPTH
+                )
             ):
-                # else nothing check_body refuses can be in it: ASCII text without escapes
-                # holds no lone surrogate, and so few brackets nest no deeper than allowed
+                # else nothing check_body refuses can be in it: an object of ASCII names and
+                # ASCII text or numbers (most creates: the values' classes and flags are
+                # looked at, where counting a long prompt's brackets read every byte twice),
+                # or ASCII text without escapes, which holds no lone surrogate, and so few
+                # brackets that they nest no deeper than allowed
                 check_body(data)
             return data  # type: ignore[no-any-return]
     try:
@@ -654,20 +660,25 @@ def check_body(data: Any) -> None:
     ``MAX_JSON_DEPTH`` or holds a lone surrogate (``"\\ud800"`` is valid JSON syntax but no
     Unicode text: it could be neither journaled nor echoed back as UTF-8). Iterative, so a
     deep body cannot exhaust the stack here."""
-    if data.__class__ is dict:
-        # a flat object of ASCII names and ASCII text or numbers (most creates): nothing to
-        # refuse, found without the walk below
-        for key, value in data.items():
-            if key.__class__ is not str or not key.isascii():
-                break
-            if value.__class__ is str:
-                if not value.isascii():
-                    break
-            elif value.__class__ not in _PLAIN:
-                break
-        else:
-            return
-    walk_body(data)
+    if not _plain_object(data):
+        walk_body(data)
+
+
+def _plain_object(data: Any) -> bool:
+    """Whether ``data`` is a flat object of ASCII names and ASCII text or numbers (most
+    creates): nothing ``check_body`` refuses, found without its walk (``str.isascii`` reads a
+    flag, not the text)."""
+    if data.__class__ is not dict:
+        return False
+    for key, value in data.items():
+        if key.__class__ is not str or not key.isascii():
+            return False
+        if value.__class__ is str:
+            if not value.isascii():
+                return False
+        elif value.__class__ not in _PLAIN:
+            return False
+    return True
 
 
 def walk_body(data: Any) -> None:

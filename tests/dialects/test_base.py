@@ -576,6 +576,51 @@ def test_read_json_object_reads_numbers_text_and_order_as_json_loads_does(body: 
     assert _typed(got) == _typed(expected)
 
 
+_PROMPT_PIECES = st.sampled_from(
+    [
+        *("a", " ", "{", "[", "}", "]", '\\"', "\\\\", "\\u0041", "\\ud800", "\\ud83c\\udfac"),
+        *("\u00e9", "\U0001f3ac", "\\n", "x" * 40),
+    ]
+)
+_FLAT_VALUES = st.sampled_from(["1", "2.5", "null", "true", "[]", "{}", '"\\udc00"', "[[1]]"])
+
+
+@settings(max_examples=400)
+@given(
+    names=st.lists(st.sampled_from(["prompt", "a", "\u00e9", "\\ud800", "[{"]), max_size=3),
+    prompts=st.lists(st.lists(_PROMPT_PIECES, max_size=40).map("".join), max_size=3),
+    others=st.lists(_FLAT_VALUES, max_size=2),
+    depth=st.integers(min_value=0, max_value=70),
+)
+@example(names=["prompt"], prompts=["[" * 70], others=[], depth=0)
+@example(names=["prompt"], prompts=["{" * 70], others=["1"], depth=0)
+@example(names=["prompt"], prompts=["\\ud800"], others=[], depth=0)
+@example(names=["a"], prompts=["x"], others=[], depth=63)
+@example(names=["a"], prompts=["x"], others=[], depth=64)
+def test_read_json_object_refuses_what_json_loads_and_the_walk_refuse_for_long_prompts(
+    names: list[str], prompts: list[str], others: list[str], depth: int
+) -> None:
+    """Submits' bodies: prompts of any length with brackets, escapes, non-ASCII text and lone
+    surrogates in them, beside values and nesting: read as json.loads and the walk of every
+    value (``walk_body``) read them, or refused alike."""
+    values = [f'"{prompt}"' for prompt in prompts] + others
+    fields = [
+        f'"{name}{i}": {value}' for i, (name, value) in enumerate(zip(names, values, strict=False))
+    ]
+    text = "{" + ", ".join(fields) + "}"
+    for _ in range(depth):
+        text = '{"n": ' + text + "}"
+    body = text.encode("utf-8")
+    expected = _read_as_json_loads_reads(body)
+    if isinstance(expected, dict):
+        expected = _verdict(walk_body, expected) or expected
+    try:
+        got: Any = read_json_object(_json(body))
+    except BadRequest as refused:
+        got = (refused.status, refused.code, refused.message)
+    assert _typed(got) == _typed(expected)
+
+
 @pytest.mark.parametrize(
     "ctype",
     [
