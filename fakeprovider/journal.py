@@ -22,7 +22,7 @@ import stat
 import threading
 from array import array
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any, Protocol, overload, runtime_checkable
 
@@ -105,6 +105,9 @@ class JournalStore(Protocol):
 
 #: Entries a ``MemoryStore`` packs at a time (and frees at a time when bounded).
 _CHUNK = 512
+#: Columns a ``MemoryStore`` packs an ``add`` (``_Packed.steps``): a chunk is packed over the
+#: next few adds, not at once.
+_SLOTS_A_STEP = 2
 #: Distinct strings a ``MemoryStore`` shares between rows before it starts sharing afresh.
 _SHARED_STRINGS = 8192
 _SLOT = {name: i for i, name in enumerate(FIELD_NAMES)}
@@ -154,12 +157,28 @@ class _Packed:
         """``entries`` packed (each an entry or a row: the list of its field values), or None
         when a value would not come back exactly (an int time, a NaN, an unhashable string
         field: entries made by hand)."""
+        steps = cls.steps(entries, shared)
+        while True:
+            try:
+                next(steps)
+            except StopIteration as done:
+                return done.value  # type: ignore[no-any-return]
+
+    @classmethod
+    def steps(
+        cls, entries: list[Entry | list[Any]], shared: dict[str, str]
+    ) -> Generator[None, None, _Packed | None]:
+        """``of(entries, shared)`` a part at a time: each ``next`` does one part (the flat
+        list, then ``_SLOTS_A_STEP`` columns), the last returns (``StopIteration.value``) what
+        ``of`` returns. ``entries`` must not change meanwhile."""
         # every value in one flat list, row after row; a column is every _WIDTH-th value
         # (a slice, in C, where zip(*rows) over 512 rows costs three times as much)
         flat = _flat_values(entries)
         nones = [None] * len(entries)
         columns: list[Any] = []
         for slot in range(_WIDTH):
+            if slot % _SLOTS_A_STEP == 0:
+                yield
             column = flat[slot::_WIDTH]
             packed: Any
             if column == nones:
@@ -220,6 +239,10 @@ class MemoryStore:
         self._size = 0
         self._forgotten = 0
         self._shared: dict[str, str] = {}
+        #: The chunk being packed, a part an ``add`` (``_Packed.steps``), kept as its list of
+        #: entries meanwhile; None when none is.
+        self._packing: Generator[None, None, _Packed | None] | None = None
+        self._unpacked: list[Entry | list[Any]] = []
 
     @property
     def forgotten(self) -> int:
@@ -231,6 +254,8 @@ class MemoryStore:
         young = self._young
         young.append(entry)
         self._size += 1
+        if self._packing is not None:
+            self._pack_step()
         if len(young) == _CHUNK:
             self._pack()
         if self.limit is not None and self._size > self.limit:
@@ -245,12 +270,32 @@ class MemoryStore:
                 self._start = 0
 
     def _pack(self) -> None:
-        """Pack the young entries (``_CHUNK`` of them) into a chunk."""
+        """Make the young entries (``_CHUNK`` of them) a chunk, packed a part at each of the
+        next ``add``s (``_pack_step``): packing all of them at once held the caller (the event
+        loop) for most of a millisecond every ``_CHUNK`` entries."""
+        while self._packing is not None:  # (never: the last one ended ``_CHUNK`` adds ago)
+            self._pack_step()
         if len(self._shared) > _SHARED_STRINGS:
             self._shared.clear()
         young = self._young
-        self._chunks.append(_Packed.of(young, self._shared) or young)
+        self._chunks.append(young)
         self._young = []
+        self._unpacked = young
+        self._packing = _Packed.steps(young, self._shared)
+
+    def _pack_step(self) -> None:
+        """Pack one more part of the chunk being packed; the chunk packed takes the place of
+        its list when done (unless it was freed meanwhile: ``limit``)."""
+        assert self._packing is not None
+        try:
+            next(self._packing)
+        except StopIteration as done:
+            packed = done.value
+            chunks = self._chunks
+            if packed is not None and chunks and chunks[-1] is self._unpacked:
+                chunks[-1] = packed
+            self._packing = None
+            self._unpacked = []
 
     def entries(self) -> Iterator[Entry]:
         # Chunks never change once made; the young entries are copied now (rows too: a row
@@ -272,6 +317,8 @@ class MemoryStore:
     def clear(self) -> None:
         self._chunks.clear()
         self._young = []
+        self._packing = None
+        self._unpacked = []
         self._start = self._size = self._forgotten = 0
         self._shared.clear()
 
@@ -773,7 +820,7 @@ class Journal(Sequence[Entry]):
                 store = self.store
                 if store.__class__ is MemoryStore:
                     young = store._young
-                    if store.limit is None and len(young) < _CHUNK - 1:
+                    if store.limit is None and store._packing is None and len(young) < _CHUNK - 1:
                         young.append(entry)  # what ``MemoryStore.add`` does, one call less
                         store._size += 1
                     else:

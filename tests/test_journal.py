@@ -24,6 +24,7 @@ from fakeprovider.journal import (
     MemoryStore,
     RetryAfterRecord,
     StreamSink,
+    _Packed,
     order_entries,
     read_journal,
 )
@@ -239,11 +240,36 @@ def test_entries_the_columns_cannot_hold_exactly_are_kept_whole() -> None:
 def test_a_packed_chunk_gives_back_every_time_exactly(times: list[float | None]) -> None:
     store = MemoryStore()
     added = [entry(seq, completed_at=times[seq % 3]) for seq in range(1, _CHUNK + 1)]
+    # the chunk after it fills the first one: by then that one is packed (a part an add)
+    added += [entry(seq, completed_at=0.5) for seq in range(_CHUNK + 1, 2 * _CHUNK + 1)]
     for e in added:
         store.add(e)
     back = list(store.entries())
     assert [jsonl_line(e) for e in back] == [jsonl_line(e) for e in added]
     assert [type(e.completed_at) for e in back] == [type(e.completed_at) for e in added]
+
+
+@pytest.mark.parametrize("limit", [None, 3, _CHUNK + 5])
+def test_a_chunk_is_packed_a_part_an_add_and_reads_the_same_meanwhile(limit: int | None) -> None:
+    """Packing 512 entries at once held the event loop for most of a millisecond: a full chunk
+    is packed over the next adds instead, and every entry reads back the same at every add."""
+    store = MemoryStore(limit)
+    added: list[Entry] = []
+    packing_adds = 0
+    for seq in range(1, 2 * _CHUNK + 40):
+        e = _varied(seq) if seq % 7 else entry(seq, completed_at=seq + 0.5)
+        added.append(e)
+        store.add(e)
+        packing_adds += store._packing is not None
+        if _CHUNK - 2 <= seq <= _CHUNK + 20 or seq > 2 * _CHUNK:
+            kept = added if limit is None else added[-limit:]
+            assert list(store.entries()) == kept
+            assert (len(store), store.forgotten) == (len(kept), len(added) - len(kept))
+    # two chunks packed, each over 15 adds (none when fewer entries than a chunk are kept)
+    chunks = 0 if limit is not None and limit < _CHUNK else 2
+    assert packing_adds == chunks * 15  # the flat list, then 2 of the 28 columns an add
+    if limit is None:
+        assert [type(chunk) for chunk in store._chunks] == [_Packed, _Packed]
 
 
 def test_a_bounded_journal_forgets_the_oldest_across_chunks() -> None:
