@@ -42,6 +42,39 @@ def test_callgrind_output_without_a_total_is_refused() -> None:
         _script().callgrind_total("events: Ir\n")
 
 
+#: A callgrind body as valgrind 3.19 writes it: names compressed to "(id)" after their first
+#: use, relative positions, and a call's inclusive cost on the line after its ``calls=``.
+CALLGRIND_BODY = """\
+ob=(1) /usr/lib/libpython3.11.so
+fl=(1) ceval.c
+fn=(1) _PyEval_EvalFrameDefault
+10 1000
++2 500
+cob=(2) /usr/lib/x86_64-linux-gnu/libcrypto.so.3
+cfn=(2) sha256_block
+calls=3 0
++1 9000
+ob=(2)
+fn=(2)
+0 7000
+* 2000
+-1
+ob=(1)
+fn=(1)
+5 100
+ob=(3) /usr/lib/libcrypto.so.1.1.extra
+fn=(3) other
+1 40
+"""
+
+
+def test_callgrind_object_cost_counts_an_objects_own_code_not_its_calls() -> None:
+    bench = _script()
+    assert bench.callgrind_object_cost(CALLGRIND_BODY, "libcrypto") == 7000 + 2000 + 40
+    assert bench.callgrind_object_cost(CALLGRIND_BODY, "libpython") == 1000 + 500 + 100
+    assert bench.callgrind_object_cost(CALLGRIND_BODY, "msgspec") == 0
+
+
 def test_per_request_cost_cancels_what_both_runs_share() -> None:
     # 1,000,000 of start-up and warm-up in both; 250 per request
     assert _script().per_request(1_000_000 + 300 * 250, 1_000_000 + 1300 * 250, 300, 1300) == 250
