@@ -14,6 +14,10 @@ what wrk's throughput ratio follows.
 Needs ``valgrind`` (Debian: ``apt-get install valgrind``); a run takes a few minutes.
 
     python benchmarks/bench_instructions.py [--n1 300] [--n2 1300] [--json] [--baseline DIR]
+        [--request-ids]
+
+``--request-ids``: every request carries an ``X-Request-Id`` of its own (as ``bench_wrk.py
+--request-ids``'s do), so nothing kept by a request's headers can flatter the fake.
 """
 
 from __future__ import annotations
@@ -115,7 +119,7 @@ def _with_length(scope: dict[str, Any], length: int) -> dict[str, Any]:
     return {**scope, "headers": [*scope["headers"], (b"content-length", b"%d" % length)]}
 
 
-async def _child(kind: str, app_name: str, count: int) -> None:
+async def _child(kind: str, app_name: str, count: int, request_ids: bool = False) -> None:
     from _asgi import answer, call
     from bench_asgi_overhead import SUBMIT, _scope
 
@@ -149,6 +153,16 @@ async def _child(kind: str, app_name: str, count: int) -> None:
             requests = iter([(_with_length(submit, len(body)), body) for body in bodies])
         else:
             requests = itertools.repeat((status, b""))
+        if request_ids:  # each request a scope of its own, made before either run too
+            requests = iter(
+                [
+                    (
+                        {**scope, "headers": [*scope["headers"], (b"x-request-id", b"req-%d" % n)]},
+                        body,
+                    )
+                    for n, (scope, body) in zip(range(BODIES), requests, strict=False)
+                ]
+            )
         for _ in range(WARMUP):
             await call(app, *next(requests))
         # what the warm-up made stays out of the collector's way: whether a full collection,
@@ -162,7 +176,12 @@ async def _child(kind: str, app_name: str, count: int) -> None:
 
 
 def _measure(
-    kind: str, app: str, count: int, valgrind: str, tree: Path | None = None
+    kind: str,
+    app: str,
+    count: int,
+    valgrind: str,
+    tree: Path | None = None,
+    request_ids: bool = False,
 ) -> tuple[int, int]:
     """The instructions of a child run, and of them those in libcrypto's own code."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -177,6 +196,7 @@ def _measure(
             kind,
             app,
             str(count),
+            *(["--request-ids"] if request_ids else []),
         ]
         env = dict(os.environ)
         env.setdefault("PYTHONHASHSEED", "0")  # the same dict and set layouts in every run
@@ -202,11 +222,16 @@ def main() -> int:
         metavar="DIR",
         help="also measure the fakeprovider of another checkout (git worktree add DIR COMMIT)",
     )
+    parser.add_argument(
+        "--request-ids",
+        action="store_true",
+        help="every request with an X-Request-Id of its own (as bench_wrk.py --request-ids)",
+    )
     parser.add_argument("--child", nargs=3, metavar=("KIND", "APP", "N"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         kind, app, count = args.child
-        asyncio.run(_child(kind, app, int(count)))
+        asyncio.run(_child(kind, app, int(count), args.request_ids))
         return 0
     valgrind = shutil.which("valgrind")
     if valgrind is None:
@@ -222,7 +247,10 @@ def main() -> int:
         cells += [(kind, "baseline", args.baseline) for kind in ("status", "submit")]
     for kind, app, tree in cells:
         child_app = "fake" if app == "baseline" else app
-        runs = [_measure(kind, child_app, n, valgrind, tree) for n in (args.n1, args.n2)]
+        runs = [
+            _measure(kind, child_app, n, valgrind, tree, args.request_ids)
+            for n in (args.n1, args.n2)
+        ]
         row = results.setdefault(kind, {})
         row[app] = round(per_request(runs[0][0], runs[1][0], args.n1, args.n2))
         row[f"{app}_libcrypto"] = round(per_request(runs[0][1], runs[1][1], args.n1, args.n2))
