@@ -91,6 +91,7 @@ def _bad(name: str, why: str) -> str:
 
 class ArkDialect(Dialect):
     name = "ark"
+    headers_read = Dialect.headers_read
     keeps_status_answers = True  # its status answers show no passing time
     late_cancel_succeeds = True
     poll_hints = False

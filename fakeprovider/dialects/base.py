@@ -283,6 +283,24 @@ class Dialect:
     #: that sets it against its answers made afresh.
     keeps_status_answers: bool = False
 
+    #: The request headers (names in lower case) this dialect's class reads: everything it
+    #: makes of a request (``parse``, ``body_parser``) and of a reply (``render`` and its
+    #: renderers) depends on no other header. What the ASGI app keeps a request's lane by
+    #: (``FakeProviderApp._lane``), with the method, path, query, peer and scheme, and all
+    #: the headers the lane's ``HttpRequest`` holds: requests that differ only in headers the
+    #: dialect never reads (a request id, a trace) share one. Read from the class's own
+    #: namespace only: a subclass that does not declare its own is handed every header.
+    #: ``tests/dialects/test_headers_read.py`` checks each dialect against what it reads.
+    headers_read: frozenset[str] = frozenset(
+        {
+            "host",  # ``HttpRequest.base_url``: the links in answers
+            "authorization",  # ``credential``
+            "x-client-id",  # the journal's ``client``
+            "idempotency-key",
+            "content-type",  # ``read_json_object``, ``_common.read_multipart``
+        }
+    )
+
     def __init__(self, settings: RunSettings | None = None) -> None:
         #: What the fake shares with its dialect (``FakeProvider`` passes its own): the epoch,
         #: so that dialects can show timestamps (``created_at``...) as providers do, and the

@@ -83,6 +83,7 @@ _SYNC_REFUSED = "current user api does not support synchronous calls"
 
 class DashScopeDialect(Dialect):
     name = "dashscope"
+    headers_read = Dialect.headers_read | {"x-dashscope-async"}
     poll_hints = False
     routes = (
         _SUBMIT_ROUTE,

@@ -77,6 +77,7 @@ def _with_logs(http: HttpRequest) -> bool:
 
 class FalDialect(Dialect):
     name = "fal"
+    headers_read = Dialect.headers_read
     keeps_status_answers = True  # but for what status_input says
     poll_hints = False
     routes = (*_ROUTES.values(), _SUBMIT_ROUTE, _common.FILE_ROUTE, _JWKS_ROUTE)

@@ -105,6 +105,7 @@ def _error(
 
 class GeminiDialect(Dialect):
     name = "gemini"
+    headers_read = Dialect.headers_read | {"x-goog-api-key"}
     keeps_status_answers = True  # its status answers show no passing time
     poll_hints = False
     routes = (

@@ -82,6 +82,7 @@ def _submitted(job: JobView, job_id: str) -> dict[str, Any]:
 
 class GenericDialect(Dialect):
     name = "generic"
+    headers_read = Dialect.headers_read
 
     def __init__(self, settings: RunSettings | None = None) -> None:
         super().__init__(settings)

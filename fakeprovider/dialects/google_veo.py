@@ -69,6 +69,7 @@ _RPC_INTERNAL = 13
 
 class GoogleVeoDialect(Dialect):
     name = "google-veo"
+    headers_read = Dialect.headers_read | {"x-goog-api-key"}
     keeps_status_answers = True  # its status answers show no passing time
     late_cancel_succeeds = True
     poll_hints = False

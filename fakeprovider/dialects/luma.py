@@ -45,6 +45,7 @@ _STRINGS = ("prompt", "aspect_ratio", "duration", "resolution", "callback_url", 
 
 class LumaDialect(Dialect):
     name = "luma"
+    headers_read = Dialect.headers_read
     keeps_status_answers = True  # its status answers show no passing time
     late_cancel_succeeds = True
     poll_hints = False

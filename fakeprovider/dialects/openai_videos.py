@@ -70,6 +70,7 @@ def _error_type(status: int) -> str:
 
 class OpenAIVideosDialect(Dialect):
     name = "openai-videos"
+    headers_read = Dialect.headers_read
     keeps_status_answers = True  # its status answers show no passing time
     note = "sunset API: OpenAI shut it down on 2026-09-24"
     late_cancel_succeeds = True

@@ -90,6 +90,7 @@ def _base32_id(raw: bytes) -> str:
 
 class ReplicateDialect(Dialect):
     name = "replicate"
+    headers_read = Dialect.headers_read | {"prefer"}
     keeps_status_answers = True  # its status answers show no passing time
     late_cancel_succeeds = True
     poll_hints = False

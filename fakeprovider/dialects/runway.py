@@ -53,6 +53,7 @@ _CREDITS_PER_SECOND = 10
 
 class RunwayDialect(Dialect):
     name = "runway"
+    headers_read = Dialect.headers_read | {"x-runway-version"}
     keeps_status_answers = True  # its status answers show no passing time
     late_cancel_succeeds = True
     poll_hints = False
