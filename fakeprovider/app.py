@@ -17,7 +17,7 @@ import json
 import socket
 import struct
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, MutableMapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl
 
@@ -114,6 +114,11 @@ class FakeProviderApp:
         self._hits = 0
         self._made = 0
         self._keeping = True
+        #: The dialect ``_wanted`` is for, and which header names (as sent, any case) that
+        #: dialect reads (``Dialect.headers_read``): what lanes are kept by and made of. None:
+        #: every header (a dialect class that declares none, or a provider without lanes).
+        self._wanted_by: Dialect | None = None
+        self._wanted: _Wanted | None = None
         #: Whether requests without a body take their lane (``_lane``, the journal completed
         #: in place): not for a provider whose class answers or journals
         #: otherwise (the pytest plugin's records what fails in ``receive`` and ``sent``).
@@ -183,10 +188,15 @@ class FakeProviderApp:
                 # ``provider.respond`` takes them (tests/test_app_lanes.py).
                 http: HttpRequest
                 request: Request | None
+                wanted = (
+                    self._wanted
+                    if self._wanted_by is provider.dialect
+                    else self._wanting(provider.dialect)
+                )
                 if body:
                     length = b"%d" % len(body)
                     try:
-                        key = _body_key(scope, length)
+                        key = _body_key(scope, length) if wanted is None else _key(scope, wanted)
                         body_lane = self._body_lanes.get(key)
                     except TypeError:  # a part that cannot be a key (a header as a list)
                         key, body_lane = None, None
@@ -216,11 +226,12 @@ class FakeProviderApp:
                         render = kept
                 else:
                     try:
-                        lane = self._lanes_kept.get(_scope_key(scope))
+                        key = _scope_key(scope) if wanted is None else _key(scope, wanted)
+                        lane = self._lanes_kept.get(key)
                     except TypeError:  # a part that cannot be a key (a header as a list)
-                        lane = None
+                        key, lane = None, None
                     if lane is None or lane[1] is not provider.dialect:
-                        lane = self._lane(scope, provider)
+                        lane = self._lane(scope, provider, key)
                     else:
                         self._hits += 1
                     http, dialect, request, render = lane
@@ -347,8 +358,12 @@ class FakeProviderApp:
         # (``_body_lane``), and the body parsed alone (tests/test_app_lanes.py). A body too
         # large is dropped: its lane is kept by every header, its declared length too.
         length = b"%d" % len(body)
+        wanted = self._wanting(provider.dialect)
         try:
-            key = _scope_key(scope) if too_large else _body_key(scope, length)
+            if wanted is not None:
+                key = _key(scope, wanted)
+            else:
+                key = _scope_key(scope) if too_large else _body_key(scope, length)
             lane = self._body_lanes.get(key)
         except TypeError:  # a part that cannot be a key (a header as a list)
             key, lane = None, None
@@ -411,14 +426,14 @@ class FakeProviderApp:
             lanes[key] = lane
         return lane
 
-    def _lane(self, scope: Scope, provider: FakeProvider) -> _Lane:
+    def _lane(self, scope: Scope, provider: FakeProvider, key: tuple[Any, ...] | None) -> _Lane:
         """The lane of the request ``scope`` stands for, without a body: the ``HttpRequest``
         (``_request``'s), the provider's dialect, the request that dialect parses it as, and
         the dialect's renderer for that request's kind. Kept by the scope's parts (as
-        ``_request`` keeps the ``HttpRequest``) while that dialect plays (a scenario load brings
-        another), as ``Dialect.parse`` keeps what it parsed: not a request the dialect failed to
-        parse, or one that carries a body (parsed again every time, as ``provider.receive``
-        does)."""
+        ``_request`` keeps the ``HttpRequest``: ``key``, None for parts that cannot be a key)
+        while that dialect plays (a scenario load brings another), as ``Dialect.parse`` keeps
+        what it parsed: not a request the dialect failed to parse, or one that carries a body
+        (parsed again every time, as ``provider.receive`` does)."""
         http = self._request(scope)
         dialect = provider.dialect
         try:
@@ -427,13 +442,24 @@ class FakeProviderApp:
             request = provider.unparsed(http, exc)
             return (http, dialect, request, dialect.renderer(request.kind))
         lane = (http, dialect, request, dialect.renderer(request.kind))
-        if request.body is None and self._keep():
+        if key is not None and request.body is None and self._keep():
             lanes = self._lanes_kept
-            with contextlib.suppress(TypeError):  # a part that cannot be a key: not kept
-                if len(lanes) >= _REQUESTS_KEPT:
-                    lanes.clear()
-                lanes[_scope_key(scope)] = lane
+            if len(lanes) >= _REQUESTS_KEPT:
+                lanes.clear()
+            lanes[key] = lane
         return lane
+
+    def _wanting(self, dialect: Dialect) -> _Wanted | None:
+        """``_wanted`` for ``dialect`` (made anew when another dialect plays): None when the
+        app has no lanes or the dialect's class declares no ``headers_read`` of its own (a
+        subclass inherits its base's reads, not its declaration)."""
+        if self._wanted_by is not dialect:
+            declared = vars(type(dialect)).get("headers_read") if self._lanes else None
+            self._wanted = (
+                None if declared is None else _Wanted(name.encode("latin-1") for name in declared)
+            )
+            self._wanted_by = dialect
+        return self._wanted
 
     def _keep(self) -> bool:
         """Whether to keep the lane just made (and counted): while lanes are found at least
@@ -450,15 +476,19 @@ class FakeProviderApp:
 
     def _request(self, scope: Scope) -> HttpRequest:
         """The ``HttpRequest`` for ``scope`` without a body: the very object made for the same
-        scope before (method, path, query, headers in order, peer and scheme), while it is
-        kept, so that the dialect finds the request it parsed of it (``Dialect.parse``). The
-        last ``_REQUESTS_KEPT`` scopes' are kept (a client polls one path again and again on
-        one connection), forgotten all at once when full."""
+        scope before (method, path, query, peer, scheme and the header fields the dialect
+        reads, in order: ``_key``), while it is kept, so that the dialect finds the request it
+        parsed of it (``Dialect.parse``). Its headers are those fields' (every field's for a
+        dialect that declares none, or a provider without lanes, whose class may read any).
+        The last ``_REQUESTS_KEPT`` scopes' are kept (a client polls one path again and again
+        on one connection), forgotten all at once when full."""
         client = scope.get("client")
         scheme = scope.get("scheme", "http")
         raw_query = scope.get("query_string", b"")
         known = self._requests
-        key = (scope["method"], scope["path"], raw_query, client, scheme, *scope["headers"])
+        wanted = self._wanting(self.provider.dialect) if self._lanes else None
+        fields = scope["headers"] if wanted is None else _fields(scope["headers"], wanted)
+        key = (scope["method"], scope["path"], raw_query, client, scheme, *fields)
         try:
             made = known.get(key)
         except TypeError:  # a part that cannot be a key (a header as a list): made afresh
@@ -467,7 +497,7 @@ class FakeProviderApp:
             if made is not None:
                 return made
             keep = self._keeping
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in fields}
         made = _http_request(
             scope["method"],
             scope["path"],
@@ -529,6 +559,55 @@ def _scope_key(scope: Scope) -> tuple[Any, ...]:
         scope.get("client"),
         scope.get("scheme", "http"),
         *scope["headers"],
+    )
+
+
+class _Wanted(dict[bytes, bool]):
+    """Whether a header field's name (as sent) is one a dialect reads (``headers_read``), by
+    the name, learnt as names come (``_fields``): at most ``_NAMES_KNOWN`` of them."""
+
+    __slots__ = ("declared",)
+
+    def __init__(self, declared: Iterable[bytes]) -> None:
+        super().__init__()
+        #: The names the dialect reads, in lower case.
+        self.declared = frozenset(declared)
+
+
+def _fields(headers: Any, wanted: _Wanted) -> list[Any]:
+    """The fields of ``headers`` whose name (in any case) ``wanted`` declares, in order: all
+    the ``HttpRequest``'s headers are made of for a dialect that reads no other (the last
+    field of a name wins, as in the dict made of every field)."""
+    try:
+        return [field for field in headers if wanted[field[0]]]
+    except KeyError:  # a name not seen before: learnt (while there is room)
+        declared = wanted.declared
+        fields = []
+        for field in headers:
+            name = field[0]
+            known = wanted.get(name)
+            if known is None:
+                # a name of bytes, lowered as ``_request`` lowers the decoded name (no Latin-1
+                # letter but ASCII's lowers to ASCII, and every declared name is ASCII)
+                known = name.lower() in declared
+                if len(wanted) < _NAMES_KNOWN:
+                    wanted[name] = known
+            if known:
+                fields.append(field)
+        return fields
+
+
+def _key(scope: Scope, wanted: _Wanted) -> tuple[Any, ...]:
+    """What a lane is kept under for a dialect that reads only ``wanted``'s headers:
+    ``_scope_key``'s parts, but of the header fields only those (``_fields``). Requests that
+    differ in no other part share it: a request id of their own does not part them."""
+    return (
+        scope["method"],
+        scope["path"],
+        scope.get("query_string", b""),
+        scope.get("client"),
+        scope.get("scheme", "http"),
+        *_fields(scope["headers"], wanted),
     )
 
 
@@ -703,6 +782,8 @@ _BodyLane = tuple[
     dict[str, Callable[[Reply, HttpRequest], HttpResponse]],
     bytes | None,
 ]
+#: Header names ``_Wanted`` learns at most per dialect (others are looked at every time).
+_NAMES_KNOWN = 256
 #: Scopes whose ``HttpRequest`` the app keeps at most (``FakeProviderApp._request``).
 _REQUESTS_KEPT = 512
 #: Lanes made between looks at how often lanes are found (``FakeProviderApp._keep``); lanes

@@ -68,6 +68,22 @@ BODIES = [
     b'{"prompt": "x", "n": [[[1]]], "e": "\\u0041"}',
 ]
 JOB_IDS = ["nope", "\x00", "caf\u00e9", "a b"]
+#: Names of headers a request may carry of its own (``_requests``' extras): ones no dialect
+#: reads, in any case, and some a dialect does read, in another case (repeated fields).
+OWN_NAMES = [
+    b"x-request-id",
+    b"X-Request-Id",
+    b"traceparent",
+    b"TraceParent",
+    b"x-stainless-retry-count",
+    b"x-amzn-trace-id",
+    b"content-length",
+    b"X-Client-ID",
+    b"IDEMPOTENCY-KEY",
+    b"AUTHORIZATION",
+    b"Host",
+    b"x-\xc9",
+]
 
 
 class _Forgetful(dict[Any, Any]):
@@ -141,9 +157,11 @@ def _fill(template: str, job_id: str) -> str:
 @st.composite
 def _requests(draw: st.DrawFn, dialect: str) -> list[tuple[Any, ...]]:
     """Requests as (advance, method, path or template, job id pick, query, headers, client,
-    body, split, admin request first or None): templates are filled with a job id when sent (the sides' ids are alike).
-    Each request after the first is the one before with one or two parts changed, so that
-    kept requests are hit, and missed by a change in any one part."""
+    body, split, admin request first or None, headers of its own): templates are filled with
+    a job id when sent (the sides' ids are alike). Each request after the first is the one
+    before with one or two parts changed, so that kept requests are hit, and missed by a
+    change in any one part; and each has headers of its own (a request id, a trace...)
+    before or after the others, mostly of names the dialect does not read."""
     submit_path, submit_body = SUBMITS[dialect]
     templates = [r.template for r in DIALECTS[dialect].routes]
     parts = (
@@ -158,14 +176,18 @@ def _requests(draw: st.DrawFn, dialect: str) -> list[tuple[Any, ...]]:
         st.booleans(),
         st.sampled_from([*[None] * 12, *ADMIN]),
     )
+    own = st.tuples(
+        st.booleans(),
+        st.lists(st.tuples(st.sampled_from(OWN_NAMES), st.binary(max_size=6)), max_size=3),
+    )
     request = draw(st.tuples(*parts))
-    made = [request]
+    made = [(*request, draw(own))]
     for _ in range(draw(st.integers(0, 14))):
         changed = list(request)
         for index in draw(st.lists(st.integers(0, len(parts) - 1), max_size=2)):
             changed[index] = draw(parts[index])
         request = tuple(changed)
-        made.append(request)
+        made.append((*request, draw(own)))
     return made
 
 
@@ -194,7 +216,21 @@ def _play(dialect: str, scenario: str, requests: list[tuple[Any, ...]]) -> None:
         for _ in range(3):
             scope = _scope("POST", submit_path, b"", _SUBMIT_HEADERS, CLIENTS[0])
             side.call(scope, [create])
-    for advance, method, template, pick, query, headers, client, body, split, admin in requests:
+    for (
+        advance,
+        method,
+        template,
+        pick,
+        query,
+        fields,
+        client,
+        body,
+        split,
+        admin,
+        *own,
+    ) in requests:
+        first, extra = own[0] if own else (False, [])
+        headers = [*extra, *fields] if first else [*fields, *extra]
         if admin is not None:  # a reset or a scenario load mid-run, on both sides
             admin_method, admin_path, admin_body = admin
             admin_scope = _scope(admin_method, admin_path, b"", [], CLIENTS[0])
@@ -326,15 +362,26 @@ def test_kept_requests_and_parses_are_bounded_and_forgotten_all_at_once(
     assert sizes == [(1, 1), (2, 2), (3, 3), (1, 1), (2, 2)]
 
 
+def _lane(app: FakeProviderApp, scope: dict[str, Any]) -> Any:
+    """The lane ``app`` finds or makes for ``scope`` without a body, as its ``__call__`` does."""
+    wanted = app._wanting(app.provider.dialect)
+    assert wanted is not None
+    key = app_module._key(scope, wanted)
+    kept = app._lanes_kept.get(key)
+    if kept is not None and kept[1] is app.provider.dialect:
+        return kept
+    return app._lane(scope, app.provider, key)
+
+
 def test_a_kept_parse_is_not_used_by_the_dialect_of_a_scenario_loaded_since() -> None:
     provider = FakeProvider("long-render", clock=VirtualClock())
     app = create_app(provider)
     scope = _scope("GET", "/v1/jobs/j1", b"", HEADERS[:1], CLIENTS[0])
-    http, _, first, _ = app._lane(scope, provider)
+    http, _, first, _ = _lane(app, scope)
     assert app._lanes_kept[next(iter(app._lanes_kept))][2] is first
-    assert app._lane(scope, provider)[2] is first
+    assert _lane(app, scope)[2] is first
     provider.load("quick-preview")
-    again_http, dialect, again, _ = app._lane(scope, provider)
+    again_http, dialect, again, _ = _lane(app, scope)
     assert again_http is http
     assert dialect is provider.dialect
     assert again is not first
@@ -355,7 +402,7 @@ def test_a_request_the_dialect_failed_to_parse_is_parsed_again_every_time(
     monkeypatch.setattr(provider.dialect, "_parse", broken)
     scope = _scope("GET", "/v1/jobs/j1", b"", [], CLIENTS[0])
     for _ in range(2):
-        _, _, request, _ = app._lane(scope, provider)
+        _, _, request, _ = _lane(app, scope)
         assert (request.kind, request.problem_code) == ("unknown", "internal_error")
     assert calls == ["/v1/jobs/j1", "/v1/jobs/j1"]
     assert app._lanes_kept == {}
@@ -601,13 +648,21 @@ def _prompted(dialect: str, words: int) -> bytes:
 
 def _seen_by_the_dialect(side: _Side) -> list[Any]:
     """Every ``HttpRequest`` with a body that ``side``'s dialect parses, field by field and
-    its headers in order, whichever way it is handed over (whole, or to a body parser)."""
+    the headers it reads (``headers_read``; every header for a dialect class that declares
+    none) in order, whichever way it is handed over (whole, or to a body parser). Headers
+    the app hands a dialect beyond those it reads are recorded as ``("beyond", names)``."""
     seen: list[Any] = []
     dialect = side.provider.dialect
+    read = vars(type(dialect)).get("headers_read")
 
     def record(http: HttpRequest) -> None:
         if http.body or http.too_large is not None:
-            seen.append((list(vars(http).items()), list(http.headers.items())))
+            fields = [(name, value) for name, value in vars(http).items() if name != "headers"]
+            headers = [(k, v) for k, v in http.headers.items() if read is None or k in read]
+            seen.append((fields, headers))
+            beyond = sorted(set(http.headers) - set(read or http.headers))
+            if beyond and side.app._lanes:
+                seen.append(("beyond", beyond))
 
     whole, body_parser = dialect.parse, dialect.body_parser
 
@@ -631,10 +686,24 @@ def _seen_by_the_dialect(side: _Side) -> list[Any]:
     return seen
 
 
-def _play_lengths(dialect: str, scenario: str, submits: list[tuple[Any, ...]]) -> list[Any]:
+def _undeclared(side: _Side) -> None:
+    """``side``'s dialect as an instance of a subclass that declares no ``headers_read`` of
+    its own: the app hands it every header, and keeps its lanes by every header."""
+    dialect = side.provider.dialect
+    dialect.__class__ = type("Undeclared", (type(dialect),), {})
+
+
+def _play_lengths(
+    dialect: str, scenario: str, submits: list[tuple[Any, ...]], *, declared: bool = True
+) -> list[Any]:
     """``submits`` (prompt words, per-request headers pick, length form, split, client) on
-    both sides: the same answers, journal lines and ``HttpRequest``s; what the dialect saw."""
+    both sides: the same answers, journal lines and ``HttpRequest``s (the headers the dialect
+    reads, ``_seen_by_the_dialect``); what the dialect saw. ``declared=False``: a dialect
+    class that declares no ``headers_read`` (``_undeclared``)."""
     fast, general = _Side(dialect, scenario, True), _Side(dialect, scenario, False)
+    if not declared:
+        _undeclared(fast)
+        _undeclared(general)
     seen = [_seen_by_the_dialect(side) for side in (fast, general)]
     path = SUBMITS[dialect][0]
     for words, pick, form, split, client in submits:
@@ -658,10 +727,12 @@ def _play_lengths(dialect: str, scenario: str, submits: list[tuple[Any, ...]]) -
 def test_submits_of_every_length_on_one_connection_are_answered_as_made_afresh(
     dialect: str, data: st.DataObject
 ) -> None:
-    """The body lane is kept without the ``Content-Length`` field, and each request's
-    ``HttpRequest`` gets its own: bodies of many lengths (and some bad ones), the field in
-    every place and form, per-request headers, split bodies, one client or two."""
+    """The body lane is kept without the ``Content-Length`` field (no dialect reads it; one
+    that declares nothing it reads: each request's ``HttpRequest`` gets its own): bodies of
+    many lengths (and some bad ones), the field in every place and form, per-request
+    headers, split bodies, one client or two."""
     scenario = data.draw(st.sampled_from(["long-render", "transient-5xx", "quick-preview"]))
+    declared = data.draw(st.booleans(), label="declared")
     submit = st.tuples(
         st.one_of(st.integers(0, 600), st.integers(-len(BODIES) + 1, -1)),
         st.integers(0, len(PER_REQUEST) - 1),
@@ -669,45 +740,64 @@ def test_submits_of_every_length_on_one_connection_are_answered_as_made_afresh(
         st.booleans(),
         st.sampled_from(CLIENTS[:2]),
     )
-    _play_lengths(dialect, scenario, data.draw(st.lists(submit, min_size=1, max_size=20)))
+    submits = data.draw(st.lists(submit, min_size=1, max_size=20))
+    _play_lengths(dialect, scenario, submits, declared=declared)
 
 
 @pytest.mark.parametrize("dialect", sorted(DIALECTS))
 def test_each_submit_gets_its_own_content_length_in_every_form(dialect: str) -> None:
     """Every form of the field, each for bodies of three lengths in turn and a length again,
-    whole and split: the headers each request is made with are the general path's."""
+    whole and split, for a dialect class that declares no ``headers_read`` (so that it is
+    handed every header): the headers each request is made with are the general path's."""
     submits = [
         (words, 0, form, split, CLIENTS[0])
         for form in LENGTH_FORMS
         for split in (False, True)
         for words in (3, 40, 400, 3)
     ]
-    seen = _play_lengths(dialect, "long-render", submits)
+    seen = _play_lengths(dialect, "long-render", submits, declared=False)
     lengths = [dict(headers).get("content-length") for _, headers in seen]
     assert lengths[:8] == [None] * 8  # "none"
     assert lengths[8:12] == [str(len(_prompted(dialect, w).encode())) for w in (3, 40, 400, 3)]
     assert lengths[-4:] == ["7", "7", "7", "7"]  # "true then other": the last field's
 
 
-def test_one_body_lane_serves_submits_of_every_length() -> None:
+@pytest.mark.parametrize("declared", [True, False])
+def test_one_body_lane_serves_submits_of_every_length(declared: bool) -> None:
+    """Kept by the fields the dialect reads (``Content-Length`` is none of them), or for a
+    dialect that declares none by every field but the ``Content-Length`` (its place in the
+    key) and the length the lane's ``HttpRequest`` was made with."""
     side = _Side("generic", "long-render", True)
+    if not declared:
+        _undeclared(side)
     for words in range(1, 300):
         body = _prompted("generic", words).encode()
-        headers = _with_length(_SUBMIT_HEADERS, body, "middle")
+        own = [(b"x-request-id", b"r%d" % words)] if declared else []
+        headers = _with_length([*_SUBMIT_HEADERS, *own], body, "middle")
         side.call(_scope("POST", "/v1/jobs", b"", headers, CLIENTS[0]), [body])
     assert len(side.app._body_lanes) == 1
     ((key, lane),) = side.app._body_lanes.items()
-    assert key == ("POST", "/v1/jobs", b"", CLIENTS[0], "http", 1, *_SUBMIT_HEADERS)
-    assert lane[4] == b"%d" % len(_prompted("generic", 1).encode())
+    if declared:  # authorization and content-type
+        assert key == ("POST", "/v1/jobs", b"", CLIENTS[0], "http", *_SUBMIT_HEADERS[:2])
+        assert lane[0].headers == {
+            "authorization": "Bearer sk-test",
+            "content-type": "application/json",
+        }
+        assert lane[4] is None
+    else:
+        assert key == ("POST", "/v1/jobs", b"", CLIENTS[0], "http", 1, *_SUBMIT_HEADERS)
+        assert lane[4] == b"%d" % len(_prompted("generic", 1).encode())
 
 
 def test_lanes_stop_being_kept_for_requests_that_never_repeat_and_start_again_when_they_do(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Submits and status reads each with a header of its own (a request id): lanes are made
-    and not found again, so after a window they are no longer kept (but for a probe in
-    ``_PROBE``); the same requests again and again: the probes are found, and lanes are kept
-    again. Answered, journaled and handed to the dialect as made afresh throughout."""
+    """Submits and status reads each with a header of its own that the dialect reads (an
+    idempotency key): lanes are made and not found again, so after a window they are no
+    longer kept (but for a probe in ``_PROBE``); the same requests again and again, or each
+    with a header of its own the dialect does not read (a request id): the probes are found,
+    and lanes are kept again. Answered, journaled and handed to the dialect as made afresh
+    throughout."""
     monkeypatch.setattr(app_module, "_LANE_WINDOW", 8)
     monkeypatch.setattr(app_module, "_PROBE", 3)
     fast, general = _Side("generic", "long-render", True), _Side("generic", "long-render", False)
@@ -719,15 +809,35 @@ def test_lanes_stop_being_kept_for_requests_that_never_repeat_and_start_again_wh
         answers = [side.call(scope, [body] if body else []) for side in (fast, general)]
         assert answers[0] == answers[1], (method, path, headers)
 
-    for round_, phase in enumerate(("own ids", "repeated", "own ids")):
+    made = [0]
+    for name in ("_lane", "_body_lane"):
+        make = getattr(fast.app, name)
+
+        def counted(*args: Any, _make: Any = make) -> Any:
+            made[0] += 1
+            return _make(*args)
+
+        setattr(fast.app, name, counted)
+    phases = ("own keys", "repeated", "own ids", "own keys")
+    for round_, phase in enumerate(phases):
+        made[0] = 0
         for n in range(40):
-            own = [(b"x-request-id", b"r%d-%d" % (round_, n))] if phase == "own ids" else []
+            name = {"own keys": b"idempotency-key", "own ids": b"x-request-id"}.get(phase)
+            own = [] if name is None else [(name, b"r%d-%d" % (round_, n))]
             body = _prompted("generic", 1 + n % 7).encode()
             both("POST", "/v1/jobs", [*_SUBMIT_HEADERS, *own], body)
             job = list(fast.provider.engine.jobs)[n % 3].id
             both("GET", f"/v1/jobs/{job}", [HEADERS[0], *own], b"")
-        keeping.append((phase, fast.app._keeping))
-    assert keeping == [("own ids", False), ("repeated", True), ("own ids", False)]
+        keeping.append((phase, fast.app._keeping, made[0]))
+    # 80 requests a phase: a lane made for each when they do not repeat; a few when they do
+    # (until a probe is found and lanes are kept again), none when they differ only in a
+    # header the dialect does not read
+    assert keeping == [
+        ("own keys", False, 80),
+        ("repeated", True, 9),
+        ("own ids", True, 0),
+        ("own keys", False, 80),
+    ]
     assert fast.sink.getvalue() == general.sink.getvalue()
     assert seen[0] == seen[1]
 
