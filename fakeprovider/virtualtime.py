@@ -44,6 +44,7 @@ _REAL_TIME: Final = _time_module.time
 _REAL_TIME_NS: Final = _time_module.time_ns
 _REAL_DATETIME: Final = _datetime_module.datetime
 _REAL_LOOP_TIME: Final = asyncio.base_events.BaseEventLoop.time
+_REAL_CALL_LATER: Final = asyncio.base_events.BaseEventLoop.call_later
 
 #: Top-level packages whose module globals are never rewritten (besides the standard library).
 _UNTOUCHED: Final = frozenset(
@@ -137,6 +138,25 @@ def _monotonic_base(real: float, now: float) -> float:
     return float(math.ceil(real - now))
 
 
+def _call_later(
+    loop: asyncio.base_events.BaseEventLoop,
+    delay: float,
+    callback: Callable[..., object],
+    *args: Any,
+    context: Any = None,
+) -> asyncio.TimerHandle:
+    """``loop.call_later``, and the clock reading the timer is for (``clock.now() + delay``),
+    kept for the autojump to land on (``_AutojumpSelector``)."""
+    active = _current()
+    start = None if active is None else active.clock.now()
+    timer = _REAL_CALL_LATER(loop, delay, callback, *args, context=context)
+    if active is not None and start is not None and type(delay) in (int, float) and delay > 0:
+        selector = active._loops.get(loop)
+        if selector is not None:
+            selector.aim(timer.when(), start + delay)
+    return timer
+
+
 class _DatetimeMeta(type):
     """Keeps ``isinstance(x, datetime.datetime)`` true for real datetimes while patched."""
 
@@ -199,22 +219,96 @@ _REAL_DATETIME_MODULE: Final = _RealDatetimeModule("datetime")
 _TYPE_READERS: Final = frozenset({"pydantic"})
 
 
-class _AutojumpSelector:
-    """Wraps a loop's selector: a wait for a timer with no I/O ready jumps the clock instead."""
+#: The most timers ``_AutojumpSelector`` keeps the clock readings of (those of timers cancelled
+#: before they were due are never taken): forgotten all at once when full.
+_AIMS_KEPT: Final = 4096
 
-    def __init__(self, inner: Any, clock: VirtualClock, thread_id: int) -> None:
+
+class _AutojumpSelector:
+    """Wraps a loop's selector: a wait for a timer with no I/O ready jumps the clock instead.
+
+    The jump lands on the clock reading the timer was set for, where ``call_later`` said which
+    (``asyncio.sleep``, ``call_later``): ``clock.now() + delay``, exactly. Moving the clock by
+    the wait instead, the loop's time less the timer's, lands a few picoseconds short of it as
+    often as not (the loop's time is the monotonic reading at entry plus the clock's, and the
+    sum rounds): after ``await asyncio.sleep(0.3)``, an ``await asyncio.sleep(93)`` found a job
+    due 93 s later still rendering. Other timers (``call_at``, ``asyncio.timeout``) move it by
+    the wait."""
+
+    def __init__(
+        self,
+        inner: Any,
+        clock: VirtualClock,
+        thread_id: int,
+        loop: asyncio.AbstractEventLoop | None = None,
+    ) -> None:
         self.inner = inner
         self.clock = clock
         self.thread_id = thread_id
+        self._loop = None if loop is None else weakref.ref(loop)
+        #: Clock readings timers were set for, by the loop time they are due at.
+        self._aims: dict[float, float] = {}
+
+    def aim(self, when: float, reading: float) -> None:
+        """The timer due at loop time ``when`` is for clock reading ``reading``."""
+        aims = self._aims
+        if len(aims) >= _AIMS_KEPT:
+            aims.clear()
+        aims[when] = max(reading, aims.get(when, reading))
 
     def select(self, timeout: float | None = None) -> Any:
-        if timeout is None or timeout <= 0 or _current() is None:
+        if timeout is None or _current() is None:
             return self.inner.select(timeout)
+        if timeout <= 0:
+            events = self.inner.select(timeout)
+            if not events:
+                self._unstick()
+            return events
         events = self.inner.select(0)
         if events:
             return events
-        self.clock.advance(timeout)
+        clock = self.clock
+        aimed = self._aimed(timeout)
+        if aimed is None:
+            clock.advance(timeout)
+        else:
+            clock.jump_to(aimed)
         return []
+
+    def _unstick(self) -> None:
+        """Move the clock past a timer the loop finds due (a wait of 0) but will not run: it
+        runs timers due before its time plus its clock's resolution (1 ns), and past some 97
+        days of uptime the monotonic reading at entry plus the clock rounds by more than that,
+        so the sum stays put and the loop, which no real time moves on, spun for ever."""
+        loop = None if self._loop is None else self._loop()
+        scheduled = getattr(loop, "_scheduled", None)
+        if not scheduled or getattr(loop, "_ready", True) or loop is None:
+            return
+        when = scheduled[0].when()
+        resolution = getattr(loop, "_clock_resolution", 0.0)
+        for _ in range(4):  # (once is enough: a rounding step past the timer)
+            now = loop.time()
+            if when > now or when < now + resolution:
+                return  # not due yet (another wait will come), or the loop runs it
+            self.clock.advance(when + math.ulp(when) - now)
+
+    def _aimed(self, timeout: float) -> float | None:
+        """The clock reading the timer the loop waits for was set for, when known and within
+        rounding of where ``timeout`` takes the clock (else None)."""
+        loop = None if self._loop is None else self._loop()
+        scheduled = getattr(loop, "_scheduled", None)
+        if not scheduled or not self._aims:
+            return None
+        when = scheduled[0].when()
+        aimed = self._aims.get(when)
+        if aimed is None:
+            return None
+        now = self.clock.now()
+        # (a wait asyncio cut short, at a day, leaves the timer's reading for a later wait)
+        if now < aimed and abs(aimed - (now + timeout)) <= 1e-6 * max(1.0, timeout):
+            del self._aims[when]
+            return aimed
+        return None
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
@@ -260,7 +354,7 @@ class VirtualTime:
         selector = getattr(loop, "_selector", None)
         if selector is None or isinstance(selector, _AutojumpSelector):
             return
-        wrapper = _AutojumpSelector(selector, self.clock, self.thread_id)
+        wrapper = _AutojumpSelector(selector, self.clock, self.thread_id, loop)
         loop._selector = wrapper  # type: ignore[attr-defined]
         self._loops[loop] = wrapper
 
@@ -279,6 +373,7 @@ class VirtualTime:
             for module, name, replacement in _MODULE_PATCHES:
                 setattr(module, name, replacement)
             asyncio.base_events.BaseEventLoop.time = _loop_time  # type: ignore[method-assign,assignment]
+            asyncio.base_events.BaseEventLoop.call_later = _call_later  # type: ignore[method-assign,assignment]
             self._shield_type_readers()
             if self.rebind_captured:
                 self._rebind()
@@ -300,6 +395,7 @@ class VirtualTime:
                 namespace[name] = original
             self._rebound.clear()
             asyncio.base_events.BaseEventLoop.time = _REAL_LOOP_TIME  # type: ignore[method-assign]
+            asyncio.base_events.BaseEventLoop.call_later = _REAL_CALL_LATER  # type: ignore[method-assign]
             for module, name, _ in _MODULE_PATCHES:
                 setattr(module, name, _ORIGINALS[(module.__name__, name)])
             for loop, wrapper in list(self._loops.items()):
