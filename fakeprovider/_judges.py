@@ -25,7 +25,7 @@ import math
 import operator
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, get_args
 
 from ._rules import (
     _DATE_FORMS,
@@ -34,17 +34,19 @@ from ._rules import (
     SUCCESS_STATUSES,
     Violation,
     _answer,
+    _answer_of,
     _got,
     _headers_at,
     _scope,
     _scope_key,
     _scope_kind,
+    _scope_of,
     describe,
     fmt_time,
     told,
 )
 from .entries import Entry, EntryLike, as_entry
-from .scenario import TERMINAL_STATUSES
+from .scenario import TERMINAL_STATUSES, Status
 
 if TYPE_CHECKING:
     from .limits import Limits
@@ -54,6 +56,7 @@ __all__ = [
     "BoundedStatusRate",
     "ClientJudge",
     "Found",
+    "Held",
     "Judge",
     "Unjudgeable",
     "found_as_is",
@@ -85,6 +88,64 @@ def hooks_of(webhooks: Iterable[EntryLike]) -> dict[str, list[tuple[float, str |
 #: that forgot to make its own fails at once instead of writing into every judge's).
 _NO_DICT: Any = MappingProxyType({})
 _NO_LIST: Any = ()
+#: One string of each job status the fake writes: what a judge keeps of a status (in a job's
+#: record, ``observed``) is this one, not the copy each journal line decodes to (a job's record
+#: would keep one or two of those for good).
+_STATUSES: dict[str | None, str | None] = {status: status for status in get_args(Status)}
+_status_of = _STATUSES.get
+_NO_STATUSES: frozenset[str] = frozenset()
+#: ``observed | {status}`` by both (at most ``_OBSERVED_MAX`` of them): the judges of clients
+#: that saw the same statuses share one frozenset.
+_OBSERVED: dict[tuple[frozenset[str], str], frozenset[str]] = {}
+_OBSERVED_MAX = 4096
+
+
+def _observe(observed: frozenset[str], status: str) -> frozenset[str]:
+    """``observed`` with ``status``, as the one frozenset of those statuses judges share."""
+    key = (observed, status)
+    both = _OBSERVED.get(key)
+    if both is None:
+        both = observed | {status}
+        if len(_OBSERVED) < _OBSERVED_MAX:
+            _OBSERVED[key] = both
+    return both
+
+
+#: What a judge keeps of an answer it holds past its entry (a failed status read or content
+#: fetch, which the gave-up warning and ``no_resubmission`` may name later; a Retry-After
+#: source, until the next request in its scope): what their messages name, not the entry (whose
+#: every field a job would keep for as long): seq, kind, job id, status code, ``dropped``,
+#: true status, the Retry-After's ``raw`` and ``not_before``, error code.
+Held = tuple[
+    int,
+    str,
+    "str | None",
+    "int | None",
+    "str | None",
+    "str | None",
+    "str | None",
+    "float | None",
+    "str | None",
+]
+
+
+def _held_of(e: EntryLike, kind: str, job_id: str | None) -> Held:
+    """What a judge keeps of ``e`` (of ``kind``, about ``job_id``: the judge's own strings)."""
+    true_status = e.true_status
+    record = e.retry_after
+    return (
+        e.seq,
+        kind,
+        job_id,
+        e.status_code,
+        e.dropped,
+        _status_of(true_status, true_status),
+        None if record is None else record.raw,
+        None if record is None else record.not_before,
+        e.error_code,
+    )
+
+
 _NAMES = {
     "submit": "submit",
     "status": "status read",
@@ -93,6 +154,10 @@ _NAMES = {
     "list": "list",
     "webhook": "webhook delivery",
 }
+
+
+#: One string of each kind the judges name in what they keep (``Held``).
+_KINDS = {kind: kind for kind in _NAMES}
 
 
 def _describe(kind: str, seq: int, job_id: str | None) -> str:
@@ -214,17 +279,17 @@ class _Job:
         # before its own, so the seq of the latest entry that told, and both as they were
         # before that seq (that read let go once a later seq holds one: ``ClientJudge._held``)
         self.rs_ended = _INF
-        self.rs_read: EntryLike | None = None
+        self.rs_read: Held | None = None
         self.rs_seq: int | None = None
         self.rs_old_ended = _INF
-        self.rs_old_read: EntryLike | None = None
+        self.rs_old_read: Held | None = None
         # for the stream (``_stream``): when an answer first showed the client the job ended
         # (job ids that are not empty), whether one did, the job's last entry (list answers
         # included) when it was a failed status read or content fetch, and the rank of the
         # job's first such entry among the client's jobs (-1: none yet)
         self.seen_at: float | None = None
         self.ended = False
-        self.last: EntryLike | None = None
+        self.last: Held | None = None
         self.last_rank = -1
         # deadline: the start (the first submit, or the first entry until one comes), and
         # until a submit comes, the entries received later than all before them
@@ -327,9 +392,7 @@ class ClientJudge(Judge):
         self.ra_kinds: list[str] = _NO_LIST  # the scope kinds of the sources so far
         # scope group -> heap of (headers at, index, the earliest moment a request is not too
         # early: its not_before less the slack of its form, source)
-        self.ra_pending: dict[tuple[object, ...], list[tuple[float, int, float, EntryLike]]] = (
-            _NO_DICT
-        )
+        self.ra_pending: dict[tuple[object, ...], list[tuple[float, int, float, Held]]] = _NO_DICT
         self.ra_scope = limits.retry_after_scope
         self.date_slack = limits.date_slack
         self.ra_found: list[tuple[int, Violation]] = _NO_LIST
@@ -362,7 +425,8 @@ class ClientJudge(Judge):
         self.forms: dict[str, int] = _NO_DICT
         self.faults: dict[str, int] = _NO_DICT
         self.dropped = 0
-        self.observed: set[str] = set()  # the job statuses its answers showed
+        # the job statuses its answers showed (one frozenset for every judge that saw the same)
+        self.observed: frozenset[str] = _NO_STATUSES
         self.seen_jobs: list[_Job] = _NO_LIST  # by the first answer that showed them ended
         self.ranked = 0  # the jobs with a ``last_rank``
         # whether a job's part holds a violation or a candidate (``ov_found``, ``pa_found``,
@@ -397,6 +461,7 @@ class ClientJudge(Judge):
         seq = e.seq
         received = e.received_at
         status = e.job_status
+        status = _status_of(status, status)
         code = e.status_code
         completed = e.completed_at
         seen = _INF if completed is None else completed
@@ -430,8 +495,8 @@ class ClientJudge(Judge):
             if faults is _NO_DICT:
                 self.faults = faults = {}
             faults[fault] = faults.get(fault, 0) + 1
-        if status:
-            self.observed.add(status)
+        if status and status not in self.observed:
+            self.observed = _observe(self.observed, status)
         terminal = status in TERMINAL_STATUSES
 
         jobs = self.jobs
@@ -467,7 +532,22 @@ class ClientJudge(Judge):
         if job.last_rank < 0:
             job.last_rank = self.ranked
             self.ranked += 1
-        job.last = e if failed else None
+        if failed:
+            true_status = e.true_status
+            held: Held | None = (
+                seq,
+                "status",
+                job.job_id,
+                code,
+                dropped,
+                _status_of(true_status, true_status),
+                None if record is None else record.raw,
+                None if record is None else record.not_before,
+                e.error_code,
+            )
+        else:
+            held = None
+        job.last = held
         if terminal:
             job.ended = True
             if job_id and completed is not None and job.seen_at is None:
@@ -481,14 +561,14 @@ class ClientJudge(Judge):
                 job.rs_old_ended = job.rs_ended
                 old = job.rs_old_read = job.rs_read
                 if old is not None:  # (``_held``)
-                    held = self.rs_held
-                    if held is not job:
-                        if held is not None and held.rs_seq != seq:
-                            held.rs_old_read = None
+                    holder = self.rs_held
+                    if holder is not job:
+                        if holder is not None and holder.rs_seq != seq:
+                            holder.rs_old_read = None
                         self.rs_held = job
             if terminal and seen < job.rs_ended:
                 job.rs_ended = seen
-            job.rs_read = e if failed else None
+            job.rs_read = held
 
         # bounded_retries, and the retries the metrics count (``br_clean``: the job's group
         # of status reads is known to hold no failure since its last success)
@@ -554,7 +634,7 @@ class ClientJudge(Judge):
                     _INF if started_at is None else started_at,
                     index,
                     not_before - (self.date_slack if record.form in _DATE_FORMS else EPSILON),
-                    e,
+                    _held_of(e, "status", job.job_id) if held is None else held,
                 )
                 heap = pending.get(key)
                 if heap is None:
@@ -668,6 +748,7 @@ class ClientJudge(Judge):
         seq = e.seq
         received = e.received_at
         status = e.job_status
+        status = _status_of(status, status)
         code = e.status_code
         completed = e.completed_at
         seen = _INF if completed is None else completed
@@ -698,11 +779,12 @@ class ClientJudge(Judge):
             if faults is _NO_DICT:
                 self.faults = faults = {}
             faults[fault] = faults.get(fault, 0) + 1
-        if status:
-            self.observed.add(status)
+        if status and status not in self.observed:
+            self.observed = _observe(self.observed, status)
 
         jobs = self.jobs
         job: _Job | None = None
+        held: Held | None = None
         started = False
         if job_id is not None:
             job = jobs.get(job_id)
@@ -720,7 +802,8 @@ class ClientJudge(Judge):
         listed = e.listed
         retrieval = ok and (kind == "content" or e.inline_result is True)
         if listed and kind == "list":
-            for shown_id, shown_status in listed:
+            for shown_id, listed_status in listed:
+                shown_status = _status_of(listed_status, listed_status)
                 other = jobs.get(shown_id)
                 if other is None:
                     jobs[shown_id] = other = _Job(shown_id)
@@ -744,7 +827,12 @@ class ClientJudge(Judge):
             if job.last_rank < 0:
                 job.last_rank = self.ranked
                 self.ranked += 1
-            job.last = e if failed and (kind == "status" or kind == "content") else None
+            held = (
+                _held_of(e, _KINDS.get(kind, kind), job.job_id)
+                if failed and (kind == "status" or kind == "content")
+                else None
+            )
+            job.last = held
             if terminal:
                 job.ended = True
             # (a status read that did not fail, of a job whose last read did not, changes
@@ -759,7 +847,7 @@ class ClientJudge(Judge):
                 if terminal and seen < job.rs_ended:
                     job.rs_ended = seen
                 if kind == "status":
-                    job.rs_read = e if failed else None
+                    job.rs_read = held
 
         if terminal and job_id and completed is not None and job.seen_at is None:  # type: ignore[union-attr]
             job.seen_at = completed  # type: ignore[union-attr]
@@ -791,7 +879,7 @@ class ClientJudge(Judge):
         if self.ra_pending:
             self._after_retry_after(e, received)
         if record is not None and record.not_before is not None:
-            self._retry_after(e, index)
+            self._retry_after(e, index, held, None if job is None else job.job_id)
 
         # no_resubmission
         if kind == "submit":
@@ -926,8 +1014,8 @@ class ClientJudge(Judge):
                 self.faults = faults = {}
             faults[fault] = faults.get(fault, 0) + 1
         status = e.job_status
-        if status:
-            self.observed.add(status)
+        if status and status not in self.observed:
+            self.observed = _observe(self.observed, status)
         return failed
 
     def _submit(self, e: EntryLike, job_id: str) -> None:
@@ -939,6 +1027,7 @@ class ClientJudge(Judge):
         seq = e.seq
         received = e.received_at
         status = e.job_status
+        status = _status_of(status, status)
         code = e.status_code
         completed = e.completed_at
         seen = _INF if completed is None else completed
@@ -1021,7 +1110,7 @@ class ClientJudge(Judge):
             self._after_retry_after(e, received)
         record = e.retry_after
         if record is not None and record.not_before is not None:
-            self._retry_after(e, index)
+            self._retry_after(e, index, None, job.job_id)
 
         # no_resubmission
         self._submitted(e, failed, seq)
@@ -1060,6 +1149,7 @@ class ClientJudge(Judge):
         seq = e.seq
         received = e.received_at
         status = e.job_status
+        status = _status_of(status, status)
         code = e.status_code
         completed = e.completed_at
         seen = _INF if completed is None else completed
@@ -1102,7 +1192,8 @@ class ClientJudge(Judge):
         if job.last_rank < 0:
             job.last_rank = self.ranked
             self.ranked += 1
-        job.last = e if failed else None
+        held = _held_of(e, "content", job.job_id) if failed else None
+        job.last = held
         if terminal:
             job.ended = True
             if job.rs_seq != seq:
@@ -1139,7 +1230,7 @@ class ClientJudge(Judge):
             self._after_retry_after(e, received)
         record = e.retry_after
         if record is not None and record.not_before is not None:
-            self._retry_after(e, index)
+            self._retry_after(e, index, held, job.job_id)
 
         # no_retry_on_auth_error
         if self.au_pending or code == 401 or code == 403:
@@ -1164,8 +1255,9 @@ class ClientJudge(Judge):
         if terminal and (job.st_seq is None or seen < job.st_at):
             job.st_seq, job.st_status, job.st_at, job.st_found = seq, status, seen, None
 
-    def _retry_after(self, e: EntryLike, index: int) -> None:
-        """``honours_retry_after``'s part for an answer with a Retry-After (a source)."""
+    def _retry_after(self, e: EntryLike, index: int, held: Held | None, job_id: str | None) -> None:
+        """``honours_retry_after``'s part for an answer with a Retry-After (a source): kept as
+        ``held`` (None: made here, with the judge's ``job_id``)."""
         scope_kind = _scope_kind(e, _scope(e, self.limits))
         if scope_kind not in self.ra_kinds:
             if self.ra_kinds is _NO_LIST:
@@ -1179,9 +1271,12 @@ class ClientJudge(Judge):
         assert record is not None  # a source
         assert record.not_before is not None  # a source
         slack = self.date_slack if record.form in _DATE_FORMS else EPSILON
+        if held is None:
+            kind = e.kind
+            held = _held_of(e, _KINDS.get(kind, kind), job_id)
         heapq.heappush(
             self.ra_pending.setdefault(scope_key, []),
-            (_headers_at(e), index, record.not_before - slack, e),
+            (_headers_at(e), index, record.not_before - slack, held),
         )
 
     def _rates(self) -> Judge:
@@ -1330,14 +1425,12 @@ class ClientJudge(Judge):
             if not heap:
                 del pending[key]
 
-    def _early(self, index: int, source: EntryLike, later: EntryLike) -> None:
+    def _early(self, index: int, source: Held, later: EntryLike) -> None:
         """``honours_retry_after``'s violation: ``later`` came before the Retry-After of
         ``source`` (the ``index``-th entry) allowed it (less the slack of its form)."""
-        record = source.retry_after
-        assert record is not None  # sources have one
-        not_before = record.not_before
+        seq, kind, job_id, code, dropped, _, raw, not_before, error_code = source
         assert not_before is not None  # sources have one
-        scope = _scope(source, self.limits)
+        scope = _scope_of(code, kind, error_code, self.limits)
         early = not_before - later.received_at
         if self.ra_found is _NO_LIST:
             self.ra_found = []
@@ -1346,11 +1439,11 @@ class ClientJudge(Judge):
                 index,
                 Violation(
                     "honours_retry_after",
-                    later.job_id if scope == "job" else source.job_id,
-                    (source.seq, later.seq),
+                    later.job_id if scope == "job" else job_id,
+                    (seq, later.seq),
                     f"{describe(later)} at {fmt_time(later.received_at)} came"
-                    f" {fmt_time(early)} before the Retry-After {record.raw!r} of"
-                    f" #{source.seq} ({_answer(source)}, {scope} scope) allowed it at"
+                    f" {fmt_time(early)} before the Retry-After {raw!r} of"
+                    f" #{seq} ({_answer_of(code, dropped)}, {scope} scope) allowed it at"
                     f" {fmt_time(not_before)}",
                     later.client,
                 ),
@@ -1442,10 +1535,11 @@ class ClientJudge(Judge):
             if read is not None:
                 message = (
                     f"submit #{s.seq} at {fmt_time(s.received_at)} {made} for the same request"
-                    f" as job {job_id} after status read #{read.seq} of that job failed"
-                    f" ({_answer(read)}); a failed status read does not mean the job failed"
+                    f" as job {job_id} after status read #{read[0]} of that job failed"
+                    f" ({_answer_of(read[3], read[4])}); a failed status read does not mean the"
+                    " job failed"
                 )
-                seqs: tuple[int, ...] = (origin[0], read.seq, s.seq)
+                seqs: tuple[int, ...] = (origin[0], read[0], s.seq)
             else:
                 message = (
                     f"submit #{s.seq} at {fmt_time(s.received_at)} {made} for the same request"
@@ -1809,6 +1903,10 @@ KEEP_GONE = 1 << 18
 _NO_GONE = (array.array("d"), array.array("q"), array.array("q"))
 
 
+#: One int of each budget ``BoundedStatusRate`` holds (a run's clients all hold the same).
+_ALLOWED: dict[int, int] = {}
+
+
 class BoundedStatusRate(Judge):
     """The status reads received within two windows of the latest (the rule is reported once,
     at the first breach, so until then at most about twice the budget), sorted by when they
@@ -1844,7 +1942,8 @@ class BoundedStatusRate(Judge):
         self.keep_gone = keep_gone
         self.window = limits.status_rate_window
         rate = limits.status_rate
-        self.allowed = 0 if rate is None else max(1, math.floor(rate * self.window + EPSILON))
+        allowed = 0 if rate is None else max(1, math.floor(rate * self.window + EPSILON))
+        self.allowed = _ALLOWED.setdefault(allowed, allowed)  # (one int for every client's)
         self.at: list[float] = []  # when each read kept was received, sorted
         # (received at, arrival, seq), alike (shared and empty while reads come in order)
         self.times: list[tuple[float, int, int]] = _NO_LIST

@@ -88,9 +88,14 @@ def describe(entry: EntryLike) -> str:
 
 
 def _answer(entry: EntryLike) -> str:
-    if entry.status_code is None:
-        return "a dropped connection" if entry.dropped != "lose_response" else "a lost response"
-    return str(entry.status_code)
+    return _answer_of(entry.status_code, entry.dropped)
+
+
+def _answer_of(status_code: int | None, dropped: str | None) -> str:
+    """``_answer`` of an entry with that status code and ``dropped``."""
+    if status_code is None:
+        return "a dropped connection" if dropped != "lose_response" else "a lost response"
+    return str(status_code)
 
 
 def _seen_at(entry: Entry) -> float:
@@ -451,13 +456,18 @@ _TOO_MANY_JOBS = "too_many_active_jobs"
 
 
 def _scope(entry: EntryLike, limits: Limits) -> str:
+    return _scope_of(entry.status_code, entry.kind, entry.error_code, limits)
+
+
+def _scope_of(status_code: int | None, kind: str, error_code: str | None, limits: Limits) -> str:
+    """``_scope`` of an entry with that status code, kind and error code."""
     if limits.retry_after_scope != "auto":
         return limits.retry_after_scope
-    if entry.status_code == 429 and entry.kind == "submit" and entry.error_code == _TOO_MANY_JOBS:
+    if status_code == 429 and kind == "submit" and error_code == _TOO_MANY_JOBS:
         # "too many jobs running": wait before the next new job, and keep watching the running
         # ones (only that tells the client when one has ended)
         return "submits"
-    return "account" if entry.status_code == 429 else "job"
+    return "account" if status_code == 429 else "job"
 
 
 def honours_retry_after(entries: Sequence[Entry], limits: Limits) -> Iterator[Violation]:

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Iterator
 from collections.abc import Set as AbstractSet
 from typing import Any, TypeVar
 
-from ._judges import ClientJudge, Found, Unjudgeable, _Job, found_as_is, violation
+from ._judges import ClientJudge, Found, Unjudgeable, _describe, _Job, found_as_is, violation
 from ._report import (
     Summary,
     coverage_section,
@@ -37,7 +37,7 @@ from ._report import (
     render_indexed,
     summarise_metrics,
 )
-from ._rules import _REJECT, EPSILON, Violation, _answer, describe, webhook_ack
+from ._rules import _REJECT, EPSILON, Violation, _answer_of, webhook_ack
 from ._runs import _RUN_STARTS
 from .entries import EntryLike
 from .invariants import INVARIANTS
@@ -618,13 +618,15 @@ def _gave_up(name: str, gave_up: list[_Job], run: _Run, totals: _Totals) -> None
         job_id = job.job_id
         if job_id in run.notified_status:
             continue
-        e = job.last
-        assert e is not None  # as filtered
-        status = f" while the job was {e.true_status!r}" if e.true_status else ""
+        last = job.last
+        assert last is not None  # as filtered
+        seq, kind, _, code, dropped, true_status = last[:6]
+        status = f" while the job was {true_status!r}" if true_status else ""
         totals.gave_up.append(
             f"the client {name!r} never asked about job {job_id} again after"
-            f" {describe(e)} got {_answer(e)}{status}: a failed read is not a failed job;"
-            " unless the client ran out of retries or time, it should have retried"
+            f" {_describe(kind, seq, job_id)} got {_answer_of(code, dropped)}{status}: a failed"
+            " read is not a failed job; unless the client ran out of retries or time, it should"
+            " have retried"
         )
 
 

@@ -37,7 +37,7 @@ def _state(judge: _judges.ClientJudge) -> tuple[object, ...]:
     entry a job's ``last`` is, by identity)."""
 
     def facts(job: _judges._Job) -> tuple[object, ...]:
-        last = None if job.last is None else id(job.last)
+        last = job.last
         return (job.job_id, job.own, job.ended, last, job.last_rank, job.seen_at)
 
     return (
