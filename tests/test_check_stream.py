@@ -9,7 +9,10 @@ limits, resets), clients, webhooks and entries out of seq order: the report's fi
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import hashlib
+import io
 import os
 import sys
 import threading
@@ -38,6 +41,7 @@ from fakeprovider.entries import jsonl_line
 from fakeprovider.invariants import check
 from fakeprovider.journal import Entry, order_entries
 from fakeprovider.limits import Limits
+from tests.bench_scripts import load_script
 from tests.test_judges import LIMITS, runs
 
 STATUSES = (None, "queued", "processing", "succeeded", "failed")
@@ -584,3 +588,106 @@ def test_a_check_that_holds_its_judges_holds_no_more_at_once_for_many_runs() -> 
     one, many = runs(1), runs(8)
     assert peak(many, hold=True) < 1.5 * peak(one, hold=True)
     assert peak(many, hold=True) < 1.5 * peak(many, hold=False)
+
+
+# -- what check printed before: the benchmark's shapes, by the digests of 672e8aa's output ---------
+
+#: ``fakeprovider check``'s exit code, standard output and error (sha256, first 16 hex digits)
+#: on ``benchmarks/bench_check_scaling.py``'s shapes at N entries (the first ``cut`` of them
+#: when set: jobs left after a failed read, sources of a Retry-After still pending), as the
+#: check printed them at 672e8aa, before its judges kept a failed read or a Retry-After source
+#: as a ``_judges.Held`` instead of the entry and one string per job status.
+PRINTED_BEFORE = [
+    ("tight-poller", 2400, None, ("--deadline", "1h", "--status-rate", "1000"), "c7d56fc44bb53880"),
+    (
+        "tight-poller",
+        2400,
+        None,
+        ("--deadline", "1h", "--status-rate", "1000", "--json"),
+        "21e240b52b1800da",
+    ),
+    ("resubmitter", 2400, None, ("--deadline", "1h", "--status-rate", "1000"), "57118e2b74ed173b"),
+    (
+        "resubmitter",
+        2400,
+        None,
+        ("--deadline", "1h", "--status-rate", "1000", "--json"),
+        "3258ddb3e4145fe9",
+    ),
+    ("many-jobs", 2400, None, ("--deadline", "1h", "--status-rate", "1000"), "7debecc872376e52"),
+    (
+        "many-jobs",
+        2400,
+        None,
+        ("--deadline", "1h", "--status-rate", "1000", "--json"),
+        "a326e966da205eae",
+    ),
+    ("many-clients", 2400, None, ("--deadline", "1h", "--status-rate", "1000"), "5c4a3434fb52f0d1"),
+    (
+        "many-clients",
+        2400,
+        None,
+        ("--deadline", "1h", "--status-rate", "1000", "--json"),
+        "24e41540e5102217",
+    ),
+    ("retry-storm", 2400, None, ("--deadline", "1h", "--status-rate", "1000"), "218085d2a5ff37f1"),
+    (
+        "retry-storm",
+        2400,
+        None,
+        ("--deadline", "1h", "--status-rate", "1000", "--json"),
+        "051a4f7a4bc47e3c",
+    ),
+    ("auth-churn", 2400, None, ("--deadline", "1h", "--status-rate", "1000"), "f41db2d25294a804"),
+    (
+        "auth-churn",
+        2400,
+        None,
+        ("--deadline", "1h", "--status-rate", "1000", "--json"),
+        "a40cb0d8547e947d",
+    ),
+    ("many-jobs", 2400, 1000, (), "7e12d68db5279cef"),
+    (
+        "many-jobs",
+        2400,
+        1000,
+        ("--retry-after-scope", "account", "--max-violations", "5"),
+        "43d1e7de687fb039",
+    ),
+    (
+        "many-jobs",
+        2400,
+        1000,
+        ("--retry-after-scope", "account", "--format", "junit"),
+        "57ed8f30046a610f",
+    ),
+    (
+        "retry-storm",
+        600,
+        None,
+        ("--retry-after-scope", "account", "--date-slack", "0", "--format", "github"),
+        "0cc3f7104fda49f6",
+    ),
+    ("resubmitter", 600, None, ("--max-violations", "0"), "028c3880e5a98e5f"),
+    (
+        "many-clients",
+        600,
+        450,
+        ("--deadline", "5", "--format", "github", "--max-violations", "0"),
+        "666f0ad23cf5499b",
+    ),
+]
+
+
+@pytest.mark.parametrize(("shape", "n", "cut", "options", "printed"), PRINTED_BEFORE)
+def test_check_prints_on_each_benchmark_shape_what_it_printed_before(
+    shape: str, n: int, cut: int | None, options: tuple[str, ...], printed: str, tmp_path: Path
+) -> None:
+    bench = load_script("bench_check_scaling")
+    path = tmp_path / f"{shape}.jsonl"
+    bench.write_journal(path, bench.SHAPES[shape](n)[:cut])
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["check", str(path), *options])
+    made = f"{code}\n{out.getvalue()}\0{err.getvalue()}".encode()
+    assert hashlib.sha256(made).hexdigest()[:16] == printed
