@@ -238,14 +238,15 @@ class _Job:
         self.br_clean = False
         # no_overlap: the earlier reads that could still be pending at a later read, a stack
         # of suffix maxima of their response starts (negated), with each read's seq and time
+        # (two items a read: no tuple each)
         self.ov_negated: list[float] | None = None
-        self.ov_reads: list[tuple[int, float]] | None = None
+        self.ov_reads: list[int | float] | None = None
         self.ov_found: list[Any] | None = (
             None  # per overlap: seq, prev_seq, received, prev_received
         )
         # single_retrieval: the first retrievals (as many as the limits look at), how many,
         # the violation of the first one too many, the first entry that showed success
-        self.sr_fetched: list[tuple[int, float]] | None = None
+        self.sr_fetched: list[Any] | None = None  # seq and received, two items each
         self.sr_count = 0
         self.sr_extra: Violation | None = None
         self.sr_saw: tuple[int, float, str, str] | None = None  # seq, seen, status, client
@@ -699,7 +700,7 @@ class ClientJudge(Judge):
         if negated:
             above = _bisect_left(negated, -received)
             if above:
-                prev_seq, prev_received = reads[above - 1]
+                prev_seq, prev_received = reads[2 * above - 2], reads[2 * above - 1]
                 found = job.ov_found
                 if found is None:
                     job.ov_found = found = []
@@ -708,9 +709,9 @@ class ClientJudge(Judge):
         value = (_INF if started_at is None else started_at) - EPSILON
         while negated and -negated[-1] <= value:
             negated.pop()
-            reads.pop()
+            del reads[-2:]
         negated.append(-value)
-        reads.append((seq, received))
+        reads += (seq, received)
         # honours_poll_after
         if job.pa_seq is not None:
             hint = job.pa_hint
@@ -936,7 +937,7 @@ class ClientJudge(Judge):
             if negated:
                 above = bisect.bisect_left(negated, -received)
                 if above:
-                    prev_seq, prev_received = reads[above - 1]
+                    prev_seq, prev_received = reads[2 * above - 2], reads[2 * above - 1]
                     found = job.ov_found
                     if found is None:
                         job.ov_found = found = []
@@ -946,9 +947,9 @@ class ClientJudge(Judge):
             value = (_INF if started_at is None else started_at) - EPSILON
             while negated and -negated[-1] <= value:
                 negated.pop()
-                reads.pop()
+                del reads[-2:]
             negated.append(-value)
-            reads.append((seq, received))
+            reads += (seq, received)
             # honours_poll_after
             if job.pa_seq is not None:
                 hint = job.pa_hint
@@ -1356,12 +1357,12 @@ class ClientJudge(Judge):
         fetched = job.sr_fetched
         if fetched is None:
             job.sr_fetched = fetched = []
-        if len(fetched) < self.keep:
-            fetched.append((e.seq, e.received_at))
+        if len(fetched) < 2 * self.keep:
+            fetched += (e.seq, e.received_at)
         if count == self.allowed + 1:
             job.sr_extra = self._extra(e, job.job_id, fetched)
 
-    def _extra(self, extra: EntryLike, job_id: str, fetched: list[tuple[int, float]]) -> Violation:
+    def _extra(self, extra: EntryLike, job_id: str, fetched: list[Any]) -> Violation:
         """``single_retrieval``'s violation for the first retrieval too many."""
         self.found_jobs = True
         allowed = self.allowed
@@ -1369,13 +1370,13 @@ class ClientJudge(Judge):
         if allowed == 0:
             message = f"{head}, but no retrieval was expected"
         else:
-            first_seq, first_received = fetched[0]
+            first_seq, first_received = fetched[0], fetched[1]
             times = "once" if allowed == 1 else f"{allowed} times"
             message = (
                 f"{head} again; #{first_seq} had already retrieved it"
                 f" at {fmt_time(first_received)} and it may be fetched {times}"
             )
-        seqs = (*(seq for seq, _ in fetched[:allowed]), extra.seq)
+        seqs = (*fetched[: 2 * allowed : 2], extra.seq)
         return Violation("single_retrieval", job_id, seqs, message, extra.client)
 
     def _retried(
@@ -1684,7 +1685,7 @@ class ClientJudge(Judge):
                     Violation(
                         "single_retrieval",
                         job.job_id,
-                        (seq, *(fetched for fetched, _ in job.sr_fetched or ())),
+                        (seq, *(job.sr_fetched or ())[::2]),
                         f"job {job.job_id} was shown {status!r} by #{seq} at"
                         f" {fmt_time(seen)} but its content was retrieved"
                         f" {job.sr_count} time(s); expected {wanted}",

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 import tests.checker_reference as reference
 from fakeprovider import _judges, _rules
 from fakeprovider.invariants import _judge
-from fakeprovider.journal import Entry
+from fakeprovider.journal import Entry, RetryAfterRecord
 from fakeprovider.limits import Limits
 from tests.test_checker_linear import entries, webhooks
 
@@ -147,7 +147,7 @@ def test_a_job_read_a_million_times_keeps_one_read_in_each_judge() -> None:
     job = judge.jobs["j_1"]
     assert (job.ov_negated, job.ov_reads, job.ov_found) == (
         [-10_000.5 + 1e-6],
-        [(5000, 10_000.0)],
+        [5000, 10_000.0],
         None,
     )
     assert (job.sr_fetched, job.pr_candidates, job.pa_found, job.dl_maxima) == (None,) * 4
@@ -386,11 +386,58 @@ def test_a_failed_read_kept_for_a_submit_of_the_same_seq_outlives_another_jobs_a
             " the job failed",
         )
     ]
-    assert judge.jobs["j_a"].rs_old_read is journal[1]
+    assert judge.jobs["j_a"].rs_old_read == (2, "status", "j_a", 503, None, None, None, None, None)
     judge.add(entry(4, "status", "j_c", 503, None))
     judge.add(entry(5, "status", "j_c", 200, "processing"))
     assert judge.jobs["j_b"].rs_old_read is None  # j_c keeps one at a later seq
     assert judge.jobs["j_c"].rs_old_read is not None
+
+
+def test_a_judge_keeps_of_a_failed_read_and_a_retry_after_source_what_messages_name_not_the_entry() -> (
+    None
+):
+    """A 503 with a Retry-After that no later read of its job followed is kept for the gave-up
+    warning, ``no_resubmission`` and ``honours_retry_after`` as a ``Held`` (seq, kind, job,
+    code, drop, true status, the Retry-After's raw and not_before, error code): one small tuple,
+    shared by the three, with the judge's job id, not the entry and every field it holds."""
+    judge = _judges.ClientJudge(Limits())
+    read = Entry(
+        seq=7,
+        kind="status",
+        job_id="".join(["j_", "1"]),  # (a string of its own, as each decoded line has)
+        method="GET",
+        path="/v1/jobs/j_1",
+        client="c",
+        received_at=1.0,
+        response_started_at=1.5,
+        completed_at=1.5,
+        status_code=503,
+        true_status="processing",
+        retry_after=RetryAfterRecord(raw="30", not_before=31.5),
+        error_code="unavailable",
+    )
+    submit = Entry(
+        seq=6,
+        kind="submit",
+        job_id="j_1",
+        method="POST",
+        path="/v1/jobs",
+        client="c",
+        received_at=0.0,
+        response_started_at=0.1,
+        completed_at=0.1,
+        status_code=202,
+    )
+    judge.add(submit)
+    judge.add(read)
+    job = judge.jobs["j_1"]
+    held = (7, "status", "j_1", 503, None, "processing", "30", 31.5, "unavailable")
+    assert job.last == held
+    assert job.last is job.rs_read
+    [[(_, _, _, source)]] = judge.ra_pending.values()
+    assert source is job.last
+    assert job.last[2] is job.job_id is submit.job_id
+    assert read.job_id is not submit.job_id
 
 
 def test_a_client_that_only_submits_and_reads_makes_no_container_of_the_rules_it_never_needs() -> (
