@@ -101,7 +101,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "honours_retry_after-429-binds-job-only",
         RULES,
-        'return "account" if entry.status_code == 429 else "job"',
+        'return "account" if status_code == 429 else "job"',
         'return "job"',
         "a 429 binds only its own job, not the account",
     ),
