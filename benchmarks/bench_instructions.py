@@ -38,8 +38,9 @@ from typing import Any
 #: What is measured: (request kind, app).
 CELLS = (("status", "bare"), ("status", "fake"), ("submit", "bare"), ("submit", "fake"))
 WARMUP = 200
-#: Submit bodies made before either run (the same number in both, so their cost cancels).
-BODIES = 20_000
+#: Submit bodies made before either run (the same number in both, so their cost cancels; 20,000
+#: took most of a child's time under valgrind).
+BODIES = 2_000
 
 
 def callgrind_total(text: str) -> int:
@@ -127,6 +128,7 @@ async def _child(kind: str, app_name: str, count: int, request_ids: bool = False
     from fakeprovider.clock import RealClock
     from fakeprovider.journal import BatchedSink
     from fakeprovider.provider import FakeProvider
+    from fakeprovider.server import SERVING_GC_THRESHOLD
 
     with tempfile.TemporaryDirectory() as tmp:
         # The writer thread wakes only when its lines pile up (``BATCH_LINES``) or at close: its
@@ -170,6 +172,10 @@ async def _child(kind: str, app_name: str, count: int, request_ids: bool = False
         # by up to 7,000 instructions a request
         gc.collect()
         gc.freeze()
+        if app_name == "fake":
+            # what ``fakeprovider serve`` collects by (bench_wrk.py's fake server); the bare app
+            # runs as bench_wrk.py's bare server does, with the interpreter's thresholds
+            gc.set_threshold(*SERVING_GC_THRESHOLD)
         for _ in range(count):
             await call(app, *next(requests))
         sink.close()
