@@ -1893,13 +1893,11 @@ class Unjudgeable(Exception):
 
 
 #: How many status reads let go ``BoundedStatusRate`` keeps (in arrays: 16 bytes each while
-#: reads come in order, 24 after; at most about 17 MiB or 25 MiB a client, and only a client
-#: with more than a million status reads reaches that) before it forgets the oldest half of
-#: them (a read reaching back past those is ``Unjudgeable``: ``check`` then judges the file
-#: again keeping them all). Large enough that a journal whose clock goes back by up to a
-#: million reads (phases of reads over every job, one after the other) is judged in one pass,
-#: not two (at 1 << 18, a 1,000,000-entry journal of such phases was judged twice).
-KEEP_GONE = 1 << 20
+#: reads come in order, 24 after; at most about 4.3 MiB or 6.4 MiB a client) before it forgets the oldest half of them (a read reaching back past those is
+#: ``Unjudgeable``: ``check`` then judges the file again keeping them all). Large enough that a
+#: journal whose clock goes back by a few hundred thousand reads (phases of reads over every
+#: job, one after the other) is judged in one pass, not two.
+KEEP_GONE = 1 << 18
 
 
 #: ``BoundedStatusRate``'s reads let go while there are none (never changed: replaced first).
