@@ -18,6 +18,7 @@ import socket
 import struct
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, MutableMapping
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl
 
@@ -562,9 +563,11 @@ def _scope_key(scope: Scope) -> tuple[Any, ...]:
     )
 
 
-class _Wanted(dict[bytes, bool]):
-    """Whether a header field's name (as sent) is one a dialect reads (``headers_read``), by
-    the name, learnt as names come (``_fields``): at most ``_NAMES_KNOWN`` of them."""
+class _Wanted(dict[tuple[Any, ...], Callable[[Any], tuple[Any, ...]] | None]):
+    """Which of a scope's header fields a dialect reads (``headers_read``), by the names of
+    its fields in order (a client sends the same names in the same order on every request):
+    what picks those fields out of the headers (None: none of them), learnt as layouts come
+    (``_fields``), at most ``_LAYOUTS_KNOWN`` of them."""
 
     __slots__ = ("declared",)
 
@@ -573,41 +576,53 @@ class _Wanted(dict[bytes, bool]):
         #: The names the dialect reads, in lower case.
         self.declared = frozenset(declared)
 
+    def learn(self, names: tuple[Any, ...]) -> Callable[[Any], tuple[Any, ...]] | None:
+        """What picks the fields of a scope whose fields are named ``names`` (kept while
+        there is room)."""
+        declared = self.declared
+        # a name lowered as ``_request`` lowers the decoded name: no Latin-1 letter but
+        # ASCII's lowers to ASCII, and every declared name is ASCII
+        at = [
+            i
+            for i, name in enumerate(names)
+            if name.__class__ is bytes and name.lower() in declared
+        ]
+        # one field is picked twice (a tuple of it, as for more): the same headers
+        pick = None if not at else itemgetter(*at) if len(at) > 1 else itemgetter(at[0], at[0])
+        if len(self) < _LAYOUTS_KNOWN:
+            self[names] = pick
+        return pick
 
-def _fields(headers: Any, wanted: _Wanted) -> list[Any]:
-    """The fields of ``headers`` whose name (in any case) ``wanted`` declares, in order: all
-    the ``HttpRequest``'s headers are made of for a dialect that reads no other (the last
-    field of a name wins, as in the dict made of every field)."""
-    try:
-        return [field for field in headers if wanted[field[0]]]
-    except KeyError:  # a name not seen before: learnt (while there is room)
-        declared = wanted.declared
-        fields = []
-        for field in headers:
-            name = field[0]
-            known = wanted.get(name)
-            if known is None:
-                # a name of bytes, lowered as ``_request`` lowers the decoded name (no Latin-1
-                # letter but ASCII's lowers to ASCII, and every declared name is ASCII)
-                known = name.lower() in declared
-                if len(wanted) < _NAMES_KNOWN:
-                    wanted[name] = known
-            if known:
-                fields.append(field)
-        return fields
+
+def _fields(headers: Any, wanted: _Wanted) -> tuple[Any, ...]:
+    """The fields of ``headers`` whose name (in any case) ``wanted`` declares, in order (one
+    of them twice when it is the only one): all the ``HttpRequest``'s headers are made of for
+    a dialect that reads no other (the last field of a name wins, as in the dict made of
+    every field)."""
+    names = tuple(map(_first, headers))
+    pick = wanted.get(names, _UNSEEN)
+    if pick is _UNSEEN:
+        pick = wanted.learn(names)
+    return () if pick is None else pick(headers)
 
 
 def _key(scope: Scope, wanted: _Wanted) -> tuple[Any, ...]:
     """What a lane is kept under for a dialect that reads only ``wanted``'s headers:
-    ``_scope_key``'s parts, but of the header fields only those (``_fields``). Requests that
-    differ in no other part share it: a request id of their own does not part them."""
+    ``_scope_key``'s parts, but of the header fields only those (``_fields``, as one part).
+    Requests that differ in no other part share it: a request id of their own does not part
+    them."""
+    headers = scope["headers"]
+    names = tuple(map(_first, headers))  # ``_fields``, written out (a call less a request)
+    pick = wanted.get(names, _UNSEEN)
+    if pick is _UNSEEN:
+        pick = wanted.learn(names)
     return (
         scope["method"],
         scope["path"],
         scope.get("query_string", b""),
         scope.get("client"),
         scope.get("scheme", "http"),
-        *_fields(scope["headers"], wanted),
+        () if pick is None else pick(headers),
     )
 
 
@@ -782,8 +797,12 @@ _BodyLane = tuple[
     dict[str, Callable[[Reply, HttpRequest], HttpResponse]],
     bytes | None,
 ]
-#: Header names ``_Wanted`` learns at most per dialect (others are looked at every time).
-_NAMES_KNOWN = 256
+#: Layouts of header names ``_Wanted`` learns at most per dialect (others are looked at
+#: every time).
+_LAYOUTS_KNOWN = 256
+_first = itemgetter(0)
+#: Stands for a layout ``_Wanted`` has not learnt.
+_UNSEEN: Any = object()
 #: Scopes whose ``HttpRequest`` the app keeps at most (``FakeProviderApp._request``).
 _REQUESTS_KEPT = 512
 #: Lanes made between looks at how often lanes are found (``FakeProviderApp._keep``); lanes

@@ -778,7 +778,7 @@ def test_one_body_lane_serves_submits_of_every_length(declared: bool) -> None:
     assert len(side.app._body_lanes) == 1
     ((key, lane),) = side.app._body_lanes.items()
     if declared:  # authorization and content-type
-        assert key == ("POST", "/v1/jobs", b"", CLIENTS[0], "http", *_SUBMIT_HEADERS[:2])
+        assert key == ("POST", "/v1/jobs", b"", CLIENTS[0], "http", tuple(_SUBMIT_HEADERS[:2]))
         assert lane[0].headers == {
             "authorization": "Bearer sk-test",
             "content-type": "application/json",
@@ -855,3 +855,32 @@ def test_lanes_are_kept_while_found_at_least_once_for_every_four_made(
     # each window's verdict holds for the next: 2 found for 8 made keeps, 1 does not (and
     # with windows shorter than ``_PROBE`` no probe falls in them); 5 keeps again
     assert verdicts == [(True, 8), (False, 7), (False, 0), (True, 1)]
+
+
+def test_header_layouts_are_learnt_up_to_a_bound_and_picked_alike_beyond_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Which fields a dialect reads, by the names of a scope's fields in order: learnt for
+    ``_LAYOUTS_KNOWN`` layouts, worked out afresh for the others, the same fields either way
+    (in any case, repeated, one alone, none)."""
+    monkeypatch.setattr(app_module, "_LAYOUTS_KNOWN", 2)
+    app = create_app(FakeProvider("long-render", clock=VirtualClock()))
+    wanted = app._wanting(app.provider.dialect)
+    assert wanted is not None
+    layouts = [
+        [(b"x-request-id", b"r1"), (b"Authorization", b"Bearer a"), (b"host", b"h")],
+        [(b"x-request-id", b"r2")],
+        [(b"X-CLIENT-ID", b"c"), (b"x-trace", b"t"), (b"x-client-id", b"d")],
+        [(b"content-type", b"text/plain")],
+        [(b"x-\xc9", b"e"), (b"Idempotency-Key", b"k")],
+    ]
+    expected = [
+        ((b"Authorization", b"Bearer a"), (b"host", b"h")),
+        (),
+        ((b"X-CLIENT-ID", b"c"), (b"x-client-id", b"d")),
+        ((b"content-type", b"text/plain"), (b"content-type", b"text/plain")),
+        ((b"Idempotency-Key", b"k"), (b"Idempotency-Key", b"k")),
+    ]
+    for _ in range(2):
+        assert [app_module._fields(fields, wanted) for fields in layouts] == expected
+    assert len(wanted) == 2
