@@ -600,7 +600,15 @@ def _fields(headers: Any, wanted: _Wanted) -> tuple[Any, ...]:
     a dialect that reads no other (the last field of a name wins, as in the dict made of
     every field)."""
     names = tuple(map(_first, headers))
-    pick = wanted.get(names, _UNSEEN)
+    try:
+        pick = wanted.get(names, _UNSEEN)
+    except TypeError:  # a name that cannot be a key (a bytearray, which no ASGI server sends)
+        declared = wanted.declared
+        return tuple(
+            field
+            for field in headers
+            if isinstance(field[0], bytes | bytearray) and bytes(field[0]).lower() in declared
+        )
     if pick is _UNSEEN:
         pick = wanted.learn(names)
     return () if pick is None else pick(headers)

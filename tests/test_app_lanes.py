@@ -345,6 +345,25 @@ def test_a_scope_whose_parts_cannot_be_a_key_is_made_afresh_every_time() -> None
     assert app._requests == {}
 
 
+def test_a_header_name_that_cannot_be_a_key_is_read_as_made_afresh() -> None:
+    """A bytearray name (ASGI says bytes; some hand-built scopes say otherwise) was answered
+    500 "this is a bug" once lanes were kept by the headers the dialect reads (review R20-2)."""
+    scope = _scope("GET", "/v1/jobs/nope", b"", [], CLIENTS[0])
+    scope["headers"] = [
+        (bytearray(b"Authorization"), b"Bearer sk-1"),
+        (bytearray(b"x-request-id"), b"r1"),
+        (b"x-client-id", b"c1"),
+    ]
+    fast, general = _Side("generic", "long-render", True), _Side("generic", "long-render", False)
+    answers = [side.call(scope, [b""]) for side in (fast, general)]
+    assert answers[0] == answers[1]
+    start, body, aborted = answers[0]
+    assert (start["status"], b'"job_not_found"' in body["body"], aborted) == (404, True, False)
+    assert fast.sink.getvalue() == general.sink.getvalue()
+    made = fast.app._request(scope)
+    assert made.headers == {"authorization": "Bearer sk-1", "x-client-id": "c1"}
+
+
 def test_kept_requests_and_parses_are_bounded_and_forgotten_all_at_once(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
