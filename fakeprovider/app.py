@@ -585,7 +585,7 @@ class _Wanted(dict[tuple[Any, ...], Callable[[Any], tuple[Any, ...]] | None]):
         at = [
             i
             for i, name in enumerate(names)
-            if name.__class__ is bytes and name.lower() in declared
+            if isinstance(name, bytes) and name.lower() in declared
         ]
         # one field is picked twice (a tuple of it, as for more): the same headers
         pick = None if not at else itemgetter(*at) if len(at) > 1 else itemgetter(at[0], at[0])
@@ -602,16 +602,19 @@ def _fields(headers: Any, wanted: _Wanted) -> tuple[Any, ...]:
     names = tuple(map(_first, headers))
     try:
         pick = wanted.get(names, _UNSEEN)
-    except TypeError:  # a name that cannot be a key (a bytearray, which no ASGI server sends)
+        if pick is _UNSEEN:
+            pick = wanted.learn(names)
+        return () if pick is None else pick(headers)
+    except TypeError:
+        # a name that cannot be a key (a bytearray), or headers that are no sequence (an
+        # iterable of fields, which ASGI allows): what ``learn``'s pick would give, field by
+        # field (uvicorn sends a list of bytes)
         declared = wanted.declared
         return tuple(
             field
             for field in headers
             if isinstance(field[0], bytes | bytearray) and bytes(field[0]).lower() in declared
         )
-    if pick is _UNSEEN:
-        pick = wanted.learn(names)
-    return () if pick is None else pick(headers)
 
 
 def _key(scope: Scope, wanted: _Wanted) -> tuple[Any, ...]:

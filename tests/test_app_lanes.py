@@ -364,6 +364,31 @@ def test_a_header_name_that_cannot_be_a_key_is_read_as_made_afresh() -> None:
     assert made.headers == {"authorization": "Bearer sk-1", "x-client-id": "c1"}
 
 
+class _Name(bytes):
+    """A header name of a class of its own (bytes all the same)."""
+
+
+@pytest.mark.parametrize("form", ["items of a dict", "a tuple", "names of a bytes subclass"])
+def test_headers_in_any_iterable_form_asgi_allows_are_read_as_made_afresh(form: str) -> None:
+    """ASGI's headers are any iterable of name and value: a dict's items were answered 500,
+    and a name of a bytes subclass dropped (its credential with it), once lanes were kept by
+    the layout of the header names (review R20-3)."""
+    fields = [(b"authorization", b"Bearer sk-1"), (b"content-type", b"application/json")]
+    headers: Any = {
+        "items of a dict": lambda: dict(fields).items(),
+        "a tuple": lambda: tuple(fields),
+        "names of a bytes subclass": lambda: [(_Name(name), value) for name, value in fields],
+    }[form]()
+    scope = _scope("POST", "/v1/jobs", b"", [], CLIENTS[0])
+    scope["headers"] = headers
+    fast, general = _Side("generic", "long-render", True), _Side("generic", "long-render", False)
+    answers = [side.call(scope, [b'{"prompt": "a cat"}']) for side in (fast, general)]
+    assert answers[0] == answers[1]
+    assert answers[0][0]["status"] == 202
+    assert fast.sink.getvalue() == general.sink.getvalue()
+    assert '"credential":"cred_' in fast.sink.getvalue().splitlines()[-1]
+
+
 def test_kept_requests_and_parses_are_bounded_and_forgotten_all_at_once(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
