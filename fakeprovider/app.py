@@ -43,7 +43,7 @@ from .http import (
 from .journal import Entry
 from .messages import ApiError, Reply, Request
 from .provider import (
-    _CHECKED_STATUSES as _CHECKED,
+    CHECKED_STATUSES as _CHECKED,
 )
 from .provider import (
     INTERNAL_ERROR_MESSAGE,

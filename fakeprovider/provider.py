@@ -96,7 +96,7 @@ def internal_error() -> HttpResponse:
 NOTHING_SENT = HttpResponse(0, b"", None)
 #: The statuses ``FakeProvider.receive`` looks at whatever the headers: 405 (``Allow``) and
 #: those without a body.
-_CHECKED_STATUSES = NO_BODY | {405}
+CHECKED_STATUSES = NO_BODY | {405}
 
 
 @functools.lru_cache(maxsize=64)
@@ -355,7 +355,7 @@ class FakeProvider:
         except Exception as exc:
             return self.unrendered(http, reply, exc)
         status = response.status
-        if not response.headers and 200 <= status <= 599 and status not in _CHECKED_STATUSES:
+        if not response.headers and 200 <= status <= 599 and status not in CHECKED_STATUSES:
             # no header to check or make safe, a body this status may carry, a final status:
             # every check in ``checked`` would pass it as it is
             return reply, response
