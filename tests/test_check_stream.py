@@ -592,60 +592,27 @@ def test_a_check_that_holds_its_judges_holds_no_more_at_once_for_many_runs() -> 
 
 # -- what check printed before: the benchmark's shapes, by the digests of 672e8aa's output ---------
 
+#: The options ``bench_check_scaling.py`` checks its shapes with (its ``CHECK_OPTIONS``).
+BENCHMARK_OPTIONS = ("--deadline", "1h", "--status-rate", "1000")
+
 #: ``fakeprovider check``'s exit code, standard output and error (sha256, first 16 hex digits)
 #: on ``benchmarks/bench_check_scaling.py``'s shapes at N entries (the first ``cut`` of them
 #: when set: jobs left after a failed read, sources of a Retry-After still pending), as the
 #: check printed them at 672e8aa, before its judges kept a failed read or a Retry-After source
 #: as a ``_judges.Held`` instead of the entry and one string per job status.
 PRINTED_BEFORE = [
-    ("tight-poller", 2400, None, ("--deadline", "1h", "--status-rate", "1000"), "c7d56fc44bb53880"),
-    (
-        "tight-poller",
-        2400,
-        None,
-        ("--deadline", "1h", "--status-rate", "1000", "--json"),
-        "21e240b52b1800da",
-    ),
-    ("resubmitter", 2400, None, ("--deadline", "1h", "--status-rate", "1000"), "57118e2b74ed173b"),
-    (
-        "resubmitter",
-        2400,
-        None,
-        ("--deadline", "1h", "--status-rate", "1000", "--json"),
-        "3258ddb3e4145fe9",
-    ),
-    ("many-jobs", 2400, None, ("--deadline", "1h", "--status-rate", "1000"), "7debecc872376e52"),
-    (
-        "many-jobs",
-        2400,
-        None,
-        ("--deadline", "1h", "--status-rate", "1000", "--json"),
-        "a326e966da205eae",
-    ),
-    ("many-clients", 2400, None, ("--deadline", "1h", "--status-rate", "1000"), "5c4a3434fb52f0d1"),
-    (
-        "many-clients",
-        2400,
-        None,
-        ("--deadline", "1h", "--status-rate", "1000", "--json"),
-        "24e41540e5102217",
-    ),
-    ("retry-storm", 2400, None, ("--deadline", "1h", "--status-rate", "1000"), "218085d2a5ff37f1"),
-    (
-        "retry-storm",
-        2400,
-        None,
-        ("--deadline", "1h", "--status-rate", "1000", "--json"),
-        "051a4f7a4bc47e3c",
-    ),
-    ("auth-churn", 2400, None, ("--deadline", "1h", "--status-rate", "1000"), "f41db2d25294a804"),
-    (
-        "auth-churn",
-        2400,
-        None,
-        ("--deadline", "1h", "--status-rate", "1000", "--json"),
-        "a40cb0d8547e947d",
-    ),
+    ("tight-poller", 2400, None, BENCHMARK_OPTIONS, "c7d56fc44bb53880"),
+    ("tight-poller", 2400, None, (*BENCHMARK_OPTIONS, "--json"), "21e240b52b1800da"),
+    ("resubmitter", 2400, None, BENCHMARK_OPTIONS, "57118e2b74ed173b"),
+    ("resubmitter", 2400, None, (*BENCHMARK_OPTIONS, "--json"), "3258ddb3e4145fe9"),
+    ("many-jobs", 2400, None, BENCHMARK_OPTIONS, "7debecc872376e52"),
+    ("many-jobs", 2400, None, (*BENCHMARK_OPTIONS, "--json"), "a326e966da205eae"),
+    ("many-clients", 2400, None, BENCHMARK_OPTIONS, "5c4a3434fb52f0d1"),
+    ("many-clients", 2400, None, (*BENCHMARK_OPTIONS, "--json"), "24e41540e5102217"),
+    ("retry-storm", 2400, None, BENCHMARK_OPTIONS, "218085d2a5ff37f1"),
+    ("retry-storm", 2400, None, (*BENCHMARK_OPTIONS, "--json"), "051a4f7a4bc47e3c"),
+    ("auth-churn", 2400, None, BENCHMARK_OPTIONS, "f41db2d25294a804"),
+    ("auth-churn", 2400, None, (*BENCHMARK_OPTIONS, "--json"), "a40cb0d8547e947d"),
     ("many-jobs", 2400, 1000, (), "7e12d68db5279cef"),
     (
         "many-jobs",
