@@ -240,12 +240,12 @@ class _AutojumpSelector:
         inner: Any,
         clock: VirtualClock,
         thread_id: int,
-        loop: asyncio.AbstractEventLoop | None = None,
+        loop: asyncio.AbstractEventLoop,
     ) -> None:
         self.inner = inner
         self.clock = clock
         self.thread_id = thread_id
-        self._loop = None if loop is None else weakref.ref(loop)
+        self._loop = weakref.ref(loop)
         #: Clock readings timers were set for, by the loop time they are due at.
         self._aims: dict[float, float] = {}
 
@@ -280,9 +280,9 @@ class _AutojumpSelector:
         runs timers due before its time plus its clock's resolution (1 ns), and past some 97
         days of uptime the monotonic reading at entry plus the clock rounds by more than that,
         so the sum stays put and the loop, which no real time moves on, spun for ever."""
-        loop = None if self._loop is None else self._loop()
+        loop = self._loop()
         scheduled = getattr(loop, "_scheduled", None)
-        if not scheduled or getattr(loop, "_ready", True) or loop is None:
+        if loop is None or not scheduled or getattr(loop, "_ready", True):
             return
         when = scheduled[0].when()
         resolution = getattr(loop, "_clock_resolution", 0.0)
@@ -295,8 +295,7 @@ class _AutojumpSelector:
     def _aimed(self, timeout: float) -> float | None:
         """The clock reading the timer the loop waits for was set for, when known and within
         rounding of where ``timeout`` takes the clock (else None)."""
-        loop = None if self._loop is None else self._loop()
-        scheduled = getattr(loop, "_scheduled", None)
+        scheduled = getattr(self._loop(), "_scheduled", None)
         if not scheduled or not self._aims:
             return None
         when = scheduled[0].when()
