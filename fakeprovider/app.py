@@ -839,17 +839,35 @@ async def _read_capped(request: StarletteRequest, limit: int) -> bytes | None:
     return bytes(body)
 
 
+def _problems(provider: FakeProvider) -> list[str]:
+    """What has stopped working while the server goes on answering: a journal file no longer
+    written (the entries are kept in memory only) and the parts ``provider.failures`` names."""
+    problems = list(provider.failures.values())
+    error = provider.journal.sink_error
+    if error is not None:
+        sink = provider.journal.sink
+        name = getattr(sink, "name", None) or "the journal"
+        problems.append(
+            f"the journal is no longer written to {name}: {error.strerror or error};"
+            " entries are kept in memory only"
+        )
+    return problems
+
+
 def _admin_app(provider: FakeProvider) -> Starlette:
     async def health(request: StarletteRequest) -> Response:
+        problems = _problems(provider)
         return JSONResponse(
             {
-                "status": "ok",
+                "status": "degraded" if problems else "ok",
                 "scenario": provider.scenario.name,
                 "dialect": provider.dialect.name,
                 "jobs": provider.engine.job_count,
                 "journal_entries": len(provider.journal),
                 "clock": provider.clock.now(),
-            }
+                "problems": problems,
+            },
+            status_code=503 if problems else 200,
         )
 
     async def journal(request: StarletteRequest) -> Response:

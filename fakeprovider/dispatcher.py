@@ -197,8 +197,11 @@ class Dispatcher:
     def _run(self) -> None:
         try:
             asyncio.run(self._main())
-        except BaseException as exc:  # pragma: no cover - surfaced through .error
+        except BaseException as exc:  # surfaced through .error and /__admin/health
             self.error = exc
+            self.provider.failures["webhooks"] = (
+                f"webhooks are no longer sent: the dispatcher stopped on {type(exc).__name__}: {exc}"
+            )
             log.exception("the webhook dispatcher crashed")
 
     async def _main(self) -> None:

@@ -172,6 +172,9 @@ class FakeProvider:
         #: The second of the last ``Date`` given (``date_header``) and that ``Date``: one tuple,
         #: replaced whole, so a thread never sees one second's number with another's text.
         self._last_date: tuple[int, str] = (0, "")
+        #: What stopped working in the background, by part (``"webhooks"``: the dispatcher's
+        #: thread ended on an error), said as a sentence: ``/__admin/health`` reports it.
+        self.failures: dict[str, str] = {}
         self.load(scenario)
 
     def load(

@@ -197,10 +197,55 @@ def test_admin_health_journal_and_reset(client: httpx.Client, server: ServerThre
     journal = client.get("/__admin/journal").json()
     reset = client.post("/__admin/reset")
     assert (health["status"], health["scenario"], health["jobs"]) == ("ok", "app-test", 1)
+    assert health["problems"] == []
     assert [e["kind"] for e in journal] == ["submit"]
     assert reset.json() == {"status": "reset", "scenario": "app-test"}
     assert [e.kind for e in server.provider.journal] == ["admin"]
     assert client.get("/__admin/health").json()["jobs"] == 0
+
+
+class _FullDisk(io.StringIO):
+    """A journal file on a disk that is full: every write fails."""
+
+    name = "full.jsonl"
+
+    def write(self, text: str) -> int:
+        raise OSError(28, "No space left on device")
+
+
+def test_health_is_503_degraded_once_the_journal_file_can_no_longer_be_written() -> None:
+    provider = FakeProvider(parse_scenario(SCENARIO), journal_sink=_FullDisk())
+    with ServerThread(provider) as running, httpx.Client(base_url=running.url) as http:
+        submitted = http.post("/v1/jobs", json={"prompt": "x"})
+        health = http.get("/__admin/health")
+        journal = http.get("/__admin/journal").json()
+    assert submitted.status_code == 202  # answered all the same, and kept in memory
+    assert [entry["kind"] for entry in journal] == ["submit"]
+    assert (health.status_code, health.json()["status"]) == (503, "degraded")
+    assert health.json()["problems"] == [
+        "the journal is no longer written to full.jsonl: No space left on device;"
+        " entries are kept in memory only"
+    ]
+
+
+def test_health_is_503_degraded_once_the_webhook_dispatcher_has_crashed(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def crash() -> None:
+        raise RuntimeError("boom")
+
+    server = ServerThread(FakeProvider(parse_scenario(SCENARIO)))
+    monkeypatch.setattr(server.dispatcher, "_awake", crash)  # this server's alone
+    with server as running, httpx.Client(base_url=running.url) as http:
+        running.dispatcher._thread.join(5)  # it ends as soon as it has started
+        health = http.get("/__admin/health")
+        read = http.get("/v1/jobs")
+    assert read.status_code == 200  # the API goes on
+    assert (health.status_code, health.json()["status"]) == (503, "degraded")
+    assert health.json()["problems"] == [
+        "webhooks are no longer sent: the dispatcher stopped on RuntimeError: boom"
+    ]
+    assert "the webhook dispatcher crashed" in caplog.text
 
 
 def test_admin_scenario_loads_yaml_or_reports_problems(
