@@ -370,14 +370,22 @@ class ClientJudge(Judge):
         "wanted",
     )
 
-    def __init__(self, limits: Limits, *, bounded: bool = False, keep_gone: int = 0) -> None:
+    def __init__(
+        self,
+        limits: Limits,
+        *,
+        bounded: bool = False,
+        keep_gone: int = 0,
+        codes: dict[int, int] | None = None,
+    ) -> None:
         self.limits = limits
         self.count = 0  # entries added so far (their index)
         self.client = ""  # whose entries (the first's client)
         self.jobs: dict[str, _Job] = {}
         # each rule's jobs in the order the rule function meets them
-        self.entry_jobs: list[_Job] = []  # by their first own entry
-        self.shown_jobs: list[_Job] = []  # by the first entry that showed them
+        # (each made as the list of its first job: one with room for that one)
+        self.entry_jobs: list[_Job] = _NO_LIST  # by their first own entry
+        self.shown_jobs: list[_Job] = _NO_LIST  # by the first entry that showed them
         self.status_jobs: list[_Job] = _NO_LIST  # by their first status read
         self.allowed = 1 if limits.retrievals is None else limits.retrievals
         self.keep = max(self.allowed, limits.retrievals or 0)
@@ -399,10 +407,9 @@ class ClientJudge(Judge):
         self.ra_found: list[tuple[int, Violation]] = _NO_LIST
         # request body -> its last submit, when it failed under an Idempotency-Key
         self.rs_last: dict[str | None, EntryLike] = _NO_DICT
-        # request body -> job -> the submits that made it: (seq, Idempotency-Key, credential)
-        self.rs_open: dict[
-            str | None, dict[str, tuple[tuple[int, str | None, str | None], ...]]
-        ] = _NO_DICT
+        # request body -> job -> the submits that made it: (seq, Idempotency-Key, credential);
+        # one job as the pair of its id and those (``_submitted``)
+        self.rs_open: dict[str | None, Any] = _NO_DICT
         self.rs_found: list[Violation] = _NO_LIST
         self.rs_held: _Job | None = None  # the job that last kept a failed read as its old one
         # credential -> heap of (headers at, index, seq, kind, job, status code), or one of
@@ -422,7 +429,9 @@ class ClientJudge(Judge):
         self.retries = 0
         # per (kind, request body or job) once one of its entries failed: whether the last did
         self.failed_last: dict[tuple[str, str | None], bool] = _NO_DICT
-        self.codes: dict[int, int] = {}
+        # (``codes``: a dict the caller sums every judge's in, shared: ``_stream``'s, which
+        # then needs no sum of its own at each client's close; else the judge's own)
+        self.codes: dict[int, int] = {} if codes is None else codes
         self.forms: dict[str, int] = _NO_DICT
         self.faults: dict[str, int] = _NO_DICT
         self.dropped = 0
@@ -507,13 +516,19 @@ class ClientJudge(Judge):
         started = False
         if not job.own:
             job.own = True
-            self.entry_jobs.append(job)
+            if self.entry_jobs:
+                self.entry_jobs.append(job)
+            else:
+                self.entry_jobs = [job]
             started = True
 
         # single_retrieval and no_premature_retrieval (``_shown`` for a status read)
         if not job.shown:
             job.shown = True
-            self.shown_jobs.append(job)
+            if self.shown_jobs:
+                self.shown_jobs.append(job)
+            else:
+                self.shown_jobs = [job]
         if job.sr_saw is None and status in SUCCESS_STATUSES:
             job.sr_saw = (seq, seen, status, self.client)
         if ok and e.inline_result is True:
@@ -554,8 +569,9 @@ class ClientJudge(Judge):
             if job_id and completed is not None and job.seen_at is None:
                 job.seen_at = completed
                 if self.seen_jobs is _NO_LIST:
-                    self.seen_jobs = []
-                self.seen_jobs.append(job)
+                    self.seen_jobs = [job]
+                else:
+                    self.seen_jobs.append(job)
         if terminal or failed or job.rs_read is not None:
             if job.rs_seq != seq:
                 job.rs_seq = seq
@@ -693,8 +709,9 @@ class ClientJudge(Judge):
             job.ov_negated = negated = []
             job.ov_reads = []
             if self.status_jobs is _NO_LIST:
-                self.status_jobs = []
-            self.status_jobs.append(job)
+                self.status_jobs = [job]
+            else:
+                self.status_jobs.append(job)
         reads = job.ov_reads
         assert reads is not None  # made with ov_negated
         if negated:
@@ -793,7 +810,10 @@ class ClientJudge(Judge):
                 jobs[job_id] = job = _Job(job_id)
             if not job.own:
                 job.own = True
-                self.entry_jobs.append(job)
+                if self.entry_jobs:
+                    self.entry_jobs.append(job)
+                else:
+                    self.entry_jobs = [job]
                 started = True
 
         # single_retrieval and no_premature_retrieval: an entry shows its own job, a list
@@ -853,8 +873,9 @@ class ClientJudge(Judge):
         if terminal and job_id and completed is not None and job.seen_at is None:  # type: ignore[union-attr]
             job.seen_at = completed  # type: ignore[union-attr]
             if self.seen_jobs is _NO_LIST:
-                self.seen_jobs = []
-            self.seen_jobs.append(job)  # type: ignore[arg-type]
+                self.seen_jobs = [job]  # type: ignore[list-item]
+            else:
+                self.seen_jobs.append(job)  # type: ignore[arg-type]
 
         # bounded_retries, and the retries the metrics count (the same groups, of any key)
         key = e.request_digest if kind == "submit" else job_id
@@ -930,8 +951,9 @@ class ClientJudge(Judge):
                 job.ov_negated = negated = []
                 job.ov_reads = []
                 if self.status_jobs is _NO_LIST:
-                    self.status_jobs = []
-                self.status_jobs.append(job)
+                    self.status_jobs = [job]
+                else:
+                    self.status_jobs.append(job)
             reads = job.ov_reads
             assert reads is not None  # made with ov_negated
             if negated:
@@ -1043,13 +1065,19 @@ class ClientJudge(Judge):
         started = False
         if not job.own:
             job.own = True
-            self.entry_jobs.append(job)
+            if self.entry_jobs:
+                self.entry_jobs.append(job)
+            else:
+                self.entry_jobs = [job]
             started = True
 
         # single_retrieval and no_premature_retrieval (``_shown`` for a submit)
         if not job.shown:
             job.shown = True
-            self.shown_jobs.append(job)
+            if self.shown_jobs:
+                self.shown_jobs.append(job)
+            else:
+                self.shown_jobs = [job]
         if job.sr_saw is None and status in SUCCESS_STATUSES:
             job.sr_saw = (seq, seen, status, self.client)
         if ok and e.inline_result is True:
@@ -1083,8 +1111,9 @@ class ClientJudge(Judge):
             if job_id and completed is not None and job.seen_at is None:
                 job.seen_at = completed
                 if self.seen_jobs is _NO_LIST:
-                    self.seen_jobs = []
-                self.seen_jobs.append(job)
+                    self.seen_jobs = [job]
+                else:
+                    self.seen_jobs.append(job)
 
         # bounded_retries, and the retries the metrics count (per request body)
         key = e.request_digest
@@ -1165,13 +1194,19 @@ class ClientJudge(Judge):
         started = False
         if not job.own:
             job.own = True
-            self.entry_jobs.append(job)
+            if self.entry_jobs:
+                self.entry_jobs.append(job)
+            else:
+                self.entry_jobs = [job]
             started = True
 
         # single_retrieval and no_premature_retrieval (``_shown`` for a content fetch)
         if not job.shown:
             job.shown = True
-            self.shown_jobs.append(job)
+            if self.shown_jobs:
+                self.shown_jobs.append(job)
+            else:
+                self.shown_jobs = [job]
         if job.sr_saw is None and status in SUCCESS_STATUSES:
             job.sr_saw = (seq, seen, status, self.client)
         if ok:
@@ -1208,8 +1243,9 @@ class ClientJudge(Judge):
             if job_id and completed is not None and job.seen_at is None:
                 job.seen_at = completed
                 if self.seen_jobs is _NO_LIST:
-                    self.seen_jobs = []
-                self.seen_jobs.append(job)
+                    self.seen_jobs = [job]
+                else:
+                    self.seen_jobs.append(job)
 
         # bounded_retries, and the retries the metrics count
         group = ("content", job.job_id)
@@ -1298,7 +1334,10 @@ class ClientJudge(Judge):
         showed (with ``status``)."""
         if not job.shown:
             job.shown = True
-            self.shown_jobs.append(job)
+            if self.shown_jobs:
+                self.shown_jobs.append(job)
+            else:
+                self.shown_jobs = [job]
         seq = e.seq
         # single_retrieval
         if job.sr_saw is None and status in SUCCESS_STATUSES:
@@ -1462,15 +1501,22 @@ class ClientJudge(Judge):
         self.rs_held = job
 
     def _submitted(self, s: EntryLike, failed: bool, seq: int) -> None:
-        """``no_resubmission``'s part for a submit (of ``seq``)."""
+        """``no_resubmission``'s part for a submit (of ``seq``). ``rs_open`` holds a request
+        body's jobs as a dict while there are two or more, and one as the pair of its id and
+        submits (most request bodies make one job: no dict each), none as nothing."""
         digest = s.request_digest
-        candidates = self.rs_open.get(digest)
-        if candidates is None:
-            if self.rs_open is _NO_DICT:
-                self.rs_open = {}
-            self.rs_open[digest] = candidates = {}
+        rs_open = self.rs_open
+        held = rs_open.get(digest)
+        candidates: dict[str, tuple[tuple[int, str | None, str | None], ...]]
+        if held is None:
+            candidates = {}
+        elif type(held) is tuple:
+            candidates = {held[0]: held[1]}
+        else:
+            candidates = held
         rs_last = self.rs_last
-        self._resubmitted(s, rs_last.get(digest), candidates, seq)
+        if candidates or rs_last:
+            self._resubmitted(s, rs_last.get(digest), candidates, seq)
         if failed and s.idempotency_key is not None:
             if rs_last is _NO_DICT:
                 self.rs_last = rs_last = {}
@@ -1486,6 +1532,17 @@ class ClientJudge(Judge):
             elif len(makers) == 1 and makers[0][1:] != maker[1:]:
                 # the first submit under another key: an origin for some
                 candidates[job_id] = (makers[0], maker)
+        if len(candidates) > 1:
+            if held is not candidates:
+                if rs_open is _NO_DICT:
+                    self.rs_open = rs_open = {}
+                rs_open[digest] = candidates
+        elif candidates:
+            if rs_open is _NO_DICT:
+                self.rs_open = rs_open = {}
+            rs_open[digest] = next(iter(candidates.items()))
+        elif held is not None:
+            del rs_open[digest]
 
     def _resubmitted(
         self,

@@ -389,7 +389,7 @@ def check_stream(
                 judge = run.clients.get(name)
                 if judge is None:
                     run.clients[name] = judge = new_judge(
-                        run.limits, bounded=True, keep_gone=keep_gone
+                        run.limits, bounded=True, keep_gone=keep_gone, codes=totals.codes
                     )
                 add = judge.add
             add(e)  # the rules, and the client's metrics and coverage
@@ -550,7 +550,7 @@ def _closed_clients(run: _Run, totals: _Totals) -> Iterator[Found]:
     terminal_at = run.terminal_at
     true_by_job = run.true_by_job
     per_client, observed_of, reached_of = totals.per_client, totals.observed, totals.reached
-    codes, forms, faults = totals.codes, totals.forms, totals.faults
+    forms, faults = totals.forms, totals.faults
     delays = totals.delays
     union = totals.union
     for name in list(clients):
@@ -574,8 +574,6 @@ def _closed_clients(run: _Run, totals: _Totals) -> Iterator[Found]:
         totals.completions += completions
         totals.retries += retries
         totals.rate_limit_hits += hits
-        for code, n in judge.codes.items():
-            codes[code] = codes.get(code, 0) + n
         if judge.forms:
             for form, n in judge.forms.items():
                 forms[form] = forms.get(form, 0) + n
@@ -583,9 +581,12 @@ def _closed_clients(run: _Run, totals: _Totals) -> Iterator[Found]:
             for fault, n in judge.faults.items():
                 faults[fault] = faults.get(fault, 0) + n
         totals.dropped += judge.dropped
-        seen = observed_of.get(name, _EMPTY)
+        seen = observed_of.get(name)
         observed = judge.observed
-        observed_of[name] = seen if observed <= seen else union(seen, observed)
+        if seen is None:  # (the judge's is one frozenset every judge that saw those shares)
+            observed_of[name] = observed
+        elif not observed <= seen:
+            observed_of[name] = union(seen, observed)
         if terminal_at and seen_jobs:
             for job in seen_jobs:
                 job_id = job.job_id
