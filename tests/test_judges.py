@@ -490,3 +490,89 @@ def test_a_client_that_only_submits_and_reads_makes_no_container_of_the_rules_it
     assert judge.close({}) == []
     with pytest.raises(TypeError):
         _judges._NO_DICT["x"] = 1  # shared: never written
+
+
+def test_a_request_bodys_one_job_is_kept_as_a_pair_and_two_as_a_dict_with_the_rules_verdict() -> (
+    None
+):
+    """``rs_open`` keeps a request body's one open job as (its id, its submits), two or more
+    as a dict, none as nothing; through each change no_resubmission finds what its rule finds."""
+    submit = Entry(
+        seq=1,
+        kind="submit",
+        job_id="j_1",
+        method="POST",
+        path="/v1/jobs",
+        client="c",
+        received_at=1.0,
+        response_started_at=1.1,
+        completed_at=1.1,
+        status_code=202,
+        job_status="queued",
+        request_digest="d",
+    )
+
+    def again(seq: int, job_id: str | None, at: float, **extra: object) -> Entry:
+        return dataclasses.replace(
+            submit,
+            seq=seq,
+            job_id=job_id,
+            received_at=at,
+            response_started_at=at + 0.1,
+            completed_at=at + 0.1,
+            **extra,  # type: ignore[arg-type]
+        )
+
+    ended = {
+        "kind": "status",
+        "method": "GET",
+        "status_code": 200,
+        "job_status": "succeeded",
+        "request_digest": None,
+    }
+    journal = [
+        submit,
+        again(2, "j_2", 2.0),  # j_1 not seen to end: a resubmission; two jobs open
+        again(3, "j_1", 3.0, **ended, path="/v1/jobs/j_1"),
+        again(4, "j_2", 4.0, **ended, path="/v1/jobs/j_2"),
+        again(5, "j_3", 5.0),  # both seen to end: one job open again
+        again(6, None, 6.0, request_digest="e", status_code=503),  # no job: nothing kept
+    ]
+    judge = _judges.ClientJudge(Limits())
+    held = []
+    for e in journal:
+        judge.add(e)
+        held.append({k: v if type(v) is tuple else dict(v) for k, v in judge.rs_open.items()})
+    one = ((1, None, None),)
+    assert held[0] == {"d": ("j_1", one)}
+    assert held[1] == {"d": {"j_1": one, "j_2": ((2, None, None),)}}
+    assert held[4] == held[5] == {"d": ("j_3", ((5, None, None),))}
+    rules = dict(_rules.CLIENT_RULES)
+    expected = list(rules["no_resubmission"](_rules.ClientEntries(journal), Limits()))
+    assert [v.seqs for v in expected] == [(1, 2)]
+    assert [v for v in judge.close({}) if v.invariant == "no_resubmission"] == expected
+
+
+def test_judges_given_one_dict_of_codes_count_every_clients_codes_in_it() -> None:
+    """``_stream`` hands every client's judge its one dict of status codes: each judge adds
+    its entries' codes there, as it would in its own."""
+    codes: dict[int, int] = {}
+    first = _judges.ClientJudge(Limits(), codes=codes)
+    second = _judges.ClientJudge(Limits(), codes=codes)
+    alone = _judges.ClientJudge(Limits())
+    for judge, code in ((first, 200), (second, 503), (first, 503), (alone, 404)):
+        judge.add(
+            Entry(
+                seq=1,
+                kind="status",
+                job_id="j_1",
+                method="GET",
+                path="/v1/jobs/j_1",
+                client="c",
+                received_at=0.0,
+                status_code=code,
+            )
+        )
+    assert codes == {200: 1, 503: 2}
+    assert first.codes is second.codes is codes
+    assert alone.codes == {404: 1}
