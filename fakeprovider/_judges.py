@@ -25,7 +25,7 @@ import math
 import operator
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, get_args
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, get_args
 
 from ._rules import (
     _DATE_FORMS,
@@ -357,6 +357,7 @@ class ClientJudge(Judge):
         "ranked",
         "rate_limit_hits",
         "rates",
+        "rates_first",
         "retries",
         "rs_found",
         "rs_held",
@@ -422,6 +423,7 @@ class ClientJudge(Judge):
         # status_rate's judge, made at the client's first status read (None until then, and
         # for good when no budget is set); how many reads let go it keeps (-1: all of them)
         self.rates: Judge | None = None
+        self.rates_first: tuple[float, int] | None = None  # (``_rates``)
         self.keep_gone = (keep_gone or KEEP_GONE) if bounded else -1
         # what ``_stream`` counts for the metrics and coverage: the entries are ``count``
         self.status_reads = 0
@@ -700,7 +702,7 @@ class ClientJudge(Judge):
         self.status_reads += 1
         rates = self.rates
         if rates is None and self.limits.status_rate is not None:
-            rates = self._rates()
+            rates = self._rates(e)
         if rates is not None:
             rates.add(e)
         # no_overlap
@@ -916,7 +918,7 @@ class ClientJudge(Judge):
                 self.status_reads += 1
                 rates = self.rates
                 if rates is None and self.limits.status_rate is not None:
-                    rates = self._rates()
+                    rates = self._rates(e)
                 if rates is not None:
                     rates.add(e)
             return
@@ -942,7 +944,7 @@ class ClientJudge(Judge):
             self.status_reads += 1
             rates = self.rates
             if rates is None and self.limits.status_rate is not None:
-                rates = self._rates()
+                rates = self._rates(e)
             if rates is not None:
                 rates.add(e)
             # no_overlap
@@ -1316,16 +1318,24 @@ class ClientJudge(Judge):
             (_headers_at(e), index, record.not_before - slack, held),
         )
 
-    def _rates(self) -> Judge:
-        """Make ``status_rate``'s judge (at the first status read, with a budget set)."""
+    def _rates(self, e: EntryLike) -> Judge | None:
+        """Make ``status_rate``'s judge at status read ``e`` (with a budget set), for ``e`` to
+        be added to it; None when ``e`` is the first read of a bounded judge's, kept until the
+        second as its time and seq (``rates_first``) and then added first: one read never
+        breaks a budget (of at least one read), and a run of many clients that read once each
+        (the judge, two lists and a float each) would make as many judges that never find."""
         keep_gone = self.keep_gone
-        rates: Judge = (
-            StatusRate(self.limits)
-            if keep_gone < 0
-            else BoundedStatusRate(self.limits, keep_gone=keep_gone)
-        )
-        self.rates = rates
-        return rates
+        if keep_gone < 0:
+            self.rates = rates = StatusRate(self.limits)
+            return rates
+        first = self.rates_first
+        if first is None:
+            self.rates_first = (e.received_at, e.seq)
+            return None
+        self.rates = bounded = BoundedStatusRate(self.limits, keep_gone=keep_gone)
+        bounded.add(_Read("status", first[0], first[1], e.client))
+        self.rates_first = None
+        return bounded
 
     def _shown(
         self, e: EntryLike, job: _Job, status: str | None, seen: float, retrieval: bool
@@ -2022,7 +2032,7 @@ class BoundedStatusRate(Judge):
         self.gone_at, self.gone_index, self.gone_seq = _NO_GONE
         self.done: Violation | None = None
 
-    def add(self, e: EntryLike) -> None:
+    def add(self, e: _StatusRead) -> None:
         if e.kind != "status" or self.limits.status_rate is None or self.done is not None:
             return
         received = e.received_at
@@ -2154,7 +2164,7 @@ class BoundedStatusRate(Judge):
         self.seqs = []
         self.ordered = False
 
-    def _found(self, e: EntryLike, received: float, inside: list[tuple[float, int, int]]) -> None:
+    def _found(self, e: _StatusRead, received: float, inside: list[tuple[float, int, int]]) -> None:
         """The violation at read ``e``: ``inside`` are the reads in its window (by arrival)."""
         first_received, _, first_seq = inside[0]
         self.done = Violation(
@@ -2172,6 +2182,28 @@ class BoundedStatusRate(Judge):
 
     def close(self, hooks: Hooks) -> list[Violation]:
         return [] if self.done is None else [self.done]
+
+
+class _Read(NamedTuple):
+    """A status read as ``BoundedStatusRate`` reads it (a client's first: ``ClientJudge._rates``)."""
+
+    kind: str
+    received_at: float
+    seq: int
+    client: str
+
+
+class _StatusRead(Protocol):
+    """What ``BoundedStatusRate`` reads of an entry (an ``EntryLike``, or a ``_Read``)."""
+
+    @property
+    def kind(self) -> str: ...
+    @property
+    def received_at(self) -> float: ...
+    @property
+    def seq(self) -> int: ...
+    @property
+    def client(self) -> str: ...
 
 
 def _SECOND(item: tuple[float, int, int]) -> int:

@@ -576,3 +576,41 @@ def test_judges_given_one_dict_of_codes_count_every_clients_codes_in_it() -> Non
     assert codes == {200: 1, 503: 2}
     assert first.codes is second.codes is codes
     assert alone.codes == {404: 1}
+
+
+def test_a_bounded_judge_makes_its_status_rate_judge_at_the_second_read_with_the_first_in_it() -> (
+    None
+):
+    """A client's first status read is kept as its time and seq, not in a judge of its own
+    (one read never breaks a budget); the second makes the judge, the first read added first,
+    so that a breach names it as the rule does."""
+    limits = Limits(status_rate=1.0, status_rate_window=2.0)  # two reads in 2 s allowed
+
+    def read(seq: int, at: float) -> Entry:
+        return Entry(
+            seq=seq,
+            kind="status",
+            job_id="j_1",
+            method="GET",
+            path="/v1/jobs/j_1",
+            client="c",
+            received_at=at,
+            status_code=200,
+        )
+
+    reads = [read(1, 0.0), read(2, 0.5), read(3, 1.0), read(4, 9.0)]
+    judge = _judges.ClientJudge(limits, bounded=True)
+    judge.add(reads[0])
+    assert (judge.rates, judge.rates_first) == (None, (0.0, 1))
+    judge.add(reads[1])
+    assert judge.rates_first is None
+    assert isinstance(judge.rates, _judges.BoundedStatusRate)
+    assert (judge.rates.at, judge.rates.seqs) == ([0.0, 0.5], [1, 2])
+    for e in reads[2:]:
+        judge.add(e)
+    expected = list(dict(_rules.CLIENT_RULES)["status_rate"](reads, limits))
+    assert [v.seqs for v in expected] == [(1, 2, 3)]
+    assert [v for v in judge.close({}) if v.invariant == "status_rate"] == expected
+    alone = _judges.ClientJudge(limits, bounded=True)
+    alone.add(reads[0])
+    assert alone.close({}) == []
