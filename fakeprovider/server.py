@@ -108,34 +108,54 @@ class _CoalescingTransport:
     Here a small write is held until the next one, which goes out with it, or until the
     event loop's current turn ends (``call_soon``), whichever comes first: an answer whose
     body follows at once leaves in one segment, and nothing waits beyond the turn it was
-    written in. Large writes are never copied: the head held goes out first, then them.
-    Closing sends what is held first; aborting drops it, as an abort drops the rest.
+    written in. The head of the response ``protocol``'s cycle has in progress is held without
+    the ``call_soon``: its body, the response's end (``_IdleTimeout.on_response_complete``
+    releases it: a ``HEAD`` answer's) or closing sends it. Large writes are never copied: the
+    write held goes out first, then them. Closing sends what is held first; aborting drops
+    it, as an abort drops the rest.
     """
 
-    __slots__ = ("_held", "_loop", "transport")
+    __slots__ = ("_held", "_loop", "_protocol", "transport")
 
     #: Writes up to this size may be held for the next (a response head always is).
     HOLD = 8192
     #: A held write and the next are joined into one buffer up to this size, else two writes.
     JOIN = 65536
 
-    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(
+        self,
+        transport: asyncio.Transport,
+        loop: asyncio.AbstractEventLoop,
+        protocol: _IdleTimeout | None = None,
+    ) -> None:
         self.transport = transport
         self._loop = loop
+        #: Whose ``cycle`` tells a response's head (None: every write held until the turn ends).
+        self._protocol = protocol
         self._held: bytes | None = None
 
     def write(self, data: bytes | bytearray | memoryview) -> None:
         held = self._held
         if held is not None:
             self._held = None
-            if len(data) <= self.JOIN:
+            if len(data) <= _JOIN:
                 self.transport.write(held + data)
             else:
                 self.transport.write(held)
                 self.transport.write(data)
-        elif len(data) <= self.HOLD and not self.transport.is_closing():
+        elif len(data) <= _HOLD and not self.transport.is_closing():
             self._held = bytes(data)
-            self._loop.call_soon(self._release)
+            protocol = self._protocol
+            cycle = None if protocol is None else protocol.cycle
+            # the head of the response in progress (uvicorn marks it started before writing
+            # its head; a pipelined request's cycle is not started while another answers)
+            if (
+                cycle is None
+                or not cycle.response_started
+                or cycle.response_complete
+                or data[:5] != b"HTTP/"
+            ):
+                self._loop.call_soon(self._release)
         else:
             self.transport.write(data)
 
@@ -145,6 +165,20 @@ class _CoalescingTransport:
             self._held = None
             if not self.transport.is_closing():
                 self.transport.write(held)
+
+    # The rest of ``asyncio.Transport``, each method of its own: a ``__getattr__`` for them
+    # would slow every attribute of this class, ``write`` and ``_held`` included (a type with
+    # one is looked up the slow way: some 2,000 instructions an answer).
+
+    def writelines(self, list_of_data: Iterable[bytes | bytearray | memoryview]) -> None:
+        self.write(b"".join(list_of_data))
+
+    def write_eof(self) -> None:
+        self._release()
+        self.transport.write_eof()
+
+    def can_write_eof(self) -> bool:
+        return self.transport.can_write_eof()
 
     def close(self) -> None:
         self._release()
@@ -166,8 +200,28 @@ class _CoalescingTransport:
     def resume_reading(self) -> None:
         self.transport.resume_reading()
 
-    def __getattr__(self, name: str) -> Any:  # the rest of the transport's interface
-        return getattr(self.transport, name)
+    def is_reading(self) -> bool:
+        return self.transport.is_reading()
+
+    def set_write_buffer_limits(self, high: int | None = None, low: int | None = None) -> None:
+        self.transport.set_write_buffer_limits(high, low)
+
+    def get_write_buffer_size(self) -> int:
+        return self.transport.get_write_buffer_size()
+
+    def get_write_buffer_limits(self) -> tuple[int, int]:
+        return self.transport.get_write_buffer_limits()
+
+    def set_protocol(self, protocol: asyncio.BaseProtocol) -> None:
+        self.transport.set_protocol(protocol)
+
+    def get_protocol(self) -> asyncio.BaseProtocol:
+        return self.transport.get_protocol()
+
+
+#: ``_CoalescingTransport.HOLD`` and ``JOIN``, as globals (read faster than class attributes).
+_HOLD = _CoalescingTransport.HOLD
+_JOIN = _CoalescingTransport.JOIN
 
 
 class _IdleTimeout(asyncio.Protocol):
@@ -194,12 +248,13 @@ class _IdleTimeout(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # uvicorn's protocol and its cycles write through this: one write per small answer
-        wrapped = _CoalescingTransport(transport, self.loop)  # type: ignore[arg-type]
+        wrapped = _CoalescingTransport(transport, self.loop, self)  # type: ignore[arg-type]
         super().connection_made(wrapped)  # type: ignore[arg-type]
         self._active = self.loop.time()
         self._idle = self.loop.call_at(self._active + self.timeout_keep_alive, self._idle_check)
 
     def on_response_complete(self) -> None:
+        self.transport._release()  # type: ignore[attr-defined]  # a head held, if any
         super().on_response_complete()  # type: ignore[misc]  # uvicorn's protocol has it
         self._active = self.loop.time()
 
@@ -232,8 +287,41 @@ def _httptools_protocol() -> type[asyncio.Protocol]:
     may be missing)."""
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+    if not hasattr(HttpToolsProtocol, "_start_asgi_task"):  # pragma: no cover - an older uvicorn
+
+        class _OlderHttpToolsProtocol(_IdleTimeout, HttpToolsProtocol):
+            """uvicorn's HTTP/1.1 protocol on httptools, with idle connections timed out."""
+
+        return _OlderHttpToolsProtocol
+
     class _HttpToolsProtocol(_IdleTimeout, HttpToolsProtocol):
-        """uvicorn's HTTP/1.1 protocol on httptools, with idle connections timed out."""
+        """uvicorn's HTTP/1.1 protocol on httptools, with idle connections timed out, and
+        without uvicorn's keep-alive timer: ``_IdleTimeout``'s one timer a connection closes
+        an idle kept-alive connection at the same time, where uvicorn's armed a timer after
+        every answer and cancelled it when the next request came (with the ``call_soon`` the
+        transport no longer makes for a head, some 9,000 instructions of a status read's 228,000
+        on the server: ``benchmarks/bench_server_instructions.py``)."""
+
+        pipeline: Any
+        server_state: Any
+        flow: Any
+
+        def on_response_complete(self) -> None:
+            # uvicorn's own (as of 0.54), but for arming its keep-alive timer; and
+            # ``_IdleTimeout``'s: the head held sent, the answer's time noted
+            transport = self.transport
+            if transport._held is not None:  # type: ignore[attr-defined]
+                transport._release()  # type: ignore[attr-defined]
+            self._active = self.loop.time()
+            self.server_state.total_requests += 1
+            if transport.is_closing():
+                return
+            flow = self.flow
+            if flow.read_paused:  # unpause data reads if needed
+                flow.resume_reading()
+            if self.pipeline:  # the next pipelined request
+                cycle, app = self.pipeline.pop()
+                self._start_asgi_task(cycle, app)
 
     return _HttpToolsProtocol
 

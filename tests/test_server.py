@@ -242,6 +242,9 @@ class _RecordingTransport:
     def get_write_buffer_size(self) -> int:
         return 0
 
+    def write_eof(self) -> None:
+        self.writes.append(b"<eof>")
+
 
 def _coalescing() -> tuple[
     server_module._CoalescingTransport, _RecordingTransport, asyncio.AbstractEventLoop
@@ -310,6 +313,135 @@ def test_the_coalescing_transport_passes_the_rest_of_the_interface_through() -> 
     raw.closed = True
     assert transport.is_closing() is True
     loop.close()
+
+
+class _Cycle:
+    """Just enough of uvicorn's request-response cycle for the transport to tell a head."""
+
+    def __init__(self, started: bool, complete: bool = False) -> None:
+        self.response_started = started
+        self.response_complete = complete
+
+
+class _Protocol:
+    def __init__(self, cycle: _Cycle | None) -> None:
+        self.cycle = cycle
+
+
+def _answering(
+    cycle: _Cycle | None,
+) -> tuple[server_module._CoalescingTransport, _RecordingTransport, asyncio.AbstractEventLoop]:
+    loop = asyncio.new_event_loop()
+    raw = _RecordingTransport()
+    protocol = _Protocol(cycle)
+    return server_module._CoalescingTransport(raw, loop, protocol), raw, loop  # type: ignore[arg-type]
+
+
+def test_the_head_of_the_response_in_progress_waits_for_its_body_not_for_the_turn() -> None:
+    transport, raw, loop = _answering(_Cycle(started=True))
+    transport.write(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n")
+    loop.run_until_complete(asyncio.sleep(0))  # a turn ends: nothing was scheduled for it
+    assert raw.writes == []
+    transport.write(b"{}")
+    _end_turn(loop)
+    assert raw.writes == [b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n{}"]
+
+
+@pytest.mark.parametrize(
+    ("cycle", "data"),
+    [
+        (None, b"HTTP/1.1 400 Bad Request\r\n\r\n"),  # no request yet (uvicorn's own 400)
+        (_Cycle(started=False), b"HTTP/1.1 100 Continue\r\n\r\n"),  # before the response
+        (_Cycle(started=True, complete=True), b"HTTP/1.1 200 OK\r\n\r\n"),  # after it
+        (_Cycle(started=True), b"5\r\nchunk\r\n"),  # a streamed body's chunk: not a head
+    ],
+)
+def test_any_other_small_write_leaves_when_the_loop_turn_ends(
+    cycle: _Cycle | None, data: bytes
+) -> None:
+    transport, raw, loop = _answering(cycle)
+    transport.write(data)
+    assert raw.writes == []
+    _end_turn(loop)
+    assert raw.writes == [data]
+
+
+def _protocols(running: ServerThread) -> list[object]:
+    return list(running._server.server_state.connections)
+
+
+@pytest.mark.parametrize("http", ["h11", "httptools"])
+def test_the_head_of_an_answer_without_a_body_leaves_at_the_answers_end(http: str) -> None:
+    if http == "httptools":
+        pytest.importorskip("httptools")
+    with ServerThread(_provider(), http=http) as running:
+        host, port = running.url.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port)), timeout=5) as sock:
+            stream = sock.makefile("rb")
+            for _ in range(2):  # a HEAD's head (uvicorn writes no body), then the connection kept
+                sock.sendall(b"HEAD /v1/jobs HTTP/1.1\r\nHost: x\r\n\r\n")
+                head = []
+                while (line := stream.readline()) not in (b"\r\n", b""):
+                    head.append(line)
+                assert head[0].startswith(b"HTTP/1.1 ")
+            sock.sendall(b"GET /v1/jobs HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert stream.readline().startswith(b"HTTP/1.1 200")
+
+
+@pytest.mark.parametrize("http", ["h11", "httptools"])
+def test_a_100_continue_goes_out_before_the_body_is_sent(http: str) -> None:
+    if http == "httptools":
+        pytest.importorskip("httptools")
+    with ServerThread(_provider(), http=http) as running:
+        host, port = running.url.removeprefix("http://").split(":")
+        body = b'{"prompt": "x"}'
+        with socket.create_connection((host, int(port)), timeout=5) as sock:
+            sock.sendall(
+                b"POST /v1/jobs HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
+                b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body)
+            )
+            stream = sock.makefile("rb")
+            assert stream.readline() == b"HTTP/1.1 100 Continue\r\n"
+            assert stream.readline() == b"\r\n"
+            sock.sendall(body)
+            assert stream.readline().startswith(b"HTTP/1.1 202")
+
+
+def test_on_httptools_an_answer_arms_no_timer_and_is_counted() -> None:
+    pytest.importorskip("httptools")
+    with ServerThread(_provider(), http="httptools") as running:
+        host, port = running.url.removeprefix("http://").split(":")
+        connection = http_client.HTTPConnection(host, int(port), timeout=10)
+        try:
+            for _ in range(3):
+                connection.request("GET", "/v1/jobs")
+                answer = connection.getresponse()
+                answer.read()
+                assert answer.status == 200
+            (protocol,) = _protocols(running)
+            # uvicorn's keep-alive timer is not armed: the idle timer, one a connection, is there
+            assert protocol.timeout_keep_alive_task is None  # type: ignore[attr-defined]
+            assert protocol._idle is not None  # type: ignore[attr-defined]
+            assert running._server.server_state.total_requests == 3
+        finally:
+            connection.close()
+
+
+def test_the_coalescing_transport_has_every_method_of_a_transport_of_its_own() -> None:
+    # (a ``__getattr__`` would slow every attribute of the class down)
+    own = vars(server_module._CoalescingTransport)
+    assert {name for name in dir(asyncio.Transport) if not name.startswith("_")} <= set(own)
+    assert "__getattr__" not in own
+
+
+def test_lines_and_the_end_of_writing_go_out_after_the_held_head() -> None:
+    transport, raw, loop = _coalescing()
+    transport.write(b"HTTP/1.1 200 OK\r\n\r\n")
+    transport.writelines([b"a", b"b"])
+    transport.write(b"HTTP/1.1 200 OK\r\n\r\n")
+    transport.write_eof()
+    _end_turn(loop)
+    assert raw.writes == [b"HTTP/1.1 200 OK\r\n\r\nab", b"HTTP/1.1 200 OK\r\n\r\n", b"<eof>"]
 
 
 def _read_answers(stream: BinaryIO, count: int) -> list[tuple[int, object]]:
