@@ -110,6 +110,17 @@ class FakeProviderApp:
         self._lanes_kept: dict[tuple[Any, ...], _Lane] = {}
         #: The body lanes of the last scopes with a body (``_body_lane``), by their parts.
         self._body_lanes: dict[tuple[Any, ...], _BodyLane] = {}
+        #: For a dialect that reads only some headers (``_wanted``): the lanes of
+        #: ``_lanes_kept`` found again, by every part of their scopes (``_scope_key``): a
+        #: request whose every header repeats an earlier one's finds its lane without picking
+        #: the headers read. Looked in while found at least once for every ``_HIT_SHARE``
+        #: looks (looked at every ``_LANE_WINDOW`` looks), else by one request in ``_PROBE``;
+        #: the requests seen, the looks and the lanes found since.
+        self._whole_lanes: dict[tuple[Any, ...], _Lane] = {}
+        self._whole_seen = 0
+        self._whole_looks = 0
+        self._whole_found = 0
+        self._whole_on = True
         #: Lanes found and lanes made since ``_keep`` last looked, and whether the lanes made
         #: (and their ``HttpRequest``s) are kept.
         self._hits = 0
@@ -226,15 +237,51 @@ class FakeProviderApp:
                             kept = renderers[request.kind] = dialect.renderer(request.kind)
                         render = kept
                 else:
-                    try:
-                        key = _scope_key(scope) if wanted is None else _key(scope, wanted)
-                        lane = self._lanes_kept.get(key)
-                    except TypeError:  # a part that cannot be a key (a header as a list)
-                        key, lane = None, None
-                    if lane is None or lane[1] is not provider.dialect:
-                        lane = self._lane(scope, provider, key)
-                    else:
+                    found: _Lane | None = None
+                    whole: tuple[Any, ...] | None = None
+                    if wanted is not None:
+                        # first by every part of the scope (``_whole_lanes``): the same scope
+                        # as a lane's found again, whose headers need no picking
+                        seen = self._whole_seen = self._whole_seen + 1
+                        if self._whole_on or seen % _PROBE == 0:
+                            try:
+                                whole = (
+                                    scope["method"],
+                                    scope["path"],
+                                    scope.get("query_string", b""),
+                                    scope.get("client"),
+                                    scope.get("scheme", "http"),
+                                    *scope["headers"],
+                                )
+                                found = self._whole_lanes.get(whole)
+                            except TypeError:  # a part that cannot be a key
+                                whole = None
+                            else:
+                                looks = self._whole_looks = self._whole_looks + 1
+                                if found is not None and found[1] is provider.dialect:
+                                    self._whole_found += 1
+                                if looks >= _LANE_WINDOW:
+                                    self._whole_on = self._whole_found * _HIT_SHARE >= looks
+                                    self._whole_found = self._whole_looks = 0
+                    if found is not None and found[1] is provider.dialect:
+                        lane = found
                         self._hits += 1
+                    else:
+                        try:
+                            key = _scope_key(scope) if wanted is None else _key(scope, wanted)
+                            found = self._lanes_kept.get(key)
+                        except TypeError:  # a part that cannot be a key (a header as a list)
+                            key, found = None, None
+                        if found is None or found[1] is not provider.dialect:
+                            lane = self._lane(scope, provider, key)
+                        else:
+                            lane = found
+                            self._hits += 1
+                            if whole is not None:  # found again: kept by every part too
+                                wholes = self._whole_lanes
+                                if len(wholes) >= _REQUESTS_KEPT:
+                                    wholes.clear()
+                                wholes[whole] = lane
                     http, dialect, request, render = lane
                 if request is None:  # the dialect parses each request whole
                     reply, response = provider.receive(http)

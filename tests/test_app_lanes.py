@@ -137,6 +137,7 @@ class _Side:
             self.app._requests = _Forgetful()
             self.app._lanes_kept = _Forgetful()
             self.app._body_lanes = _Forgetful()
+            self.app._whole_lanes = _Forgetful()
             self.provider.dialect._parsed = _Forgetful()
 
     def call(self, scope: dict[str, Any], chunks: list[bytes]) -> list[Any]:
@@ -884,6 +885,74 @@ def test_lanes_stop_being_kept_for_requests_that_never_repeat_and_start_again_wh
     ]
     assert fast.sink.getvalue() == general.sink.getvalue()
     assert seen[0] == seen[1]
+
+
+def _counting_keys(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How often the app picks the headers its dialect reads for a lane's key (``_key``)."""
+    picked = [0]
+    key = app_module._key
+
+    def counted(*args: Any) -> Any:
+        picked[0] += 1
+        return key(*args)
+
+    monkeypatch.setattr(app_module, "_key", counted)
+    return picked
+
+
+def test_a_read_whose_every_part_repeats_finds_its_lane_without_picking_headers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A lane found again by the headers its dialect reads is kept by every part of the scope
+    too: a read that repeats every part of it (every header) finds it there, the headers
+    unpicked; one that differs in any header, read or not, is looked up by the headers read.
+    Answered and journaled as made afresh throughout."""
+    picked = _counting_keys(monkeypatch)
+    fast, general = _Side("generic", "long-render", True), _Side("generic", "long-render", False)
+    for side in (fast, general):
+        side.call(_scope("POST", "/v1/jobs", b"", _SUBMIT_HEADERS, CLIENTS[0]), [b'{"prompt":"a"}'])
+    job = next(iter(fast.provider.engine.jobs)).id
+    traced = [HEADERS[0], (b"x-request-id", b"r1"), HEADERS[8]]
+    other_id = [HEADERS[0], (b"x-request-id", b"r2"), HEADERS[8]]
+    other_key = [HEADERS[0], (b"x-request-id", b"r1"), (b"authorization", b"Bearer sk-2")]
+    picks = []
+    for headers in [traced] * 3 + [other_id] * 3 + [other_key] * 2 + [traced]:
+        picked[0] = 0
+        scope = _scope("GET", f"/v1/jobs/{job}", b"", headers, CLIENTS[0])
+        answers = [side.call(scope, []) for side in (fast, general)]
+        assert answers[0] == answers[1], headers
+        picks.append(picked[0])
+    assert picks == [1, 1, 0, 1, 0, 0, 1, 1, 0]
+    assert fast.sink.getvalue() == general.sink.getvalue()
+    # three scopes kept by every part, sharing the two lanes kept by the headers read
+    wholes = fast.app._whole_lanes.values()
+    assert len(wholes) == 3
+    assert {id(lane) for lane in wholes} == {id(lane) for lane in fast.app._lanes_kept.values()}
+    assert len(fast.app._lanes_kept) == 2
+
+
+def test_reads_with_a_header_of_their_own_stop_being_looked_up_by_every_part(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Reads each with a request id of their own are never found by every part of their
+    scope: after a window they are looked up so only by one in ``_PROBE``, and again by each
+    once reads repeat (the probes are found). Answered and journaled as made afresh."""
+    monkeypatch.setattr(app_module, "_LANE_WINDOW", 8)
+    monkeypatch.setattr(app_module, "_PROBE", 3)
+    fast, general = _Side("generic", "long-render", True), _Side("generic", "long-render", False)
+    for side in (fast, general):
+        side.call(_scope("POST", "/v1/jobs", b"", _SUBMIT_HEADERS, CLIENTS[0]), [b'{"prompt":"a"}'])
+    job = next(iter(fast.provider.engine.jobs)).id
+    looked = []
+    for round_, phase in enumerate(("own ids", "repeated", "own ids")):
+        for n in range(40):
+            own = [(b"x-request-id", b"r%d-%d" % (round_, n))] if phase == "own ids" else []
+            scope = _scope("GET", f"/v1/jobs/{job}", b"", [HEADERS[0], *own], CLIENTS[0])
+            answers = [side.call(scope, []) for side in (fast, general)]
+            assert answers[0] == answers[1]
+        looked.append((phase, fast.app._whole_on))
+    assert looked == [("own ids", False), ("repeated", True), ("own ids", False)]
+    assert fast.sink.getvalue() == general.sink.getvalue()
 
 
 def test_lanes_are_kept_while_found_at_least_once_for_every_four_made(
