@@ -15,12 +15,11 @@ cancelled out. The ratio (bare / fake) is what wrk's CPU ratio should follow.
 
 Two things differ from ``bench_wrk.py``'s fake, both for valgrind's some fifty-fold slower
 runs: ``--time-scale 100`` (long-render's job stays queued for 2,000 s, so every read finds it
-queued, as wrk's do), and the journal writer thread waking every 60 s instead of every 50 ms
-(``SERVE``; it still wakes for every 4,096 lines and writes them all): woken by the clock every
-few requests, its wakeups added some 30,000 instructions a request that wrk's runs do not pay.
-User-space instructions only: the kernel's part (the socket syscalls) is not counted. What
-still runs by the clock (uvicorn's tick every 0.1 s, the idle timers) is counted for as long as
-a run lasts: a few hundred instructions a request, on both sides; runs agree to about 1.5%.
+queued, as wrk's do), and what the server's other threads do by the machine's clock
+(``SERVE``): woken every 50 ms, the journal's writer alone added some 30,000 instructions a
+request that wrk's runs do not pay. User-space instructions only: the kernel's part (the socket
+syscalls) is not counted. What still runs by the clock (uvicorn's tick every 0.1 s, the idle
+timers) is counted for as long as a run lasts: a few hundred instructions a request.
 
 Needs ``valgrind`` (Debian: ``apt-get install valgrind``); 3 to 6 minutes with the defaults.
 
@@ -72,15 +71,24 @@ KINDS = ("status", "submit")
 #: read of a run under valgrind (a minute or more on a busy machine) finds it queued, as wrk's
 #: reads, 11 s after the submit, do.
 TIME_SCALE = "100"
-#: ``python -m fakeprovider serve ...`` (``sys.argv[1:]``), but for the journal's writer thread
-#: waking every 60 s rather than every 50 ms (``BatchedSink``'s ``interval``): under wrk it
-#: wakes once for a thousand lines and more, under valgrind's fifty-fold slower run it would
-#: wake every few requests, and each wakeup (the thread's switch, the GIL's handover) would be
-#: counted against them. It still wakes for every ``BATCH_LINES`` lines, and writes them all.
+#: ``python -m fakeprovider serve ...`` (``sys.argv[1:]``), but for what runs by the machine's
+#: clock in the server's other threads, which valgrind's some fifty-fold slower run would count
+#: against the requests: the journal's writer wakes every 60 s rather than every 50 ms
+#: (``BatchedSink``'s ``interval``; it still wakes for every 4,096 lines and writes them all),
+#: the webhook dispatcher's idle loop every 60 s rather than every second (``REAL_TICK``), and the
+#: dispatcher's HTTP client (httpx imported, a TLS context) is made before serving rather than
+#: on its thread while the first requests are answered: under valgrind that took longer than a
+#: short run, and a long run counted the rest of it (some 40,000 instructions a request).
 SERVE = """
 import sys
-from fakeprovider import journal
+from fakeprovider import dispatcher, journal
 journal.BatchedSink.__init__.__kwdefaults__["interval"] = 60.0
+dispatcher.Dispatcher.REAL_TICK = 60.0
+start = dispatcher.Dispatcher.start
+def started(self, *args, **kwargs):
+    self._http()
+    return start(self, *args, **kwargs)
+dispatcher.Dispatcher.start = started
 from fakeprovider.cli import main
 sys.exit(main(sys.argv[1:]))
 """
