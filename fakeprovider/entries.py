@@ -629,12 +629,12 @@ def _plain_bytes(line: bytes) -> bool:
     """Whether msgspec's ``line`` is what json.dumps writes, characters-wise: ASCII (json.dumps
     escapes the rest) and no DEL (json.dumps escapes it; msgspec escapes the other controls
     alike)."""
-    return line.isascii() and b"\x7f" not in line
+    return line.isascii() and 0x7F not in line  # (a byte value: no TypeError made and dropped)
 
 
 def _plain_text(data: bytes) -> str | None:
     """``data`` as text when ``_plain_bytes`` (decoded as ASCII, which checks it is), else None."""
-    if b"\x7f" in data:
+    if 0x7F in data:
         return None
     try:
         return data.decode("ascii")

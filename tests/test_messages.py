@@ -119,6 +119,13 @@ def test_a_flat_bodys_digest_is_the_sha256_of_what_json_dumps_writes(body: dict[
     assert request_digest(body) == hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+@pytest.mark.parametrize("prompt", ["\x7f", "a cat\x7f", "x" * 200 + "\x7f", "no del here"])
+def test_a_flat_body_with_del_has_the_digest_of_json_dumps_escaping_it(prompt: str) -> None:
+    # msgspec writes DEL raw, json.dumps as \u007f: the digest is json.dumps's
+    text = json.dumps({"prompt": prompt}, sort_keys=True, separators=(",", ":"))
+    assert request_digest({"prompt": prompt}) == hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
 @pytest.mark.parametrize(
     "body",
     [
