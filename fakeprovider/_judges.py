@@ -409,8 +409,9 @@ class ClientJudge(Judge):
         # request body -> its last submit, when it failed under an Idempotency-Key
         self.rs_last: dict[str | None, EntryLike] = _NO_DICT
         # request body -> job -> the submits that made it: (seq, Idempotency-Key, credential);
-        # one job as the pair of its id and those (``_submitted``)
-        self.rs_open: dict[str | None, Any] = _NO_DICT
+        # one job as the pair of its id and those, one request body as the pair of it and its
+        # jobs (``_submitted``)
+        self.rs_open: Any = _NO_DICT
         self.rs_found: list[Violation] = _NO_LIST
         self.rs_held: _Job | None = None  # the job that last kept a failed read as its old one
         # credential -> heap of (headers at, index, seq, kind, job, status code), or one of
@@ -1516,10 +1517,13 @@ class ClientJudge(Judge):
         submits (most request bodies make one job: no dict each), none as nothing."""
         digest = s.request_digest
         rs_open = self.rs_open
-        held = rs_open.get(digest)
+        if type(rs_open) is tuple:  # one request body's, as (it, its jobs)
+            held = rs_open[1] if rs_open[0] == digest else None
+        else:
+            held = rs_open.get(digest)
         candidates: dict[str, tuple[tuple[int, str | None, str | None], ...]]
         if held is None:
-            candidates = {}
+            candidates = _NO_DICT  # (the usual case: a dict only where a second job comes)
         elif type(held) is tuple:
             candidates = {held[0]: held[1]}
         else:
@@ -1535,24 +1539,41 @@ class ClientJudge(Judge):
             rs_last.pop(digest, None)
         job_id = s.job_id
         if job_id is not None:
-            makers = candidates.get(job_id)
             maker = (s.seq, s.idempotency_key, s.credential)
+            if not candidates:  # its one job (a tuple: one object, not a list's two)
+                self._open(digest, (job_id, (maker,)))
+                return
+            makers = candidates.get(job_id)
             if makers is None:
-                candidates[job_id] = (maker,)  # (a tuple: one object, not a list's two)
+                candidates[job_id] = (maker,)
             elif len(makers) == 1 and makers[0][1:] != maker[1:]:
                 # the first submit under another key: an origin for some
                 candidates[job_id] = (makers[0], maker)
         if len(candidates) > 1:
             if held is not candidates:
-                if rs_open is _NO_DICT:
-                    self.rs_open = rs_open = {}
-                rs_open[digest] = candidates
+                self._open(digest, candidates)
         elif candidates:
-            if rs_open is _NO_DICT:
-                self.rs_open = rs_open = {}
-            rs_open[digest] = next(iter(candidates.items()))
+            for only in candidates:
+                self._open(digest, (only, candidates[only]))
         elif held is not None:
-            del rs_open[digest]
+            if type(rs_open) is tuple:
+                self.rs_open = _NO_DICT
+            else:
+                del rs_open[digest]
+
+    def _open(self, digest: str | None, held: Any) -> None:
+        """``rs_open[digest] = held``, with ``rs_open`` as the pair of ``digest`` and ``held``
+        while no other request body has jobs open (most clients of many send one)."""
+        rs_open = self.rs_open
+        if rs_open is _NO_DICT:
+            self.rs_open = (digest, held)
+        elif type(rs_open) is tuple:
+            if rs_open[0] == digest:
+                self.rs_open = (digest, held)
+            else:
+                self.rs_open = {rs_open[0]: rs_open[1], digest: held}
+        else:
+            rs_open[digest] = held
 
     def _resubmitted(
         self,

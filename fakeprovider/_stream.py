@@ -290,7 +290,7 @@ class _Totals:
         self.counts: Counter[str] = Counter()  # per rule, in the order they first come
         # per client, by its first request: requests, status reads, completions, retries,
         # rate-limit hits (``_metrics`` makes them the report's dicts)
-        self.per_client: dict[str, list[int]] = {}
+        self.per_client: dict[str, tuple[int, int, int, int, int]] = {}
         self.delays: list[tuple[str, str, int, float]] = []
         self.time_in_status: list[tuple[str, int, dict[str, float]]] = []
         self.acknowledged = 0
@@ -562,13 +562,15 @@ def _closed_clients(run: _Run, totals: _Totals) -> Iterator[Found]:
         retries, hits = judge.retries, judge.rate_limit_hits
         counted = per_client.get(name)
         if counted is None:
-            per_client[name] = [count, reads, completions, retries, hits]
-        else:
-            counted[0] += count
-            counted[1] += reads
-            counted[2] += completions
-            counted[3] += retries
-            counted[4] += hits
+            per_client[name] = (count, reads, completions, retries, hits)
+        else:  # (a client of an earlier run)
+            per_client[name] = (
+                counted[0] + count,
+                counted[1] + reads,
+                counted[2] + completions,
+                counted[3] + retries,
+                counted[4] + hits,
+            )
         totals.requests += count
         totals.status_reads += reads
         totals.completions += completions

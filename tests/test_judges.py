@@ -496,7 +496,8 @@ def test_a_request_bodys_one_job_is_kept_as_a_pair_and_two_as_a_dict_with_the_ru
     None
 ):
     """``rs_open`` keeps a request body's one open job as (its id, its submits), two or more
-    as a dict, none as nothing; through each change no_resubmission finds what its rule finds."""
+    as a dict, none as nothing, and one request body with jobs open as (it, its jobs), two as a
+    dict; through each change no_resubmission finds what its rule finds."""
     submit = Entry(
         seq=1,
         kind="submit",
@@ -537,19 +538,27 @@ def test_a_request_bodys_one_job_is_kept_as_a_pair_and_two_as_a_dict_with_the_ru
         again(4, "j_2", 4.0, **ended, path="/v1/jobs/j_2"),
         again(5, "j_3", 5.0),  # both seen to end: one job open again
         again(6, None, 6.0, request_digest="e", status_code=503),  # no job: nothing kept
+        again(7, "j_4", 7.0, request_digest="e"),  # a second request body with a job open
+        again(8, None, 8.0, request_digest="e", status_code=503),  # j_4 not seen to end
     ]
     judge = _judges.ClientJudge(Limits())
     held = []
     for e in journal:
         judge.add(e)
-        held.append({k: v if type(v) is tuple else dict(v) for k, v in judge.rs_open.items()})
+        rs_open = judge.rs_open
+        pairs = [rs_open] if type(rs_open) is tuple else list(rs_open.items())
+        held.append({k: v if type(v) is tuple else dict(v) for k, v in pairs})
+        assert type(rs_open) is (tuple if len(pairs) == 1 else dict)
     one = ((1, None, None),)
     assert held[0] == {"d": ("j_1", one)}
     assert held[1] == {"d": {"j_1": one, "j_2": ((2, None, None),)}}
     assert held[4] == held[5] == {"d": ("j_3", ((5, None, None),))}
+    assert (
+        held[6] == held[7] == {"d": ("j_3", ((5, None, None),)), "e": ("j_4", ((7, None, None),))}
+    )
     rules = dict(_rules.CLIENT_RULES)
     expected = list(rules["no_resubmission"](_rules.ClientEntries(journal), Limits()))
-    assert [v.seqs for v in expected] == [(1, 2)]
+    assert [v.seqs for v in expected] == [(1, 2), (7, 8)]
     assert [v for v in judge.close({}) if v.invariant == "no_resubmission"] == expected
 
 
