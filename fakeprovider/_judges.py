@@ -1525,7 +1525,17 @@ class ClientJudge(Judge):
         if held is None:
             candidates = _NO_DICT  # (the usual case: a dict only where a second job comes)
         elif type(held) is tuple:
-            candidates = {held[0]: held[1]}
+            job = self.jobs[held[0]]
+            if (
+                not self.rs_last
+                and (job.rs_old_ended if job.rs_seq == seq else job.rs_ended) <= s.received_at
+            ):
+                # the client had seen its one job end, and no failed submit holds this one:
+                # all ``_resubmitted`` would do is let the job go (a client that submits the
+                # same request over and over, each time once the last job ended)
+                candidates = _NO_DICT
+            else:
+                candidates = {held[0]: held[1]}
         else:
             candidates = held
         rs_last = self.rs_last
@@ -1541,7 +1551,11 @@ class ClientJudge(Judge):
         if job_id is not None:
             maker = (s.seq, s.idempotency_key, s.credential)
             if not candidates:  # its one job (a tuple: one object, not a list's two)
-                self._open(digest, (job_id, (maker,)))
+                pair = (job_id, (maker,))
+                if rs_open is _NO_DICT or (type(rs_open) is tuple and rs_open[0] == digest):
+                    self.rs_open = (digest, pair)  # (``_open``'s, without its call)
+                else:
+                    self._open(digest, pair)
                 return
             makers = candidates.get(job_id)
             if makers is None:

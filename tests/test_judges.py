@@ -540,6 +540,10 @@ def test_a_request_bodys_one_job_is_kept_as_a_pair_and_two_as_a_dict_with_the_ru
         again(6, None, 6.0, request_digest="e", status_code=503),  # no job: nothing kept
         again(7, "j_4", 7.0, request_digest="e"),  # a second request body with a job open
         again(8, None, 8.0, request_digest="e", status_code=503),  # j_4 not seen to end
+        again(9, "j_3", 9.0, **ended, path="/v1/jobs/j_3"),
+        again(10, "j_5", 10.0),  # j_3 seen to end: let go at once, j_5 in its place
+        again(11, None, 11.0, idempotency_key="k1", status_code=503),  # j_5 not seen to end
+        again(12, "j_6", 12.0, idempotency_key="k2"),  # retried without k1: held to #11
     ]
     judge = _judges.ClientJudge(Limits())
     held = []
@@ -558,7 +562,8 @@ def test_a_request_bodys_one_job_is_kept_as_a_pair_and_two_as_a_dict_with_the_ru
     )
     rules = dict(_rules.CLIENT_RULES)
     expected = list(rules["no_resubmission"](_rules.ClientEntries(journal), Limits()))
-    assert [v.seqs for v in expected] == [(1, 2), (7, 8)]
+    assert held[9] == {"d": ("j_5", ((10, None, None),)), "e": ("j_4", ((7, None, None),))}
+    assert [v.seqs for v in expected] == [(1, 2), (7, 8), (10, 11), (11, 12)]
     assert [v for v in judge.close({}) if v.invariant == "no_resubmission"] == expected
 
 
