@@ -15,13 +15,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import hashlib
 import importlib.util
+import inspect
 import ipaddress
 import logging
 import math
 import secrets
 import signal
 import socket
+import textwrap
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -287,12 +290,13 @@ def _httptools_protocol() -> type[asyncio.Protocol]:
     may be missing)."""
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-    if not hasattr(HttpToolsProtocol, "_start_asgi_task"):  # pragma: no cover - an older uvicorn
+    if not _written_from(HttpToolsProtocol.on_response_complete, _ON_RESPONSE_COMPLETE):
 
-        class _OlderHttpToolsProtocol(_IdleTimeout, HttpToolsProtocol):
-            """uvicorn's HTTP/1.1 protocol on httptools, with idle connections timed out."""
+        class _UvicornsHttpToolsProtocol(_IdleTimeout, HttpToolsProtocol):
+            """uvicorn's HTTP/1.1 protocol on httptools, with idle connections timed out (and
+            uvicorn's keep-alive timer, armed after every answer)."""
 
-        return _OlderHttpToolsProtocol
+        return _UvicornsHttpToolsProtocol
 
     class _HttpToolsProtocol(_IdleTimeout, HttpToolsProtocol):
         """uvicorn's HTTP/1.1 protocol on httptools, with idle connections timed out, and
@@ -324,6 +328,24 @@ def _httptools_protocol() -> type[asyncio.Protocol]:
                 self._start_asgi_task(cycle, app)
 
     return _HttpToolsProtocol
+
+
+#: SHA-256 (first 16 hex digits) of the source of uvicorn's
+#: ``HttpToolsProtocol.on_response_complete`` that ``_HttpToolsProtocol``'s is written from:
+#: uvicorn 0.48 to 0.54 have it. With any other (an older uvicorn's, or a later one that changed
+#: it) uvicorn's own is used, keep-alive timer and all: what it does beyond what was read here
+#: is not left out.
+_ON_RESPONSE_COMPLETE = frozenset({"5684fd801d0683ac"})
+
+
+def _written_from(function: Callable[..., Any], digests: frozenset[str]) -> bool:
+    """Whether ``function``'s source (dedented) has one of ``digests`` (``_ON_RESPONSE_COMPLETE``);
+    False when its source cannot be read."""
+    try:
+        text = inspect.getsource(function)
+    except (OSError, TypeError):
+        return False
+    return hashlib.sha256(textwrap.dedent(text).encode()).hexdigest()[:16] in digests
 
 
 _HTTPTOOLS_PROTOCOL: list[type[asyncio.Protocol]] = []  # made once, on first use

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import hashlib
 import http.client as http_client
 import json
 import os
@@ -407,8 +408,18 @@ def test_a_100_continue_goes_out_before_the_body_is_sent(http: str) -> None:
             assert stream.readline().startswith(b"HTTP/1.1 202")
 
 
+def _uvicorns_on_response_complete_is_the_one_read() -> bool:
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    return server_module._written_from(
+        HttpToolsProtocol.on_response_complete, server_module._ON_RESPONSE_COMPLETE
+    )
+
+
 def test_on_httptools_an_answer_arms_no_timer_and_is_counted() -> None:
     pytest.importorskip("httptools")
+    if not _uvicorns_on_response_complete_is_the_one_read():
+        pytest.skip("this uvicorn's on_response_complete is another: uvicorn's own is used")
     with ServerThread(_provider(), http="httptools") as running:
         host, port = running.url.removeprefix("http://").split(":")
         connection = http_client.HTTPConnection(host, int(port), timeout=10)
@@ -425,6 +436,45 @@ def test_on_httptools_an_answer_arms_no_timer_and_is_counted() -> None:
             assert running._server.server_state.total_requests == 3
         finally:
             connection.close()
+
+
+def test_a_uvicorn_whose_on_response_complete_is_another_keeps_its_own_and_its_timer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pytest.importorskip("httptools")
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    monkeypatch.setattr(server_module, "_ON_RESPONSE_COMPLETE", frozenset({"0123456789abcdef"}))
+    made = server_module._httptools_protocol()
+    assert made.__name__ == "_UvicornsHttpToolsProtocol"
+    assert made.on_response_complete is server_module._IdleTimeout.on_response_complete
+    assert made.__mro__[2] is HttpToolsProtocol  # whose on_response_complete ours calls
+    monkeypatch.setattr(server_module, "_HTTPTOOLS_PROTOCOL", [made])
+    with ServerThread(_provider(), http="httptools") as running:
+        host, port = running.url.removeprefix("http://").split(":")
+        connection = http_client.HTTPConnection(host, int(port), timeout=10)
+        try:
+            for _ in range(3):
+                connection.request("GET", "/v1/jobs")
+                answer = connection.getresponse()
+                answer.read()
+                assert answer.status == 200
+            (protocol,) = _protocols(running)
+            assert protocol.timeout_keep_alive_task is not None  # type: ignore[attr-defined]
+            assert running._server.server_state.total_requests == 3
+        finally:
+            connection.close()
+
+
+def test_written_from_compares_the_digest_of_a_functions_dedented_source() -> None:
+    def answer() -> int:
+        return 42
+
+    text = "def answer() -> int:\n    return 42\n"
+    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+    assert server_module._written_from(answer, frozenset({digest}))
+    assert not server_module._written_from(answer, frozenset({"0123456789abcdef"}))
+    assert not server_module._written_from(len, frozenset({digest}))  # no source: not read
 
 
 def test_the_coalescing_transport_has_every_method_of_a_transport_of_its_own() -> None:
