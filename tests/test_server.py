@@ -521,6 +521,35 @@ def test_pipelined_requests_are_answered_whole_and_in_order(http: str) -> None:
     assert answers == [(200, "succeeded"), (404, None), (200, "succeeded")]
 
 
+@pytest.mark.parametrize("http", ["httptools", "h11"])
+def test_a_connection_whose_reads_pipelining_paused_reads_again_after_the_answers(
+    http: str,
+) -> None:
+    # uvicorn stops reading a connection while it answers one request and the next is already
+    # in (and while a waiting request's body passes 64 KiB); the end of an answer reads again
+    with ServerThread(_provider(), http=http) as server:
+        host, port = server.url.removeprefix("http://").split(":")
+        job = httpx.post(f"{server.url}/v1/jobs", json={"prompt": "x"}).json()["job_id"]
+        read = f"GET /v1/jobs/{job} HTTP/1.1\r\nhost: {host}\r\n\r\n".encode()
+
+        def submit(size: int) -> bytes:
+            body = json.dumps({"prompt": "w" * size}).encode()
+            head = (
+                f"POST /v1/jobs HTTP/1.1\r\nhost: {host}\r\ncontent-type: application/json\r\n"
+                f"content-length: {len(body)}\r\n\r\n"
+            )
+            return head.encode() + body
+
+        with socket.create_connection((host, int(port)), timeout=5) as sock:
+            stream = sock.makefile("rb")
+            sock.sendall(read + submit(300_000) + submit(310_000))
+            pipelined = _read_answers(stream, 3)
+            sock.sendall(read)  # waits for ever (a timeout here) if reading never resumed
+            after = _read_answers(stream, 1)
+    assert pipelined == [(200, "succeeded"), (202, "succeeded"), (202, "succeeded")]
+    assert after == [(200, "succeeded")]
+
+
 def test_a_client_is_journaled_as_its_peer_whatever_x_forwarded_for_says() -> None:
     provider = _provider()
     with ServerThread(provider) as server:
