@@ -6,9 +6,9 @@ from the server's loop, so nothing a receiver does (answer slowly, hang, refuse 
 can hold up a status response: the only thing it shares with request handling is the
 provider's lock, held for microseconds while it asks the engine which state changes are due.
 
-Each loop turn (every ``tick`` seconds while sends are planned or in flight, sooner when a
-request made a change that may send; on the machine's clock, otherwise only when a send or a
-timed step is due or a change that may send comes, at least every ``REAL_TICK``) it brings
+Each loop turn (every ``tick`` seconds while jobs change or sends are in flight, sooner when a
+request made a change that may send; on the machine's clock, once nothing changes, only when a
+send or a timed step is due or the next change comes) it brings
 every job up to the clock (``FakeProvider.advance``), plans the sends of the new state changes
 (``webhooks.plan_change``, with the provider's dialect deciding which events its provider
 sends) and starts the sends that are due; the dialect shapes each send's body and headers
@@ -69,10 +69,9 @@ class Dispatcher:
     ``allow_webhook_hosts`` adds hosts besides loopback addresses and ``localhost`` that
     deliveries may go to (the provider's own list counts too). ``tick`` bounds how long a
     change of a virtual clock (any clock but the machine's own monotonic one) can go
-    unnoticed; on the machine's clock, after a turn that planned no send, the loop sleeps
-    until something is due (at most ``REAL_TICK``) and the next state change that may send
-    wakes it, so neither an idle server nor one taking submits whose changes send nothing is
-    woken 50 times a second, and a busy one is not woken per request.
+    unnoticed; on the machine's clock, after a turn that found nothing new, the loop sleeps
+    until something is due (at most ``REAL_TICK``) and the next state change wakes it, so an
+    idle server is not woken 50 times a second and a busy one is not woken per request.
     """
 
     #: The longest the loop sleeps on the machine's monotonic clock, which cannot jump: every
@@ -142,12 +141,14 @@ class Dispatcher:
             return
         if (job.callback_url or config.url) is not None and f"job.{change.status}" in config.events:
             self.wake()  # (``event_for``'s name of the change's event, written in place)
-        # A change that sends nothing leaves the loop asleep: it is planned at the next turn.
-        # The timed step the engine schedules after announcing it wakes the loop itself when
-        # it falls before the wake (``Engine.on_early``). Waking for it, and then ticking
-        # while such changes kept coming, turned the loop 50 times a second under a stream
-        # of submits to a scenario whose webhooks go nowhere (a few percent of the server's
-        # throughput).
+            return
+        # a change that sends nothing may still make a step due (the engine schedules a job's
+        # next step after it announces the change): a loop asleep past the next tick looks now,
+        # and then ticks while changes keep coming, so a stream of requests wakes it once
+        # (what ``_woken_early`` does, one call less for every submit)
+        if self._asleep:
+            self._asleep = False
+            self.wake()
 
     def wake(self) -> None:
         """Look for due work now rather than at the next tick (safe from any thread)."""
@@ -174,11 +175,9 @@ class Dispatcher:
     def wait_idle(self, timeout: float = 5.0) -> bool:
         """Wait (in real time, at most ``timeout`` s) until ``idle``; return whether it is."""
         pause = threading.Event()
-        for turn in range(max(1, round(timeout / 0.01))):
+        for _ in range(max(1, round(timeout / 0.01))):
             if self.idle:
                 return True
-            if turn == 0:  # changes that send nothing wait for the next turn: look now
-                self.wake()
             pause.wait(0.01)
         return self.idle
 
@@ -266,7 +265,6 @@ class Dispatcher:
             return 0.0
         self._cursor += len(changes)
         history, keep, events = self._history, config.reorder, config.events
-        planned_any = False
         for change in changes:
             # only ``reorder`` sends a job's earlier changes again, so only it keeps them: a
             # server kept every change of every job (a view and two dicts each) for nothing,
@@ -278,7 +276,6 @@ class Dispatcher:
                 )
                 for delivery in planned:
                     self._push(_Attempt(delivery, 1, delivery.at, self._generation))
-                    planned_any = True
             if keep:
                 earlier.append(change)
         now = provider.clock.now()
@@ -292,14 +289,14 @@ class Dispatcher:
             wait = min(wait, self._queue[0][0] - now)
         if next_due is not None:
             wait = min(wait, next_due - now)
-        return self._sleep(wait, planned_any or bool(self._tasks), self._unplanned, now)
+        return self._sleep(wait, bool(changes or self._tasks), self._unplanned, now)
 
     def _sleep(self, wait: float, busy: bool, missed: Callable[[float], bool], now: float) -> float:
-        """How long to sleep after a turn: within a tick while ``busy`` (the turn planned
-        sends, or a send in flight may need cutting short by a reset or a load, which make no
-        change), unwoken; longer only asleep, when the next state change that may send or a
-        timed step scheduled before ``now + wait`` wakes the loop (and at once when
-        ``missed(now + wait)``: one came after this turn looked, before it was asleep)."""
+        """How long to sleep after a turn: within a tick while ``busy`` (jobs are changing, or
+        a send in flight may need cutting short by a reset or a load, which make no change),
+        unwoken; longer only asleep, when the next state change or a timed step scheduled
+        before ``now + wait`` wakes the loop (and at once when ``missed(now + wait)``: one came
+        after this turn looked, before it was asleep)."""
         if busy:
             wait = min(wait, self.tick)
         if wait > self.tick:
@@ -325,12 +322,8 @@ class Dispatcher:
             self.wake()
 
     def _unplanned(self, until: float) -> bool:
-        """Whether a new engine came, or a timed step due before ``until`` was scheduled after
-        the turn looked (its ``on_early`` found the loop awake). A state change that came
-        meanwhile is not looked at: one that sends wakes the loop itself (``_changed``), and
-        the others wait for the next turn."""
         engine = self.provider.engine
-        if engine is not self._engine:
+        if engine is not self._engine or engine.change_count > self._cursor:
             return True
         due = engine.next_due()
         return due is not None and due < until
