@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import hashlib
 import http.client as http_client
@@ -14,6 +15,7 @@ import signal
 import socket
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
@@ -416,26 +418,36 @@ def _uvicorns_on_response_complete_is_the_one_read() -> bool:
     )
 
 
+@contextlib.contextmanager
+def _three_reads_on_one_connection(running: ServerThread) -> Iterator[object]:
+    """Three reads answered 200 on one kept-alive connection; yields its protocol while the
+    connection is still open."""
+    host, port = running.url.removeprefix("http://").split(":")
+    connection = http_client.HTTPConnection(host, int(port), timeout=10)
+    try:
+        for _ in range(3):
+            connection.request("GET", "/v1/jobs")
+            answer = connection.getresponse()
+            answer.read()
+            assert answer.status == 200
+        (protocol,) = _protocols(running)
+        yield protocol
+    finally:
+        connection.close()
+
+
 def test_on_httptools_an_answer_arms_no_timer_and_is_counted() -> None:
     pytest.importorskip("httptools")
     if not _uvicorns_on_response_complete_is_the_one_read():
         pytest.skip("this uvicorn's on_response_complete is another: uvicorn's own is used")
-    with ServerThread(_provider(), http="httptools") as running:
-        host, port = running.url.removeprefix("http://").split(":")
-        connection = http_client.HTTPConnection(host, int(port), timeout=10)
-        try:
-            for _ in range(3):
-                connection.request("GET", "/v1/jobs")
-                answer = connection.getresponse()
-                answer.read()
-                assert answer.status == 200
-            (protocol,) = _protocols(running)
-            # uvicorn's keep-alive timer is not armed: the idle timer, one a connection, is there
-            assert protocol.timeout_keep_alive_task is None  # type: ignore[attr-defined]
-            assert protocol._idle is not None  # type: ignore[attr-defined]
-            assert running._server.server_state.total_requests == 3
-        finally:
-            connection.close()
+    with (
+        ServerThread(_provider(), http="httptools") as running,
+        _three_reads_on_one_connection(running) as protocol,
+    ):
+        # uvicorn's keep-alive timer is not armed: the idle timer, one a connection, is there
+        assert protocol.timeout_keep_alive_task is None  # type: ignore[attr-defined]
+        assert protocol._idle is not None  # type: ignore[attr-defined]
+        assert running._server.server_state.total_requests == 3
 
 
 def test_a_uvicorn_whose_on_response_complete_is_another_keeps_its_own_and_its_timer(
@@ -450,20 +462,12 @@ def test_a_uvicorn_whose_on_response_complete_is_another_keeps_its_own_and_its_t
     assert made.on_response_complete is server_module._IdleTimeout.on_response_complete
     assert made.__mro__[2] is HttpToolsProtocol  # whose on_response_complete ours calls
     monkeypatch.setattr(server_module, "_HTTPTOOLS_PROTOCOL", [made])
-    with ServerThread(_provider(), http="httptools") as running:
-        host, port = running.url.removeprefix("http://").split(":")
-        connection = http_client.HTTPConnection(host, int(port), timeout=10)
-        try:
-            for _ in range(3):
-                connection.request("GET", "/v1/jobs")
-                answer = connection.getresponse()
-                answer.read()
-                assert answer.status == 200
-            (protocol,) = _protocols(running)
-            assert protocol.timeout_keep_alive_task is not None  # type: ignore[attr-defined]
-            assert running._server.server_state.total_requests == 3
-        finally:
-            connection.close()
+    with (
+        ServerThread(_provider(), http="httptools") as running,
+        _three_reads_on_one_connection(running) as protocol,
+    ):
+        assert protocol.timeout_keep_alive_task is not None  # type: ignore[attr-defined]
+        assert running._server.server_state.total_requests == 3
 
 
 def test_written_from_compares_the_digest_of_a_functions_dedented_source() -> None:
