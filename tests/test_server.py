@@ -36,6 +36,12 @@ def _provider() -> FakeProvider:
     return FakeProvider(parse_scenario(INSTANT))
 
 
+def _address(server: ServerThread) -> tuple[str, int]:
+    """The host and port ``server`` listens on."""
+    host, port = server.url.removeprefix("http://").split(":")
+    return host, int(port)
+
+
 def _submit_and_read(url: str) -> tuple[int, str]:
     with httpx.Client(base_url=url) as http:
         job = http.post("/v1/jobs", json={"prompt": "x"}).json()["job_id"]
@@ -123,13 +129,13 @@ def test_idle_connections_are_closed_on_either_parser(http: str) -> None:
     if http == "httptools":
         pytest.importorskip("httptools")
     with ServerThread(_provider(), http=http, idle_timeout=0.2) as running:
-        host, port = running.url.removeprefix("http://").split(":")
-        with socket.create_connection((host, int(port)), timeout=10) as idle:
+        host, port = _address(running)
+        with socket.create_connection((host, port), timeout=10) as idle:
             assert idle.recv(1) == b""  # closed by the server (a hang would time out)
-        with socket.create_connection((host, int(port)), timeout=10) as trickle:
+        with socket.create_connection((host, port), timeout=10) as trickle:
             trickle.sendall(b"GET /v1/jobs HTTP/1.1\r\n")  # a head that never ends
             assert trickle.recv(1) == b""
-        with socket.create_connection((host, int(port)), timeout=10) as kept:
+        with socket.create_connection((host, port), timeout=10) as kept:
             kept.sendall(b"GET /v1/jobs HTTP/1.1\r\nHost: x\r\n\r\n")
             assert kept.recv(12) == b"HTTP/1.1 200"
             kept.sendall(b"GET /v1/jo")  # the next head, trickled after an answer
@@ -142,8 +148,8 @@ def test_a_connection_answered_within_the_idle_timeout_each_time_stays_open(http
     if http == "httptools":
         pytest.importorskip("httptools")
     with ServerThread(_provider(), http=http, idle_timeout=0.3) as running:
-        host, port = running.url.removeprefix("http://").split(":")
-        connection = http_client.HTTPConnection(host, int(port), timeout=10)
+        host, port = _address(running)
+        connection = http_client.HTTPConnection(host, port, timeout=10)
         try:
             sockets = []
             for _ in range(6):  # 0.6 s and more in all, never 0.3 s without an answer
@@ -378,8 +384,8 @@ def test_the_head_of_an_answer_without_a_body_leaves_at_the_answers_end(http: st
     if http == "httptools":
         pytest.importorskip("httptools")
     with ServerThread(_provider(), http=http) as running:
-        host, port = running.url.removeprefix("http://").split(":")
-        with socket.create_connection((host, int(port)), timeout=5) as sock:
+        host, port = _address(running)
+        with socket.create_connection((host, port), timeout=5) as sock:
             stream = sock.makefile("rb")
             for _ in range(2):  # a HEAD's head (uvicorn writes no body), then the connection kept
                 sock.sendall(b"HEAD /v1/jobs HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -396,9 +402,9 @@ def test_a_100_continue_goes_out_before_the_body_is_sent(http: str) -> None:
     if http == "httptools":
         pytest.importorskip("httptools")
     with ServerThread(_provider(), http=http) as running:
-        host, port = running.url.removeprefix("http://").split(":")
+        host, port = _address(running)
         body = b'{"prompt": "x"}'
-        with socket.create_connection((host, int(port)), timeout=5) as sock:
+        with socket.create_connection((host, port), timeout=5) as sock:
             sock.sendall(
                 b"POST /v1/jobs HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
                 b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body)
@@ -422,8 +428,8 @@ def _uvicorns_on_response_complete_is_the_one_read() -> bool:
 def _three_reads_on_one_connection(running: ServerThread) -> Iterator[object]:
     """Three reads answered 200 on one kept-alive connection; yields its protocol while the
     connection is still open."""
-    host, port = running.url.removeprefix("http://").split(":")
-    connection = http_client.HTTPConnection(host, int(port), timeout=10)
+    host, port = _address(running)
+    connection = http_client.HTTPConnection(host, port, timeout=10)
     try:
         for _ in range(3):
             connection.request("GET", "/v1/jobs")
@@ -515,11 +521,11 @@ def _read_answers(stream: BinaryIO, count: int) -> list[tuple[int, object]]:
 @pytest.mark.parametrize("http", ["httptools", "h11"])
 def test_pipelined_requests_are_answered_whole_and_in_order(http: str) -> None:
     with ServerThread(_provider(), http=http) as server:
-        host, port = server.url.removeprefix("http://").split(":")
+        host, port = _address(server)
         job = httpx.post(f"{server.url}/v1/jobs", json={"prompt": "x"}).json()["job_id"]
         read = f"GET /v1/jobs/{job} HTTP/1.1\r\nhost: {host}\r\n\r\n".encode()
         unknown = f"GET /v1/jobs/job_000000000000 HTTP/1.1\r\nhost: {host}\r\n\r\n".encode()
-        with socket.create_connection((host, int(port)), timeout=5) as sock:
+        with socket.create_connection((host, port), timeout=5) as sock:
             sock.sendall(read + unknown + read)
             answers = _read_answers(sock.makefile("rb"), 3)
     assert answers == [(200, "succeeded"), (404, None), (200, "succeeded")]
@@ -532,7 +538,7 @@ def test_a_connection_whose_reads_pipelining_paused_reads_again_after_the_answer
     # uvicorn stops reading a connection while it answers one request and the next is already
     # in (and while a waiting request's body passes 64 KiB); the end of an answer reads again
     with ServerThread(_provider(), http=http) as server:
-        host, port = server.url.removeprefix("http://").split(":")
+        host, port = _address(server)
         job = httpx.post(f"{server.url}/v1/jobs", json={"prompt": "x"}).json()["job_id"]
         read = f"GET /v1/jobs/{job} HTTP/1.1\r\nhost: {host}\r\n\r\n".encode()
 
@@ -544,7 +550,7 @@ def test_a_connection_whose_reads_pipelining_paused_reads_again_after_the_answer
             )
             return head.encode() + body
 
-        with socket.create_connection((host, int(port)), timeout=5) as sock:
+        with socket.create_connection((host, port), timeout=5) as sock:
             stream = sock.makefile("rb")
             sock.sendall(read + submit(300_000) + submit(310_000))
             pipelined = _read_answers(stream, 3)
