@@ -428,8 +428,8 @@ def _check(args: argparse.Namespace) -> int:
 
 
 #: How many seqs the violations a text report shows may name for the judges to be held while
-#: it is drawn (its timelines keep at most about those entries: a few MB).
-_HOLD_PAST = 4096
+#: it is drawn: each costs the drawing some 40 bytes (its timeline keeps a few dozen entries).
+_HOLD_PAST = 1 << 20
 
 
 def _let_go(found: StreamReport) -> None:

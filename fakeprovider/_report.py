@@ -24,6 +24,9 @@ __all__ = ["coverage", "job_key", "metrics", "render", "summarise_metrics"]
 MAX_VIOLATIONS = 20
 _CONTEXT = 3  # entries shown before and after the offending ones
 _MAX_LINES = 14
+# a timeline of more of the violation's own entries than ``_MAX_LINES`` shows the first and
+# the last this many of them, and how many are left out between
+_HALF = _MAX_LINES // 2
 
 
 def job_key(job_id: str, run: int, runs: int) -> str:
@@ -455,6 +458,10 @@ class _RunIndex:
         chosen.sort(key=lambda item: item[0])
         return [e for _, e in chosen], low > 0, high < total
 
+    def timeline(self, v: Violation) -> tuple[Sequence[EntryLike], bool, bool, int]:
+        """``window`` as the timeline of ``v`` prints it (``elided``)."""
+        return elided(*self.window(v))
+
 
 def _holds(group: list[Entry], seqs: list[int], e: Entry) -> bool:
     at = bisect.bisect_left(seqs, e.seq)
@@ -465,12 +472,23 @@ def _holds(group: list[Entry], seqs: list[int], e: Entry) -> bool:
     return False
 
 
+def elided(
+    shown: Sequence[EntryLike], before: bool, after: bool
+) -> tuple[Sequence[EntryLike], bool, bool, int]:
+    """A window (what a timeline shows, and whether entries are left out before and after)
+    as it is printed: past ``_MAX_LINES`` entries (then all the violation's own), the first
+    and last ``_HALF`` of them, and how many are left out between (else 0)."""
+    if len(shown) <= _MAX_LINES:
+        return shown, before, after, 0
+    return [*shown[:_HALF], *shown[-_HALF:]], before, after, len(shown) - 2 * _HALF
+
+
 class _Windowed(Protocol):
-    def window(self, v: Violation) -> tuple[Sequence[EntryLike], bool, bool]: ...
+    def timeline(self, v: Violation) -> tuple[Sequence[EntryLike], bool, bool, int]: ...
 
 
 def _timeline(v: Violation, index: _Windowed) -> list[str]:
-    shown, before, after = index.window(v)
+    shown, before, after, left_out = index.timeline(v)
     if not shown:
         return []
     title = f"job {v.job_id}" if v.job_id is not None else "status reads"
@@ -479,8 +497,12 @@ def _timeline(v: Violation, index: _Windowed) -> list[str]:
         lines.append("      ...")
     changes_seen: set[tuple[str | None, float]] = set()
     previous: EntryLike | None = None
-    named = frozenset(v.seqs)  # a status_rate violation can name every read of a window
-    for e in shown:
+    # of the seqs shown, those ``v`` names (a status_rate violation can name every read of a
+    # window: hundreds of thousands)
+    named = {e.seq for e in shown}.intersection(v.seqs)
+    for at, e in enumerate(shown):
+        if left_out and at == _HALF:
+            lines.append(f"      ... {left_out:,} more this violation names ...")
         change = (e.true_status, e.status_since or 0.0)
         if (
             previous is not None

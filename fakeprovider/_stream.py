@@ -23,7 +23,7 @@ import heapq
 import itertools
 import operator
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from typing import Any, TypeVar
 
@@ -737,6 +737,10 @@ def render_streamed(
 
 _CONTEXT = 3  # as _report's: entries shown before and after the offending ones
 _MAX_LINES = 14
+_HALF = _MAX_LINES // 2  # as _report's: the first and last of the own entries shown past that
+# a window of more seqs than this is not indexed by each (``_Windows.by_seq``): a status_rate
+# violation can name every read of a window, hundreds of thousands
+_WIDE = 64
 
 
 class _Window:
@@ -745,7 +749,8 @@ class _Window:
     The related entries (the client's entries about the job, or its status reads for a
     violation of no job, and the violation's own entries) come in seq order, those of one seq
     the group's first; kept are the last ``_CONTEXT`` before the violation's first seq, those
-    up to its last (while they could be shown), ``_CONTEXT`` after, and its own entries.
+    up to its last (while they could be shown), ``_CONTEXT`` after, and of its own entries the
+    first ``_MAX_LINES`` and the last ``_HALF`` (all its timeline can show, ``elided``).
 
     A window is fed from the first related entry at or past its first seq on (``begin``):
     what came before that is its group's (``_Group``), the same for every window of the group.
@@ -757,7 +762,8 @@ class _Window:
         self.low_seq = min(v.seqs)
         self.high_seq = max(v.seqs)
         self.begun = False
-        self.named: set[int] = set()  # the seqs whose first entry has been seen
+        # the last of ``seqs`` whose first entry has been seen (entries come in seq order)
+        self.named: int | None = None
         self.before: collections.deque[EntryLike] = collections.deque(maxlen=_CONTEXT)
         self.skipped = 0  # related entries before the first seq, not kept
         self.middle: list[EntryLike] = []
@@ -765,11 +771,13 @@ class _Window:
         self.after: list[EntryLike] = []
         self.more_after = False  # once True, nothing later changes the window
         self.complete = False  # let go of by ``_Windows``
-        self.mine: list[EntryLike] = []
+        self.mine: list[EntryLike] = []  # its own entries: the first _MAX_LINES,
+        self.mine_last: collections.deque[EntryLike] = collections.deque(maxlen=_HALF)  # the last
+        self.mine_count = 0  # and how many
         self.seq: int | None = None  # the seq of the entries held in group and extras
         self.in_group: list[EntryLike] = []
         self.extras: list[EntryLike] = []
-        self.result: tuple[list[EntryLike], bool, bool] = ([], False, False)
+        self.result: tuple[Sequence[EntryLike], bool, bool, int] = ([], False, False, 0)
 
     def begin(self) -> None:
         """Take the related entries before the first seq from the group: every one that came
@@ -784,9 +792,9 @@ class _Window:
         if seq != self.seq:
             self._flush()
             self.seq = seq
-        named = seq in self.seqs and seq not in self.named
+        named = seq != self.named and seq in self.seqs
         if named:
-            self.named.add(seq)
+            self.named = seq
         if in_group:
             self.in_group.append(e)
         elif named:
@@ -810,20 +818,29 @@ class _Window:
             else:
                 self.more_after = True
         if seq in self.seqs:
-            self.mine.extend(self.in_group)
-            self.mine.extend(self.extras)
+            for e in (*self.in_group, *self.extras):
+                self.mine_count += 1
+                if len(self.mine) < _MAX_LINES:
+                    self.mine.append(e)
+                else:
+                    self.mine_last.append(e)
         self.in_group, self.extras = [], []
 
     def finish(self) -> None:
         self._flush()
         self.seq = None
-        if not self.named:
+        if self.named is None:
             return
         before, after = self.skipped > 0, self.more_after
         if len(self.before) + self.middle_count + len(self.after) > _MAX_LINES:
-            self.result = (self.mine, before, after)
+            if self.mine_count <= _MAX_LINES:
+                self.result = (self.mine, before, after, 0)
+            else:  # as ``elided`` prints every one of them
+                last = [*self.mine, *self.mine_last][-_HALF:]
+                left_out = self.mine_count - 2 * _HALF
+                self.result = ([*self.mine[:_HALF], *last], before, after, left_out)
         else:
-            self.result = ([*self.before, *self.middle, *self.after], before, after)
+            self.result = ([*self.before, *self.middle, *self.after], before, after, 0)
 
 
 class _Group:
@@ -856,7 +873,8 @@ class _Windows:
     def __init__(self) -> None:
         self.windows: dict[Violation, _Window] = {}
         self.by_group: dict[tuple[str, str | None], _Group] = {}
-        self.by_seq: dict[int, list[_Window]] = {}
+        self.by_seq: dict[int, list[_Window]] = {}  # the windows of few seqs, by each of them
+        self.wide: list[_Window] = []  # the others, each looked at by its range of seqs
         self.live = 0  # the windows not yet complete
         self.ready = False  # whether ``pending`` are sorted
         # (end, order, window): the windows by the seq past which nothing they show comes
@@ -874,8 +892,11 @@ class _Windows:
         self.windows[v] = window
         self.live += 1
         group.pending.append(window)
-        for seq in window.seqs:
-            self.by_seq.setdefault(seq, []).append(window)
+        if len(window.seqs) > _WIDE:
+            self.wide.append(window)
+        else:
+            for seq in window.seqs:
+                self.by_seq.setdefault(seq, []).append(window)
         if end is not None:
             heapq.heappush(self.ends, (end, len(self.windows), window))
 
@@ -914,13 +935,18 @@ class _Windows:
                 group = self.by_group.get((e.client, None))
                 if group is not None:
                     _feed_group(group, e, fed)
-        for window in self.by_seq.get(e.seq, ()):
+        seq = e.seq
+        for window in self.by_seq.get(seq, ()):
             if window not in fed and not window.complete:
-                if not window.begun:
-                    window.begin()
-                    window.group.active.append(window)
-                window.add(e, False)
-                fed.append(window)
+                _feed_named(window, e, fed)
+        for window in self.wide:
+            if (
+                window.low_seq <= seq <= window.high_seq
+                and seq in window.seqs
+                and window not in fed
+                and not window.complete
+            ):
+                _feed_named(window, e, fed)
         return fed
 
     def end_all(self) -> int:
@@ -937,9 +963,19 @@ class _Windows:
         for window in self.windows.values():
             window.finish()
 
-    def window(self, v: Violation) -> tuple[list[EntryLike], bool, bool]:
+    def timeline(self, v: Violation) -> tuple[Sequence[EntryLike], bool, bool, int]:
+        """What the timeline of ``v`` prints (``_RunIndex.timeline``)."""
         found = self.windows.get(v)
-        return ([], False, False) if found is None else found.result
+        return ([], False, False, 0) if found is None else found.result
+
+
+def _feed_named(window: _Window, e: EntryLike, fed: list[_Window]) -> None:
+    """Feed ``e``, one of the entries ``window``'s violation names, not of its group."""
+    if not window.begun:
+        window.begin()
+        window.group.active.append(window)
+    window.add(e, False)
+    fed.append(window)
 
 
 def _feed_group(group: _Group, e: EntryLike, fed: list[_Window]) -> None:

@@ -21,12 +21,13 @@ from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fakeprovider import _check_cli, _judges, _stream
+from fakeprovider import _check_cli, _judges, _report, _stream
 from fakeprovider._formats import FORMATS
 from fakeprovider._report import summary_of
 from fakeprovider._stream import (
@@ -150,6 +151,40 @@ def test_a_journal_judged_as_it_streams_by_gets_the_in_memory_report(
     for shown in (0, 1, 3):
         text = render_streamed(found, lambda: in_seq_order(ordered), shown)
         assert text == expected.render(shown)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    journals(),
+    st.sampled_from((2, 3, 6)),
+    st.integers(0, 30),
+    st.sampled_from((0.5, 1.0, 2.0)),
+)
+def test_timelines_cut_short_and_windows_looked_at_by_range_print_as_in_memory(
+    entries: list[Entry], most: int, reads: int, budget: float
+) -> None:
+    """With timelines of at most ``most`` lines (past them, the first and last ``most // 2``
+    of the violation's own entries), and every window fed by its range of seqs rather than by
+    each seq (``_WIDE`` 0), the text of a streamed report is still the in-memory one; a run
+    of ``reads`` status reads in a burst last (``_rate_burst``) names many."""
+    after = max((e.seq for e in entries), default=0) + 1
+    burst = _rate_burst(reads, budget) if reads else []
+    ordered = order_entries([*entries, *(dataclasses.replace(e, seq=e.seq + after) for e in burst)])
+    found = check_stream(in_seq_order(ordered), _limits_of, timelines=True)
+    expected = check(
+        ordered,
+        _limits_of(found.headers[0]) if found.headers else Limits(),
+        run_limits=[_limits_of(h) for h in found.headers],
+    )
+    with contextlib.ExitStack() as patched:
+        for module in (_report, _stream):
+            patched.enter_context(mock.patch.object(module, "_MAX_LINES", most))
+            patched.enter_context(mock.patch.object(module, "_HALF", most // 2))
+        patched.enter_context(mock.patch.object(_stream, "_WIDE", 0))
+        for shown in (0, 3):
+            assert render_streamed(found, lambda: in_seq_order(ordered), shown) == (
+                expected.render(shown)
+            )
 
 
 @st.composite
@@ -409,6 +444,72 @@ def test_the_timelines_pass_feeds_each_entry_to_the_windows_open_at_it_not_to_ev
     expected = check(journal, run_limits=[_limits_of(h) for h in report.headers])
     assert text == expected.render(0)
     assert fed <= 8 * len(journal)
+
+
+def _rate_burst(reads: int, budget: float = 2.0) -> list[Entry]:
+    """A run allowing ``budget`` status reads a second and a client reading ``reads`` times,
+    ``1 / budget / 5`` s apart (within 10 s): its read 10 x ``budget`` + 1 breaks the budget,
+    a status_rate violation naming every read so far."""
+    limits = Limits(status_rate=budget).to_dict()
+    gap = 0.2 / budget
+    burst = [_read(2 + k, 1.0 + k * gap, 1.0 + k * gap + gap / 2) for k in range(reads)]
+    return [
+        _admin(0, "/__admin/start", {"scenario": "a", "limits": limits}),
+        OVERLAPPING[1],
+        *burst,
+    ]
+
+
+def _timeline_lines(text: str) -> list[str]:
+    lines = text.splitlines()
+    start = next(n for n, line in enumerate(lines) if "timeline of" in line)
+    return lines[start : lines.index("", start)]
+
+
+def test_a_violation_naming_many_reads_shows_its_first_and_last_seven_and_counts_the_rest(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    journal = _rate_burst(30)
+    path = tmp_path / "run.jsonl"
+    path.write_bytes(_journal(journal))
+    code, out, _ = _run_check(["check", str(path)], capsys)
+    assert code == 1
+    read = "GET /v1/jobs/job_1 -> 200 'processing'"
+    assert _timeline_lines(out) == [
+        "    timeline of status reads for client 'c':",
+        *(
+            f"    >> #{seq:<4} {1.0 + (seq - 2) * 0.1:>9.3f} s  {read}"
+            f" (answered {1.05 + (seq - 2) * 0.1:.3f} s)"
+            for seq in range(2, 9)
+        ),
+        "      ... 7 more this violation names ...",
+        *(
+            f"    >> #{seq:<4} {1.0 + (seq - 2) * 0.1:>9.3f} s  {read}"
+            f" (answered {1.05 + (seq - 2) * 0.1:.3f} s)"
+            for seq in range(16, 23)
+        ),
+        "      ...",
+    ]
+    # the report held in memory prints the same
+    limits = Limits(status_rate=2.0)
+    assert out == check(journal, limits, run_limits=[limits]).render() + "\n"
+
+
+def test_the_timelines_pass_keeps_what_a_timeline_prints_not_every_entry_it_names() -> None:
+    reads = 20_001
+    journal = _rate_burst(reads, budget=(reads - 1) / 10)
+    found = check_stream(in_seq_order(journal), _limits_of, shown=1, timelines=True)
+    assert [len(v.seqs) for v in found.violations] == [reads]
+    tracemalloc.start()
+    try:
+        text = render_streamed(found, lambda: in_seq_order(journal), 1)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert len(_timeline_lines(text)) == 1 + 7 + 1 + 7
+    assert f"      ... {reads - 14:,} more this violation names ..." in text
+    # 2.6 MB at 20,000 reads as at 50,000 (11.6 MB and 23 MB when every one named was kept)
+    assert peak < 5_000_000
 
 
 def _journal(entries: list[Entry]) -> bytes:
