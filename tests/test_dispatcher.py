@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import logging
@@ -293,6 +294,30 @@ def test_an_idle_loop_on_the_machine_clock_sleeps_until_something_is_due(
     time.sleep(0.5)
     # asleep after the wake's turn (REAL_TICK is 1 s): at a tick of 20 ms it was 25 more turns
     assert len(turns) <= 2
+
+
+def test_a_loop_waiting_for_its_next_turn_runs_no_task_but_its_own(receiver: Receiver) -> None:
+    # (asyncio.wait_for made a task of the wait, a timeout and the task's cancellation every
+    # turn: at a tick of 20 ms under a stream of submits, most of the dispatcher's work)
+    provider = FakeProvider(scenario(receiver, "  events: [job.succeeded]\n"))
+    with Dispatcher(provider, tick=0.05) as dispatcher:
+        loop = dispatcher._loop
+        assert loop is not None
+        counted: list[int] = []
+        done = threading.Event()
+
+        def count() -> None:
+            counted.append(len(asyncio.all_tasks(loop)))
+            done.set()
+
+        for _ in range(3):
+            done.clear()
+            loop.call_soon_threadsafe(count)
+            assert done.wait(5)
+            time.sleep(0.03)
+        dispatcher.wake()
+        assert dispatcher.wait_idle()
+    assert counted == [1, 1, 1]
 
 
 def test_a_submit_to_a_sleeping_loop_has_its_webhook_sent_on_time(
