@@ -39,29 +39,54 @@ class RealClock:
     ``monotonic`` and ``wall`` are attributes so that a test can replace them.
     """
 
+    #: Seconds since construction, never less than an earlier reading: on the machine's own
+    #: ``time.monotonic``, which never goes back, the reading less the start as it is (no lock,
+    #: no ``max``: a request reads the clock twice); on any other ``monotonic``, the largest
+    #: reading so far (``_kept``).
+    now: Callable[[], float]
+
     def __init__(
         self,
         *,
         monotonic: Callable[[], float] = time.monotonic,
         wall: Callable[[], float] = time.time,
     ) -> None:
-        self.monotonic = monotonic
         self._start = monotonic()
         self._epoch = wall()
         self._last = 0.0
         self._lock = threading.Lock()
+        self.monotonic = monotonic
 
     @property
     def epoch(self) -> float:
         return self._epoch
 
-    def now(self) -> float:
+    @property
+    def monotonic(self) -> Callable[[], float]:
+        return self._monotonic
+
+    @monotonic.setter
+    def monotonic(self, monotonic: Callable[[], float]) -> None:
+        if getattr(self, "_fast", False):  # never below what it read before
+            self._last = max(self._last, self.now())
+        self._monotonic = monotonic
+        self._fast = monotonic is time.monotonic and self._last == 0.0
+        self.now = _since(monotonic, self._start) if self._fast else self._kept
+
+    def _kept(self) -> float:
         with self._lock:
-            self._last = max(self._last, self.monotonic() - self._start)
+            self._last = max(self._last, self._monotonic() - self._start)
             return self._last
 
     def __repr__(self) -> str:
         return f"RealClock(now={self.now():.3f})"
+
+
+def _since(monotonic: Callable[[], float], start: float) -> Callable[[], float]:
+    def now() -> float:
+        return monotonic() - start
+
+    return now
 
 
 class VirtualClock:

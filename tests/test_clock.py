@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from fakeprovider.clock import DEFAULT_EPOCH, Clock, RealClock, VirtualClock
@@ -43,3 +45,40 @@ def test_real_clock_counts_from_construction_and_never_goes_back() -> None:
 def test_both_clocks_satisfy_the_protocol() -> None:
     assert isinstance(VirtualClock(), Clock)
     assert isinstance(RealClock(), Clock)
+
+
+class _Refused:
+    """A lock that must not be taken."""
+
+    def __enter__(self) -> None:
+        raise AssertionError("the lock was taken")
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+
+def test_a_real_clock_on_the_machines_clock_reads_it_without_a_lock() -> None:
+    clock = RealClock()
+    clock._lock = _Refused()  # type: ignore[assignment]
+    first = clock.now()
+    assert 0.0 <= first <= clock.now()
+
+
+def test_a_real_clock_reads_the_same_without_the_lock_as_with_it() -> None:
+    # (the reading with the lock and max() is what every RealClock did before)
+    clock = RealClock()
+    readings = []
+    for _ in range(1_000):
+        readings += [clock.now(), clock._kept()]
+    assert readings == sorted(readings)
+    assert readings[0] >= 0.0
+
+
+def test_a_replaced_monotonic_never_takes_a_real_clock_back() -> None:
+    clock = RealClock()
+    before = clock.now()
+    clock.monotonic = lambda: 0.0  # far before the clock's start
+    assert clock.now() == clock.now() >= before
+    assert clock.monotonic() == 0.0
+    clock.monotonic = time.monotonic  # (not from zero again: the readings so far are kept)
+    assert before <= clock.now()
