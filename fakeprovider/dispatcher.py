@@ -92,7 +92,13 @@ class Dispatcher:
         self._asleep = False
         self._thread = threading.Thread(target=self._run, name="fakeprovider webhooks", daemon=True)
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._wake: asyncio.Event | None = None
+        #: Resolved when the loop is to end (``_step`` saw ``stop()``, or a turn raised what
+        #: ``_safe_turn`` lets through).
+        self._done: asyncio.Future[None] | None = None
+        #: The next turn's timer, and whether a wake has brought the next turn forward to the
+        #: loop's next iteration already (the wakes before it share that turn).
+        self._next: asyncio.TimerHandle | None = None
+        self._soon = False
         self._started = threading.Event()
         self._stopping = False
         self._order = itertools.count()
@@ -152,10 +158,10 @@ class Dispatcher:
 
     def wake(self) -> None:
         """Look for due work now rather than at the next tick (safe from any thread)."""
-        loop, event = self._loop, self._wake
-        if loop is not None and event is not None and not loop.is_closed():
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
             with contextlib.suppress(RuntimeError):
-                loop.call_soon_threadsafe(event.set)
+                loop.call_soon_threadsafe(self._woken)
 
     @property
     def idle(self) -> bool:
@@ -205,23 +211,17 @@ class Dispatcher:
             log.exception("the webhook dispatcher crashed")
 
     async def _main(self) -> None:
-        loop = self._loop = asyncio.get_running_loop()
-        wake = self._wake = asyncio.Event()
+        # Each turn is a callback of the loop (``_step``), the next one a timer it leaves,
+        # which a wake brings forward: no task of its own, no event to wait on and one loop
+        # iteration a turn (``asyncio.wait_for`` made a task, a timeout and its cancellation
+        # every turn: under a stream of submits, a turn every tick, most of this thread's work)
+        loop = asyncio.get_running_loop()
+        self._done = loop.create_future()
+        self._loop = loop
         self._started.set()
+        self._step()
         try:
-            while not self._stopping:
-                self._awake()
-                wait = self._safe_turn()
-                # until woken or ``wait`` is up, whichever comes first: a timer that wakes the
-                # loop itself, not ``asyncio.wait_for`` (a task, a timeout and the task's
-                # cancellation every turn: some 4 loop iterations where this takes 2)
-                if wake.is_set():
-                    await asyncio.sleep(0)  # the sends' turn, as waiting would give them
-                else:
-                    timer = loop.call_later(wait, wake.set)
-                    await wake.wait()
-                    timer.cancel()
-                wake.clear()
+            await self._done
         finally:
             for task in list(self._tasks):
                 task.cancel()
@@ -229,6 +229,37 @@ class Dispatcher:
                 await asyncio.gather(*self._tasks, return_exceptions=True)
             if self._client is not None:
                 await self._client.aclose()
+
+    def _step(self) -> None:
+        """A turn (on the loop), and a timer for the next one after the wait it says (one
+        timer at a time: this turn's replaces the last one's, fired or not)."""
+        self._soon = False
+        if self._next is not None:
+            self._next.cancel()
+            self._next = None
+        done = self._done
+        if done is None or done.done():
+            return
+        if self._stopping:
+            done.set_result(None)
+            return
+        try:
+            self._awake()
+            wait = self._safe_turn()
+        except BaseException as exc:  # (what ``_safe_turn`` lets through ends the loop)
+            done.set_exception(exc)
+            return
+        loop = self._loop
+        assert loop is not None
+        self._next = loop.call_later(wait, self._step)
+
+    def _woken(self) -> None:
+        """A wake, on the loop: the next turn at the loop's next iteration, not at its timer."""
+        if not self._soon:
+            self._soon = True
+            loop = self._loop
+            assert loop is not None
+            loop.call_soon(self._step)
 
     def _http(self) -> httpx.AsyncClient:
         """The client every send goes through, made at the first turn with webhooks to send:

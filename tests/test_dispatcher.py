@@ -296,6 +296,26 @@ def test_an_idle_loop_on_the_machine_clock_sleeps_until_something_is_due(
     assert len(turns) <= 2
 
 
+def test_wakes_that_come_before_the_loop_looks_share_one_turn(receiver: Receiver) -> None:
+    provider = FakeProvider(scenario(receiver, "  events: [job.succeeded]\n"))
+    with Dispatcher(provider) as dispatcher:
+        assert dispatcher.wait_idle()
+        time.sleep(0.1)  # asleep: nothing is due before REAL_TICK (1 s)
+        turns: list[float] = []
+        turn = dispatcher._turn
+
+        def counted() -> float:
+            turns.append(provider.clock.now())
+            return turn()
+
+        dispatcher._turn = counted  # type: ignore[method-assign]
+        loop = dispatcher._loop
+        assert loop is not None
+        loop.call_soon_threadsafe(lambda: [dispatcher.wake() for _ in range(3)])
+        time.sleep(0.3)
+        assert len(turns) == 1
+
+
 def test_a_loop_waiting_for_its_next_turn_runs_no_task_but_its_own(receiver: Receiver) -> None:
     # (asyncio.wait_for made a task of the wait, a timeout and the task's cancellation every
     # turn: at a tick of 20 ms under a stream of submits, most of the dispatcher's work)
