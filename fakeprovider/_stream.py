@@ -507,12 +507,7 @@ def _close_run(run: _Run, totals: _Totals) -> None:
         tally = [0] * len(INVARIANTS)
         low = [0] * len(INVARIANTS)  # each rule's first seq (where the sorted list meets it)
         wanted = shown - len(kept)
-        tallied = _tallied(found, tally, low)
-        if wanted > 0:
-            chosen = heapq.nsmallest(wanted, tallied, key=_ORDER)
-        else:
-            chosen = []
-            collections.deque(tallied, maxlen=0)  # counted only
+        chosen = _first(found, wanted, tally, low)
         for rule in sorted((r for r, n in enumerate(tally) if n), key=lambda r: (low[r], r)):
             counts[INVARIANTS[rule]] += tally[rule]
     ends, status_end = run.ends, run.status_end
@@ -540,7 +535,12 @@ def _close_run(run: _Run, totals: _Totals) -> None:
 def _closed_clients(run: _Run, totals: _Totals) -> Iterator[Found]:
     """What each client's judge found, client by client (in the order of their first
     requests); once a client's are taken, its counts go to ``totals`` and its judge is let
-    go (the run's ``clients`` is left empty), or with ``hold`` kept."""
+    go (the run's ``clients`` is left empty), or with ``hold`` kept.
+
+    A judge that cannot have found anything (``_quiet``: most of a run of many clients) is
+    not asked (``iter_found`` would make a generator to yield nothing), nor are the jobs of a
+    judge none of whose entries failed looked over for the gave-up warning (only a failed
+    read is a job's ``last``; ``failed_last`` is empty until an entry fails)."""
     hooks = run.hooks_of
     clients = run.clients
     hold = totals.hold
@@ -553,36 +553,37 @@ def _closed_clients(run: _Run, totals: _Totals) -> Iterator[Found]:
     forms, faults = totals.forms, totals.faults
     delays = totals.delays
     union = totals.union
-    for name in list(clients):
-        judge = clients[name] if hold else clients.pop(name)
-        yield from judge.iter_found(hooks)
+    requests = status_reads = completions = retried = rate_limit_hits = dropped = 0
+    for name, judge in clients.items() if hold else _popped(clients):
+        if not _quiet(judge):
+            yield from judge.iter_found(hooks)
         count = judge.count
         seen_jobs = judge.seen_jobs
-        reads, completions = judge.status_reads, len(seen_jobs)
+        reads, done = judge.status_reads, len(seen_jobs)
         retries, hits = judge.retries, judge.rate_limit_hits
         counted = per_client.get(name)
         if counted is None:
-            per_client[name] = (count, reads, completions, retries, hits)
+            per_client[name] = (count, reads, done, retries, hits)
         else:  # (a client of an earlier run)
             per_client[name] = (
                 counted[0] + count,
                 counted[1] + reads,
-                counted[2] + completions,
+                counted[2] + done,
                 counted[3] + retries,
                 counted[4] + hits,
             )
-        totals.requests += count
-        totals.status_reads += reads
-        totals.completions += completions
-        totals.retries += retries
-        totals.rate_limit_hits += hits
+        requests += count
+        status_reads += reads
+        completions += done
+        retried += retries
+        rate_limit_hits += hits
         if judge.forms:
             for form, n in judge.forms.items():
                 forms[form] = forms.get(form, 0) + n
         if judge.faults:
             for fault, n in judge.faults.items():
                 faults[fault] = faults.get(fault, 0) + n
-        totals.dropped += judge.dropped
+        dropped += judge.dropped
         seen = observed_of.get(name)
         observed = judge.observed
         if seen is None:  # (the judge's is one frozenset every judge that saw those shares)
@@ -606,12 +607,45 @@ def _closed_clients(run: _Run, totals: _Totals) -> Iterator[Found]:
                     if found and not found <= reached:
                         reached = union(reached, found)
         reached_of[name] = reached
-        gave_up = [
-            job for job in judge.jobs.values() if job.last is not None and job.own and not job.ended
-        ]
-        if gave_up:
-            gave_up.sort(key=_RANK)
-            _gave_up(name, gave_up, run, totals)
+        if judge.failed_last:
+            gave_up = [
+                job
+                for job in judge.jobs.values()
+                if job.last is not None and job.own and not job.ended
+            ]
+            if gave_up:
+                gave_up.sort(key=_RANK)
+                _gave_up(name, gave_up, run, totals)
+    totals.requests += requests
+    totals.status_reads += status_reads
+    totals.completions += completions
+    totals.retries += retried
+    totals.rate_limit_hits += rate_limit_hits
+    totals.dropped += dropped
+
+
+def _popped(clients: dict[str, ClientJudge]) -> Iterator[tuple[str, ClientJudge]]:
+    """Each of ``clients`` with its judge, taken out of the dict as it is given (the judge
+    let go once its caller is done with it)."""
+    pop = clients.pop
+    for name in list(clients):
+        yield name, pop(name)
+
+
+def _quiet(judge: ClientJudge) -> bool:
+    """Whether ``judge.iter_found`` yields nothing, known without asking it: no job holds
+    anything found (``found_jobs``), no count of retrievals is wanted, and no rule's
+    violations are kept per client (``br_found``, ``ra_found``, ``rs_found``, ``au_retried``)
+    nor a ``status_rate`` judge made."""
+    return not (
+        judge.found_jobs
+        or judge.wanted is not None
+        or judge.br_found
+        or judge.ra_found
+        or judge.rs_found
+        or judge.au_retried
+        or judge.rates is not None
+    )
 
 
 def _gave_up(name: str, gave_up: list[_Job], run: _Run, totals: _Totals) -> None:
@@ -633,23 +667,48 @@ def _gave_up(name: str, gave_up: list[_Job], run: _Run, totals: _Totals) -> None
         )
 
 
-def _tallied(found: Iterable[Found], tally: list[int], low: list[int]) -> Iterator[Found]:
-    """``found`` as it comes, counting each rule's (``tally``) and its lowest last seq."""
+def _first(found: Iterable[Found], wanted: int, tally: list[int], low: list[int]) -> list[Found]:
+    """The first ``wanted`` of ``found`` by last seq, then rule (``_ORDER``), earlier ones
+    first among equals: ``heapq.nsmallest(wanted, found, key=_ORDER)``, in one loop that
+    also counts each rule's (``tally``) and notes its lowest last seq (``low``). Holds at
+    most ``wanted`` of them, in a heap whose top is the last of those kept (each as its key
+    and arrival negated, so that the heap's least is the greatest)."""
+    heap: list[tuple[int, int, int, Found]] = []
+    if wanted <= 0:  # counted only
+        for f in found:
+            rule = f[1]
+            n = tally[rule]
+            if not n or f[0] < low[rule]:
+                low[rule] = f[0]
+            tally[rule] = n + 1
+        return []
+    arrival = 0
+    top_seq = top_rule = 0  # the key of the last kept (once ``wanted`` are)
     for f in found:
-        rule = f[1]
+        seq, rule = f[0], f[1]
         n = tally[rule]
-        if not n or f[0] < low[rule]:
-            low[rule] = f[0]
+        if not n or seq < low[rule]:
+            low[rule] = seq
         tally[rule] = n + 1
-        yield f
+        arrival -= 1
+        if len(heap) < wanted:
+            heapq.heappush(heap, (-seq, -rule, arrival, f))
+        elif seq < top_seq or (seq == top_seq and rule < top_rule):
+            heapq.heapreplace(heap, (-seq, -rule, arrival, f))
+        else:
+            continue
+        if len(heap) == wanted:
+            top_seq, top_rule = -heap[0][0], -heap[0][1]
+    heap.sort(reverse=True)
+    return [item[3] for item in heap]
 
 
 _WEBHOOK_ACK = INVARIANTS.index("webhook_ack")
 _RANK = operator.attrgetter("last_rank")
 
 
-def _ORDER(found: Found) -> tuple[int, int]:
-    return (found[0], found[1])
+#: A violation found's place in the report: its last seq, then its rule.
+_ORDER: Callable[[Found], tuple[int, int]] = operator.itemgetter(0, 1)
 
 
 def _delays(totals: _Totals, runs: int) -> dict[str, float]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
+import heapq
 import io
 import os
 import sys
@@ -27,7 +28,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fakeprovider import _check_cli, _judges, _report, _stream
+from fakeprovider import _check_cli, _judges, _report, _rules, _stream
 from fakeprovider._formats import FORMATS
 from fakeprovider._report import summary_of
 from fakeprovider._stream import (
@@ -141,9 +142,9 @@ def test_a_journal_judged_as_it_streams_by_gets_the_in_memory_report(
     assert all(h in headers for h in found.headers if h is not None)
     counts = tuple(Counter(v.invariant for v in expected.violations).most_common())
     assert (found.total, found.counts) == (len(expected.violations), counts)
-    for shown in (1, 2, 5):
-        first = check_stream(in_seq_order(ordered), _limits_of, shown=shown)
-        assert first.violations == expected.violations[:shown]
+    for shown, hold in ((1, False), (2, True), (5, False), (None, True)):
+        first = check_stream(in_seq_order(ordered), _limits_of, shown=shown, hold=hold)
+        assert first.violations == expected.violations[slice(shown)]
         assert (first.total, first.counts) == (found.total, found.counts)
         assert (first.metrics, first.warnings) == (found.metrics, found.warnings)
     # the text report: its summary of the metrics, and the timelines from a second pass
@@ -278,6 +279,38 @@ def test_a_missing_seq_that_turns_up_past_the_window_is_refused() -> None:
     assert [e.seq for e in in_seq_order(entries, window=8)] == [1, 2, 3, 4, 5]
     with pytest.raises(Unordered, match=r"^seq 2 after seq 5$"):
         list(in_seq_order(entries, window=2))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 6), st.integers(0, 3)), max_size=40),
+    st.integers(-1, 12),
+)
+def test_the_first_violations_found_are_those_nsmallest_picks_and_every_rule_is_counted(
+    keys: list[tuple[int, int]], wanted: int
+) -> None:
+    found = [(seq, rule, _judges.violation, (n,)) for n, (seq, rule) in enumerate(keys)]
+    tally, low = [0] * 4, [0] * 4
+    chosen = _stream._first(iter(found), wanted, tally, low)
+    assert chosen == (heapq.nsmallest(wanted, found, key=lambda f: f[:2]) if wanted > 0 else [])
+    assert tally == [sum(1 for _, rule in keys if rule == r) for r in range(4)]
+    assert low == [min((seq for seq, rule in keys if rule == r), default=0) for r in range(4)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(runs(), LIMITS)
+def test_a_judge_quiet_by_its_state_finds_nothing(run: list[Entry], limits: Limits) -> None:
+    judges: dict[str, _judges.ClientJudge] = {}
+    hooks: dict[str, list[tuple[float, str | None]]] = {}
+    for e in run:
+        if e.kind == "webhook":
+            if e.job_id is not None and _rules.told(e):
+                hooks.setdefault(e.job_id, []).append((e.received_at, e.event))
+            continue
+        judges.setdefault(e.client, _judges.ClientJudge(limits, bounded=True)).add(e)
+    for judge in judges.values():
+        if _stream._quiet(judge):
+            assert list(judge.iter_found(hooks)) == []
 
 
 def _run_check(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
