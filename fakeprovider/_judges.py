@@ -193,6 +193,8 @@ class _Job:
         "dl_seq",
         "dl_submitted",
         "ended",
+        "fl_content",
+        "fl_status",
         "job_id",
         "last",
         "last_rank",
@@ -290,6 +292,11 @@ class _Job:
         # job's first such entry among the client's jobs (-1: none yet)
         self.seen_at: float | None = None
         self.ended = False
+        # whether the last status read (``fl_status``) and the last content fetch
+        # (``fl_content``) of the job failed, None until one did: the ``failed_last`` of its
+        # two groups of those (``ClientJudge``), kept with the job rather than by a key each
+        self.fl_status: bool | None = None
+        self.fl_content: bool | None = None
         self.last: Held | None = None
         self.last_rank = -1
         # deadline: the start (the first submit, or the first entry until one comes), and
@@ -328,6 +335,7 @@ class ClientJudge(Judge):
 
     __slots__ = (
         "allowed",
+        "any_failed",
         "au_pending",
         "au_retried",
         "br_found",
@@ -431,7 +439,11 @@ class ClientJudge(Judge):
         self.rate_limit_hits = 0
         self.retries = 0
         # per (kind, request body or job) once one of its entries failed: whether the last did
+        # (a job's status reads and content fetches: its ``fl_status`` and ``fl_content``)
         self.failed_last: dict[tuple[str, str | None], bool] = _NO_DICT
+        # whether any of its entries failed (only then can a job's ``last`` be a failed read:
+        # ``_stream`` looks for the jobs given up on)
+        self.any_failed = False
         # (``codes``: a dict the caller sums every judge's in, shared: ``_stream``'s, which
         # then needs no sum of its own at each client's close; else the judge's own)
         self.codes: dict[int, int] = {} if codes is None else codes
@@ -490,6 +502,7 @@ class ClientJudge(Judge):
         else:
             failed = True
             ok = False
+            self.any_failed = True
             if code is not None:
                 codes = self.codes
                 codes[code] = codes.get(code, 0) + 1
@@ -592,20 +605,14 @@ class ClientJudge(Judge):
 
         # bounded_retries, and the retries the metrics count (``br_clean``: the job's group
         # of status reads is known to hold no failure since its last success)
-        failed_last = self.failed_last
-        group = None
-        if failed_last or failed:
-            group = ("status", job.job_id)  # (the judge's string: not the entry's kept)
-            if failed_last.get(group, False):
+        last_failed = job.fl_status
+        if last_failed is not None or failed:
+            if last_failed:
                 self.retries += 1
-            if failed or group in failed_last:
-                if failed_last is _NO_DICT:
-                    self.failed_last = failed_last = {}
-                failed_last[group] = failed
+            job.fl_status = failed
         unsuccessful = failed or (400 <= code < 500 and code != 401 and code != 403)  # type: ignore[operator]
         if unsuccessful or not job.br_clean:
-            if group is None:
-                group = ("status", job.job_id)
+            group = ("status", job.job_id)  # (the judge's string: not the entry's kept)
             groups = self.br_groups
             failures = groups.get(group, _NEW)
             # (None: the group was reported, and nothing changes it any more)
@@ -785,6 +792,7 @@ class ClientJudge(Judge):
             codes = self.codes
             codes[code] = codes.get(code, 0) + 1
         if failed:
+            self.any_failed = True
             if code == 429:
                 self.rate_limit_hits += 1
             if dropped is not None or code is None:
@@ -882,23 +890,33 @@ class ClientJudge(Judge):
 
         # bounded_retries, and the retries the metrics count (the same groups, of any key)
         key = e.request_digest if kind == "submit" else job_id
-        failed_last = self.failed_last
-        if key is not None or failed or failed_last:
-            group = (kind, key)
-            if failed_last or failed:
-                if failed_last.get(group, False):
+        if job is not None and (kind == "status" or kind == "content"):
+            # (the job's two groups: its ``fl_status`` and ``fl_content``)
+            last_failed = job.fl_status if kind == "status" else job.fl_content
+            if last_failed is not None or failed:
+                if last_failed:
                     self.retries += 1
-                if failed or group in failed_last:
-                    if failed_last is _NO_DICT:
-                        self.failed_last = failed_last = {}
-                    failed_last[group] = failed
-            if key is not None:
-                unsuccessful = failed or (
-                    400 <= code < 500 and code != 401 and code != 403  # type: ignore[operator]
-                )
-                failures = self.br_groups.get(group, _NEW)  # type: ignore[arg-type]
-                if unsuccessful or failures is not _NONE:  # else: nothing changes
-                    self._retried(e, group, failures, unsuccessful)  # type: ignore[arg-type]
+                if kind == "status":
+                    job.fl_status = failed
+                else:
+                    job.fl_content = failed
+        elif failed or self.failed_last:
+            group = (kind, key)
+            failed_last = self.failed_last
+            if failed_last.get(group, False):
+                self.retries += 1
+            if failed or group in failed_last:
+                if failed_last is _NO_DICT:
+                    self.failed_last = failed_last = {}
+                failed_last[group] = failed
+        if key is not None:
+            group = (kind, key)
+            unsuccessful = failed or (
+                400 <= code < 500 and code != 401 and code != 403  # type: ignore[operator]
+            )
+            failures = self.br_groups.get(group, _NEW)
+            if unsuccessful or failures is not _NONE:  # else: nothing changes
+                self._retried(e, group, failures, unsuccessful)
 
         # honours_retry_after
         if self.ra_pending:
@@ -1020,6 +1038,7 @@ class ClientJudge(Judge):
             codes[code] = codes.get(code, 0) + 1
         else:
             failed = True
+            self.any_failed = True
             if code is not None:
                 codes = self.codes
                 codes[code] = codes.get(code, 0) + 1
@@ -1252,14 +1271,11 @@ class ClientJudge(Judge):
 
         # bounded_retries, and the retries the metrics count
         group = ("content", job.job_id)
-        failed_last = self.failed_last
-        if failed_last or failed:
-            if failed_last.get(group, False):
+        last_failed = job.fl_content
+        if last_failed is not None or failed:
+            if last_failed:
                 self.retries += 1
-            if failed or group in failed_last:
-                if failed_last is _NO_DICT:
-                    self.failed_last = failed_last = {}
-                failed_last[group] = failed
+            job.fl_content = failed
         unsuccessful = failed or (400 <= code < 500 and code != 401 and code != 403)  # type: ignore[operator]
         failures = self.br_groups.get(group, _NEW)
         if unsuccessful or failures is not _NONE:  # else: nothing changes

@@ -540,7 +540,7 @@ def _closed_clients(run: _Run, totals: _Totals) -> Iterator[Found]:
     A judge that cannot have found anything (``_quiet``: most of a run of many clients) is
     not asked (``iter_found`` would make a generator to yield nothing), nor are the jobs of a
     judge none of whose entries failed looked over for the gave-up warning (only a failed
-    read is a job's ``last``; ``failed_last`` is empty until an entry fails)."""
+    read is a job's ``last``: ``any_failed``)."""
     hooks = run.hooks_of
     clients = run.clients
     hold = totals.hold
@@ -607,7 +607,7 @@ def _closed_clients(run: _Run, totals: _Totals) -> Iterator[Found]:
                     if found and not found <= reached:
                         reached = union(reached, found)
         reached_of[name] = reached
-        if judge.failed_last:
+        if judge.any_failed:
             gave_up = [
                 job
                 for job in judge.jobs.values()
