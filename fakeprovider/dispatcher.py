@@ -29,7 +29,7 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -53,6 +53,10 @@ log = logging.getLogger("fakeprovider.webhooks")
 
 #: Bytes of a receiver's answer read at most (the rest is ignored).
 _MAX_ANSWER = 65_536
+#: Statuses whose event ``Dispatcher._turn`` keeps the listing of at most (the engine's few).
+_STATUSES_KEPT = 64
+#: A job's earlier changes, for a config without ``reorder`` (none are kept).
+_NO_CHANGES: tuple[StateChange, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -108,6 +112,9 @@ class Dispatcher:
         self._generation = 0
         self._cursor = 0
         self._history: dict[str, list[StateChange]] = {}
+        #: The webhooks config the turns last planned for, and whether it lists the event of
+        #: a change to each status seen (``event_for(status) in config.events``), by status.
+        self._listed: tuple[Webhooks | None, dict[str, bool]] = (None, {})
         self._gone: set[str] = set()
         self._forget: Callable[[], None] | None = None
         self._client: httpx.AsyncClient | None = None
@@ -302,20 +309,32 @@ class Dispatcher:
         if engine is not self._engine:
             return 0.0
         self._cursor += len(changes)
-        history, keep, events = self._history, config.reorder, config.events
+        history, keep = self._history, config.reorder
+        made_for, listed = self._listed
+        if made_for is not config:
+            listed = {}
+            self._listed = (config, listed)
         for change in changes:
             # only ``reorder`` sends a job's earlier changes again, so only it keeps them: a
             # server kept every change of every job (a view and two dicts each) for nothing,
             # and the collector's middle generation scanned them all under a stream of submits
-            earlier = history.setdefault(change.job_id, []) if keep else []
-            if event_for(change.status) in events:  # plan_change plans nothing for the others
+            earlier: Sequence[StateChange] = (
+                history.setdefault(change.job_id, []) if keep else _NO_CHANGES
+            )
+            status = change.status
+            sends = listed.get(status)
+            if sends is None:  # (a status's event, and whether it is listed, made once)
+                if len(listed) >= _STATUSES_KEPT:
+                    listed.clear()
+                sends = listed[status] = event_for(status) in config.events
+            if sends:  # plan_change plans nothing for the others
                 planned = plan_change(
                     config, change, earlier, seed=provider.scenario.seed, shape=provider.dialect
                 )
                 for delivery in planned:
                     self._push(_Attempt(delivery, 1, delivery.at, self._generation))
             if keep:
-                earlier.append(change)
+                history[change.job_id].append(change)
         now = provider.clock.now()
         while self._queue and self._queue[0][0] <= now:
             _, _, item = heapq.heappop(self._queue)

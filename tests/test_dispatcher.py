@@ -257,6 +257,26 @@ def test_a_change_that_sends_nothing_wakes_a_loop_asleep_past_the_next_tick_once
     assert not dispatcher._asleep
 
 
+def test_a_turn_plans_by_the_events_of_the_scenario_it_plans_for(receiver: Receiver) -> None:
+    # (whether a status's event is listed is kept per webhooks config, not across a load)
+    provider = FakeProvider(
+        scenario(receiver, "  events: [job.succeeded]\n  delay: 10s\n"), clock=VirtualClock()
+    )
+    dispatcher = Dispatcher(provider)  # not started: its turns are played by hand
+
+    async def turn() -> list[str]:
+        dispatcher._turn()
+        return [item.delivery.event for _, _, item in dispatcher._queue]
+
+    dispatcher._restart(provider.engine)
+    _submit_in_process(provider)
+    assert asyncio.run(turn()) == []
+    provider.load(scenario(receiver, "  events: [job.queued]\n  delay: 10s\n"))
+    dispatcher._turn()  # the new engine: the dispatcher starts again
+    _submit_in_process(provider)
+    assert asyncio.run(turn()) == ["job.queued"]
+
+
 def test_a_listed_change_wakes_the_loop_however_long_it_sleeps(receiver: Receiver) -> None:
     provider = FakeProvider(scenario(receiver, "  events: [job.queued]\n"))
     dispatcher = Dispatcher(provider)
