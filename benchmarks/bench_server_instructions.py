@@ -19,7 +19,12 @@ queued, as wrk's do), and what the server's other threads do by the machine's cl
 (``SERVE``): woken every 50 ms, the journal's writer alone added some 30,000 instructions a
 request that wrk's runs do not pay. User-space instructions only: the kernel's part (the socket
 syscalls) is not counted. What still runs by the clock (uvicorn's tick every 0.1 s, the idle
-timers) is counted for as long as a run lasts: a few hundred instructions a request.
+timers) is counted for as long as a run lasts: a few hundred instructions a request. So is the
+webhook dispatcher's turn every 20 ms while state changes come (every submit to long-render
+makes one): under valgrind a turn every few submits, where wrk's runs have one every few
+hundred, so its thread's count a submit grows with the machine's load (10-20k on a busy
+machine). Each thread is counted apart: the main thread's count (the event loop: uvicorn, the
+app), printed beside the total and ``*_main_thread`` in ``--json``, does not move with load.
 
 Needs ``valgrind`` (Debian: ``apt-get install valgrind``); 3 to 6 minutes with the defaults.
 
@@ -28,7 +33,8 @@ Needs ``valgrind`` (Debian: ``apt-get install valgrind``); 3 to 6 minutes with t
 
 ``--baseline DIR``: also measure the fakeprovider of another checkout (its ``fakeprovider serve``
 run from DIR). ``--request-ids``: every request carries an ``X-Request-Id`` of its own.
-``--keep DIR``: keep callgrind's output files (``callgrind_annotate`` reads them).
+``--keep DIR``: keep callgrind's output files (``callgrind_annotate`` reads them), one a thread
+(``....t01`` the main thread's).
 """
 
 from __future__ import annotations
@@ -238,6 +244,9 @@ class Run:
     """What one server run counted."""
 
     instructions: int
+    #: Of them, the main thread's (the event loop's: uvicorn, the app); the rest are the other
+    #: threads' (the journal's writer, the webhook dispatcher), which run by the clock too.
+    main_thread: int
     #: The answers' status codes, counted (the warm-up's and the measured requests').
     codes: dict[int, int]
     #: The last status read's body (its job still queued in both runs, or the runs differ).
@@ -313,7 +322,10 @@ def measure(
         env["PYTHONHASHSEED"] = "0"  # the same dict and set layouts in every run
         env["PYTHONPATH"] = os.pathsep.join([str(tree), env.get("PYTHONPATH", "")])
         process = subprocess.Popen(
-            [valgrind, "--tool=callgrind", f"--callgrind-out-file={out}", *command],
+            [
+                *(valgrind, "--tool=callgrind", "--separate-threads=yes"),
+                *(f"--callgrind-out-file={out}", *command),
+            ],
             cwd=tree,
             env=env,
             stdout=subprocess.DEVNULL,
@@ -345,10 +357,23 @@ def measure(
         # (uvicorn.run, the bare server, ends by raising the signal again once it has stopped)
         if process.returncode not in (0, -signal.SIGTERM):
             raise RuntimeError(f"{app} exited with {process.returncode}: {stderr[-2000:]!r}")
-        if keep is not None:  # for callgrind_annotate
+        files = thread_files(out)
+        if keep is not None:  # for callgrind_annotate, a file a thread (.t01: the main one)
             keep.mkdir(parents=True, exist_ok=True)
-            shutil.copy(out, keep / f"callgrind.{app}.{tree.name}.{kind}.{count}")
-        return Run(callgrind_total(out.read_text()), dict(codes), last)
+            for file in files:
+                thread = file.name.rsplit("-", 1)[1]
+                shutil.copy(file, keep / f"callgrind.{app}.{tree.name}.{kind}.{count}.t{thread}")
+        counts = [callgrind_total(file.read_text()) for file in files]
+        return Run(sum(counts), counts[0], dict(codes), last)
+
+
+def thread_files(out: Path) -> list[Path]:
+    """The files callgrind wrote for ``--callgrind-out-file=out --separate-threads=yes``, one a
+    thread, in its thread numbers' order (``out-01``, the main thread, first)."""
+    files = [f for f in out.parent.glob(f"{out.name}-*") if f.name.rsplit("-", 1)[1].isdigit()]
+    if not files:
+        raise RuntimeError(f"callgrind wrote no {out.name}-NN files in {out.parent}")
+    return sorted(files, key=lambda f: int(f.name.rsplit("-", 1)[1]))
 
 
 def main() -> int:
@@ -417,8 +442,16 @@ def main() -> int:
                 row[name] = round(
                     per_request(runs[0].instructions, runs[1].instructions, args.n1, args.n2)
                 )
+                main_thread = round(
+                    per_request(runs[0].main_thread, runs[1].main_thread, args.n1, args.n2)
+                )
+                row[f"{name}_main_thread"] = main_thread
                 row[f"{name}_codes"] = runs[1].codes
-                print(f"{kind} {name}: {row[name]:,} instructions a request", file=sys.stderr)
+                print(
+                    f"{kind} {name}: {row[name]:,} instructions a request"
+                    f" ({main_thread:,} in the main thread)",
+                    file=sys.stderr,
+                )
     head = "| request | bare Starlette server | fakeprovider server | x bare |"
     if args.baseline is not None:
         head += " baseline | this / baseline |"

@@ -8,6 +8,7 @@ import contextlib
 import socket
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from types import ModuleType
 
 import pytest
@@ -174,3 +175,20 @@ def test_exchange_gives_up_when_nothing_listens() -> None:
     bench = _script()
     with pytest.raises(RuntimeError, match=rf"^nothing listening on port {port} after 0.1 s$"):
         bench.exchange(port, bench.status_request("/", port), 0.1)
+
+
+def test_a_runs_thread_files_are_found_in_thread_order(tmp_path: Path) -> None:
+    out = tmp_path / "callgrind.out"
+    for name in ("callgrind.out-10", "callgrind.out-02", "callgrind.out-01", "callgrind.out-x"):
+        (tmp_path / name).write_text("")
+    (tmp_path / "other.out-03").write_text("")
+    assert [f.name for f in _script().thread_files(out)] == [
+        "callgrind.out-01",
+        "callgrind.out-02",
+        "callgrind.out-10",
+    ]
+
+
+def test_a_run_without_thread_files_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(RuntimeError, match=r"^callgrind wrote no callgrind.out-NN files in "):
+        _script().thread_files(tmp_path / "callgrind.out")
