@@ -39,11 +39,7 @@ class RealClock:
     ``monotonic`` and ``wall`` are attributes so that a test can replace them.
     """
 
-    #: Seconds since construction, never less than an earlier reading: on the machine's own
-    #: ``time.monotonic``, which never goes back, the reading less the start as it is (no lock,
-    #: no ``max``: a request reads the clock twice); on any other ``monotonic``, the largest
-    #: reading so far (``_kept``).
-    now: Callable[[], float]
+    _monotonic: Callable[[], float]
 
     def __init__(
         self,
@@ -67,13 +63,17 @@ class RealClock:
 
     @monotonic.setter
     def monotonic(self, monotonic: Callable[[], float]) -> None:
-        if getattr(self, "_fast", False):  # never below what it read before
-            self._last = max(self._last, self.now())
+        # On the machine's own ``time.monotonic``, which never goes back, ``now`` is the
+        # reading less the start as it is, without the lock and ``max`` (a closure in the
+        # instance's dict: a request reads the clock twice); on any other, and in a subclass
+        # with a ``now`` of its own, the method below.
+        if self.__dict__.pop("now", None) is not None:  # never below what it read so far
+            self._last = max(self._last, self._monotonic() - self._start)
         self._monotonic = monotonic
-        self._fast = monotonic is time.monotonic and self._last == 0.0
-        self.now = _since(monotonic, self._start) if self._fast else self._kept
+        if monotonic is time.monotonic and self._last == 0.0 and type(self).now is RealClock.now:
+            self.__dict__["now"] = _since(monotonic, self._start)
 
-    def _kept(self) -> float:
+    def now(self) -> float:
         with self._lock:
             self._last = max(self._last, self._monotonic() - self._start)
             return self._last
