@@ -31,7 +31,10 @@ The contract (issue 14): 100,000 entries of any shape checked in under 3 s. Issu
 (or ``--cli-only``, which skips the in-process part) each shape is written at M entries as
 the fake writes it (compact JSON lines, every field) and judged by ``fakeprovider check`` in
 a child process: its wall time, CPU time and peak RSS (``ru_maxrss``) are printed, with the
-load average before and after (a busy machine inflates wall time, far less CPU time).
+load average before and after (a busy machine inflates wall time, far less CPU time), and
+the CPU time of a baseline measured on the same file just before: reading it a line at a time
+with ``json.loads`` (``x json.loads``: the check's CPU time over the baseline's; a machine
+half as fast doubles both, not their ratio).
 
 ``--read-only`` times turning one line into an ``Entry``, CPU time per line, each way the
 reader has (alternated, median of the rounds): json.loads then the field-by-field checks
@@ -232,10 +235,16 @@ def write_journal(path: Path, entries: list[Entry]) -> int:
     return path.stat().st_size
 
 
-def cli_in_child(path: Path) -> tuple[float, float, int, int]:
-    """``fakeprovider check PATH`` in a child process: wall seconds, CPU seconds (user +
-    system), peak RSS in bytes and the exit status."""
-    command = [sys.executable, "-m", "fakeprovider", "check", str(path), *CHECK_OPTIONS]
+#: The baseline of the same run: the journal read a line at a time with ``json.loads``, each
+#: object dropped (what any reader of the file pays at least, before judging anything).
+JSON_LOADS = "import json, sys\nfor line in open(sys.argv[1], 'rb'):\n    json.loads(line)"
+
+
+def cli_in_child(path: Path, command: list[str] | None = None) -> tuple[float, float, int, int]:
+    """``fakeprovider check PATH`` (or ``command``) in a child process: wall seconds, CPU
+    seconds (user + system), peak RSS in bytes and the exit status."""
+    if command is None:
+        command = [sys.executable, "-m", "fakeprovider", "check", str(path), *CHECK_OPTIONS]
     start = time.perf_counter()
     child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     _, status, usage = os.wait4(child.pid, 0)
@@ -249,11 +258,14 @@ def _load() -> str:
 
 
 def cli_table(shapes: list[str], entries: int, stop: float) -> None:
-    """Each shape at ``entries`` entries through ``fakeprovider check`` in a child process."""
+    """Each shape at ``entries`` entries through ``fakeprovider check`` in a child process,
+    after the baseline (``JSON_LOADS``) on the same file: the last column is the check's CPU
+    time over the baseline's, which a faster or slower machine moves far less than either."""
     print(f"'fakeprovider check' in a child process, {entries:,} entries per journal")
     print(f"load average before: {_load()}")
     print(
         f"{'shape':<14} {'MB':>6} {'wall s':>7} {'cpu s':>6} {'us/entry':>8} {'peak RSS':>9} exit"
+        f" {'json.loads cpu s':>16} {'x json.loads':>12}"
     )
     with tempfile.TemporaryDirectory() as tmp:
         for name in shapes:
@@ -261,11 +273,13 @@ def cli_table(shapes: list[str], entries: int, stop: float) -> None:
             built = SHAPES[name](entries)
             size = write_journal(path, built)
             del built
+            base = cli_in_child(path, [sys.executable, "-c", JSON_LOADS, str(path)])[1]
             wall, cpu, rss, status = cli_in_child(path)
             path.unlink()
             print(
                 f"{name:<14} {size / 1e6:>6.0f} {wall:>7.2f} {cpu:>6.2f}"
-                f" {cpu / entries * 1e6:>8.2f} {rss / 2**20:>6.0f} MB {status:>4}",
+                f" {cpu / entries * 1e6:>8.2f} {rss / 2**20:>6.0f} MB {status:>4}"
+                f" {base:>16.2f} {cpu / base:>12.2f}",
                 flush=True,
             )
             if time.monotonic() > stop:
