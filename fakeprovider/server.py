@@ -498,7 +498,11 @@ class ServerThread:
         self.provider = provider
         #: The HTTP parser and event loop this server runs on (``auto`` resolved).
         self.http, self.loop = resolve_stack(http, loop)
-        self.dispatcher = Dispatcher(provider, allow_webhook_hosts=allow_webhook_hosts)
+        self.dispatcher = Dispatcher(
+            provider,
+            allow_webhook_hosts=allow_webhook_hosts,
+            loop_factory=_loop_factory(self.loop),
+        )
         self._socket = bind_socket(host, port)
         self.url = _url(self._socket)
         #: What the admin API wants as ``Authorization: Bearer``: the one given, or one made up
@@ -617,7 +621,9 @@ def serve_forever(
         http=http,
         loop=loop,
     )
-    dispatcher = Dispatcher(provider, allow_webhook_hosts=allow_webhook_hosts).start()
+    dispatcher = Dispatcher(
+        provider, allow_webhook_hosts=allow_webhook_hosts, loop_factory=_loop_factory(loop)
+    ).start()
     if callable(on_ready):
         on_ready(_url(sock))
     try:

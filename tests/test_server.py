@@ -78,6 +78,39 @@ def test_the_server_thread_runs_its_event_loop_on_uvloop() -> None:
     assert [type(loop) for loop in loops] == [uvloop.Loop]
 
 
+def test_the_webhook_dispatcher_runs_on_the_event_loop_the_server_serves_on() -> None:
+    uvloop = pytest.importorskip("uvloop")
+    with ServerThread(_provider()) as fast, ServerThread(_provider(), loop="asyncio") as slow:
+        assert type(fast.dispatcher._loop) is uvloop.Loop
+        assert isinstance(slow.dispatcher._loop, asyncio.SelectorEventLoop)
+
+
+def test_serve_forever_gives_its_webhook_dispatcher_the_loop_it_serves_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    uvloop = pytest.importorskip("uvloop")
+    factories: list[object] = []
+    made = server_module.Dispatcher
+
+    def recording(*args: object, **kwargs: object) -> object:
+        factories.append(kwargs.get("loop_factory"))
+        return made(*args, **kwargs)  # type: ignore[arg-type]
+
+    def stop_once_serving(url: str) -> None:
+        def stop() -> None:
+            try:
+                assert _submit_and_read(url) == (200, "succeeded")
+            finally:
+                os.kill(os.getpid(), signal.SIGTERM)  # handled by the server: it stops
+
+        threading.Thread(target=stop).start()
+
+    monkeypatch.setattr(server_module, "Dispatcher", recording)
+    server_module.serve_forever(_provider(), port=0, on_ready=stop_once_serving)
+    server_module.serve_forever(_provider(), port=0, on_ready=stop_once_serving, loop="asyncio")
+    assert factories == [uvloop.new_event_loop, asyncio.new_event_loop]
+
+
 def test_h11_and_asyncio_serve_when_asked_for() -> None:
     with ServerThread(_provider(), http="h11", loop="asyncio") as running:
         config = running._server.config
