@@ -302,8 +302,11 @@ class _Snapshot:
         """The entries in the snapshot's bytes in ``order_entries``'s order (``in_seq_order``),
         as records (``iter_records``), read and put in order a block of the file at a time.
         Raises ``Unordered`` where ``in_seq_order`` does."""
-        batches = iter_record_batches(self.path, limit=self.size)
-        return itertools.chain.from_iterable(in_seq_order_batches(batches))
+        return itertools.chain.from_iterable(self.batches())
+
+    def batches(self) -> Iterable[list[EntryLike]]:
+        """``entries`` in the lists they are read and put in order in."""
+        return in_seq_order_batches(iter_record_batches(self.path, limit=self.size))
 
     def unchanged(self) -> bool:
         """Whether the file at ``path`` is still this one, holding at least these bytes."""
@@ -472,7 +475,7 @@ def _render_streamed(found: StreamReport, journal: _Snapshot, max_violations: in
         raise changed
     try:
         with paused_gc():
-            text = render_streamed(found, journal.entries, max_violations)
+            text = render_streamed(found, journal.entries, max_violations, batches=journal.batches)
     except (Unordered, ValueError, OSError):
         raise changed from None
     if not journal.unchanged():

@@ -16,6 +16,7 @@ journal in memory instead, so the verdict never depends on the buffer.
 
 from __future__ import annotations
 
+import bisect
 import collections
 import dataclasses
 import functools
@@ -753,10 +754,16 @@ def render_streamed(
     report: StreamReport,
     entries: Callable[[], Iterable[EntryLike]],
     max_violations: int | None = None,
+    *,
+    batches: Callable[[], Iterable[list[EntryLike]]] | None = None,
 ) -> str:
     """``Report.render``'s text for a streamed report: the timelines come from one more pass
     over ``entries()`` (in ``order_entries``'s order) that keeps, for each violation shown,
-    only the entries its timeline shows (``_Window``)."""
+    only the entries its timeline shows (``_Window``).
+
+    ``batches``: the same entries in lists (``in_seq_order_batches``'s), read instead of
+    ``entries()``: a list of consecutive seqs that every window still open takes nothing from
+    but what a few numbers say (``_Windows.bulk``) is taken at once, not entry by entry."""
     violations = report.violations
     shown = violations if not max_violations else violations[:max_violations]
     windows: dict[int, _Windows] = {}
@@ -764,22 +771,7 @@ def render_streamed(
     for v, end in zip(shown, ends, strict=False):  # (ends: one for every violation)
         windows.setdefault(v.run, _Windows()).want(v, end)
     if windows:
-        live = sum(found.live for found in windows.values())
-        current = 0  # the run the last entry was of
-        for number, e in _numbered(entries()):
-            if number != current:  # the runs before are over: so are their windows
-                for before in range(current, number):
-                    ended = windows.get(before)
-                    if ended is not None:
-                        live -= ended.end_all()
-                current = number
-                if not live:
-                    break
-            found = windows.get(number)
-            if found is not None and found.live:
-                live -= found.add(e)
-                if not live:
-                    break  # every window is complete: the rest of the journal shows nothing
+        _walk(windows, (entries(),) if batches is None else batches())
         for found in windows.values():
             found.finish()
     empty = _Windows()
@@ -794,9 +786,61 @@ def render_streamed(
     )
 
 
+#: The fewest entries a list must hold to be offered to ``_Windows.bulk``.
+_BULK = 16
+_KIND_OF = operator.attrgetter("kind")
+
+
+def _walk(windows: dict[int, _Windows], batches: Iterable[Iterable[EntryLike]]) -> None:
+    """Feed ``windows`` the non-admin entries of ``batches`` (in order), each to its run's,
+    numbering runs as ``split_runs`` does, until every window is complete."""
+    live = sum(found.live for found in windows.values())
+    current = 0  # the run the last entry was of
+    started = False  # whether the current run has an entry
+    last = -1  # the seq of the last entry fed, -1 after an admin one (or none yet)
+    for batch in batches:
+        # a list of consecutive seqs right after the last one fed, with no admin entry: all
+        # of the current run's, offered whole (a file in seq order: nearly every list)
+        if (
+            last >= 0
+            and type(batch) is list
+            and len(batch) >= _BULK
+            and batch[0].seq == last + 1
+            and batch[-1].seq == last + len(batch)
+            and "admin" not in list(map(_KIND_OF, batch))
+        ):
+            found = windows.get(current)
+            if found is None or not found.live or found.bulk(batch):
+                last += len(batch)
+                continue
+        for e in batch:
+            if e.kind == "admin":
+                if started and (e.run is not None or e.path in _RUN_STARTS):
+                    current += 1
+                    started = False
+                last = -1
+                continue
+            if not started:
+                started = True
+                # the runs before are over: so are their windows
+                ended = windows.get(current - 1)
+                if ended is not None:
+                    live -= ended.end_all()
+                if not live:
+                    return
+            last = e.seq
+            found = windows.get(current)
+            if found is not None and found.live:
+                live -= found.add(e)
+                if not live:
+                    return  # every window is complete: the rest of the journal shows nothing
+
+
 _CONTEXT = 3  # as _report's: entries shown before and after the offending ones
 _MAX_LINES = 14
 _HALF = _MAX_LINES // 2  # as _report's: the first and last of the own entries shown past that
+# ``_Windows.bulk`` takes a list at once only where at most this many groups wait for windows
+_WAITING = 4
 # a window of more seqs than this is not indexed by each (``_Windows.by_seq``): a status_rate
 # violation can name every read of a window, hundreds of thousands
 _WIDE = 64
@@ -817,6 +861,8 @@ class _Window:
 
     def __init__(self, v: Violation, group: _Group) -> None:
         self.group = group
+        self.client = v.client
+        self.job_id = v.job_id
         self.seqs = frozenset(v.seqs)
         self.low_seq = min(v.seqs)
         self.high_seq = max(v.seqs)
@@ -837,6 +883,7 @@ class _Window:
         self.in_group: list[EntryLike] = []
         self.extras: list[EntryLike] = []
         self.result: tuple[Sequence[EntryLike], bool, bool, int] = ([], False, False, 0)
+        self.own: list[int] | None = None  # ``seqs`` sorted, once ``counted`` needs them
 
     def begin(self) -> None:
         """Take the related entries before the first seq from the group: every one that came
@@ -858,6 +905,33 @@ class _Window:
             self.in_group.append(e)
         elif named:
             self.extras.append(e)
+
+    def passes(self, top: int) -> bool:
+        """Whether what this window (not complete) takes from entries of seqs past the last
+        one fed up to ``top`` comes to numbers ``_Windows.bulk`` works out: it begins past
+        them, or it has more than ``_MAX_LINES`` of its own entries (so it shows only its
+        first and last ones, ``elided``) and ends past them."""
+        if not self.begun:
+            return self.low_seq > top
+        return self.mine_count > _MAX_LINES and self.high_seq > top
+
+    def counted(self, batch: list[EntryLike], first: int) -> None:
+        """Take the entries of ``batch`` (consecutive seqs from ``first``) as ``add`` would,
+        one by one, for a window that ``passes`` them: how many of its own they are, and the
+        last ``_HALF`` of those."""
+        own = self.own
+        if own is None:
+            self.own = own = sorted(self.seqs)
+        low = bisect.bisect_left(own, first)
+        high = bisect.bisect_left(own, first + len(batch), low)
+        if low == high:
+            return
+        self._flush()
+        self.seq = None
+        self.named = own[high - 1]
+        self.middle_count += high - low
+        self.mine_count += high - low
+        self.mine_last.extend(batch[seq - first] for seq in own[max(low, high - _HALF) : high])
 
     def _flush(self) -> None:
         seq = self.seq
@@ -936,6 +1010,8 @@ class _Windows:
         self.wide: list[_Window] = []  # the others, each looked at by its range of seqs
         self.live = 0  # the windows not yet complete
         self.ready = False  # whether ``pending`` are sorted
+        self.blocker: _Window | None = None  # the last window that kept ``bulk`` from a list
+        self.crowded_until = 0  # below this seq too many groups wait for ``bulk``
         # (end, order, window): the windows by the seq past which nothing they show comes
         self.ends: list[tuple[int, int, _Window]] = []
 
@@ -1008,6 +1084,62 @@ class _Windows:
                 _feed_named(window, e, fed)
         return fed
 
+    def bulk(self, batch: list[EntryLike]) -> bool:
+        """Feed the entries of ``batch`` (consecutive seqs, the first right after the last
+        entry fed, no admin entry) at once, if what they change comes to a few numbers; else
+        False, nothing fed. So it is where every window not complete either has not begun and
+        begins past ``batch`` (what its group takes from it is its last ``_CONTEXT`` related
+        entries and their count; when few groups wait so), or has begun and counts its own
+        entries past its first ``_MAX_LINES`` (what it takes is how many of them ``batch``
+        holds and the last ``_HALF``, found by seq), and ends past ``batch``."""
+        if not self.ready:
+            return False
+        first, top = batch[0].seq, batch[-1].seq
+        if first < self.crowded_until:
+            return False
+        ends = self.ends
+        while ends and ends[0][2].complete:
+            heapq.heappop(ends)
+        if ends and ends[0][0] < top:
+            return False
+        blocker = self.blocker
+        if blocker is not None and not blocker.complete and not blocker.passes(top):
+            return False
+        waiting: dict[tuple[str, str | None], _Group] = {}
+        counting: list[_Window] = []
+        for window in self.windows.values():
+            if window.complete:
+                continue
+            if not window.passes(top):
+                self.blocker = window
+                return False
+            if window.begun:
+                counting.append(window)
+            else:
+                waiting[(window.client, window.job_id)] = window.group
+        self.blocker = None
+        if len(waiting) > _WAITING:
+            self.crowded_until = min(w.low_seq for w in self.windows.values() if not w.begun)
+            return False
+        for (client, job_id), group in waiting.items():
+            if job_id is None:
+                related = [e for e in batch if e.client == client and e.kind == "status"]
+            else:
+                related = [
+                    e
+                    for e in batch
+                    if e.job_id == job_id
+                    and e.client == client
+                    and e.kind != "webhook"
+                    and e.kind != "unknown"
+                ]
+            if related:
+                group.recent.extend(related[-_CONTEXT:])
+                group.count += len(related)
+        for window in counting:
+            window.counted(batch, first)
+        return True
+
     def end_all(self) -> int:
         """Complete every window (its run is over); how many were not complete."""
         done = 0
@@ -1058,21 +1190,3 @@ def _feed_group(group: _Group, e: EntryLike, fed: list[_Window]) -> None:
             fed.append(window)
     group.recent.append(e)
     group.count += 1
-
-
-_NUMBER = operator.itemgetter(0)
-
-
-def _numbered(entries: Iterable[EntryLike]) -> Iterator[tuple[int, EntryLike]]:
-    """The non-admin entries of ordered ``entries``, each with its run's number as
-    ``split_runs`` counts runs."""
-    number = 0
-    started = False  # whether the current run has an entry
-    for e in entries:
-        if e.kind == "admin":
-            if started and (e.run is not None or e.path in _RUN_STARTS):
-                number += 1
-                started = False
-            continue
-        started = True
-        yield number, e

@@ -188,6 +188,145 @@ def test_timelines_cut_short_and_windows_looked_at_by_range_print_as_in_memory(
             )
 
 
+def _cut(entries: list[Entry], sizes: list[int]) -> Iterator[list[Entry]]:
+    """``entries`` in lists of ``sizes`` (the last one holding the rest)."""
+    start = 0
+    for size in sizes:
+        yield entries[start : start + size]
+        start += size
+    yield entries[start:]
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    journals(),
+    st.sampled_from((2, 3, 6)),
+    st.sampled_from((0, 12, 25, 40)),
+    st.sampled_from((0.5, 1.0, 2.0)),
+    st.lists(st.integers(0, 9), min_size=1, max_size=5),
+    st.sampled_from((0, 1, 4)),
+    st.booleans(),
+)
+def test_lists_taken_whole_by_the_timelines_pass_print_as_entry_by_entry(
+    entries: list[Entry],
+    most: int,
+    reads: int,
+    budget: float,
+    sizes: list[int],
+    waiting: int,
+    burst_first: bool,
+) -> None:
+    """The timelines pass given the entries in lists (``batches``), any list offered whole
+    (``_BULK`` 1; lists of ``sizes`` over and over) and at most ``waiting`` groups waiting
+    for one, with timelines of at most
+    ``most`` lines and a run with a burst of ``reads`` status reads named by violations
+    before or after the drawn journal: the text is the in-memory one."""
+    burst = _rate_burst(reads, budget) if reads else []
+    if burst_first:
+        entries, burst = burst, entries
+    after = max((e.seq for e in entries), default=0) + 1
+    ordered = order_entries([*entries, *(dataclasses.replace(e, seq=e.seq + after) for e in burst)])
+    found = check_stream(in_seq_order(ordered), _limits_of, timelines=True)
+    expected = check(
+        ordered,
+        _limits_of(found.headers[0]) if found.headers else Limits(),
+        run_limits=[_limits_of(h) for h in found.headers],
+    )
+    offered: list[bool] = []
+    bulk = _stream._Windows.bulk
+
+    def noted(self: _stream._Windows, batch: list[Any]) -> bool:
+        offered.append(bulk(self, batch))
+        return offered[-1]
+
+    with contextlib.ExitStack() as patched:
+        for module in (_report, _stream):
+            patched.enter_context(mock.patch.object(module, "_MAX_LINES", most))
+            patched.enter_context(mock.patch.object(module, "_HALF", most // 2))
+        patched.enter_context(mock.patch.object(_stream, "_BULK", 1))
+        patched.enter_context(mock.patch.object(_stream, "_WAITING", waiting))
+        patched.enter_context(mock.patch.object(_stream._Windows, "bulk", noted))
+        for shown in (0, 3):
+            text = render_streamed(
+                found,
+                lambda: in_seq_order(ordered),
+                shown,
+                batches=lambda: in_seq_order_batches(_cut(ordered, sizes * len(ordered))),
+            )
+            assert text == expected.render(shown)
+
+
+def test_a_burst_of_reads_past_a_timelines_first_lines_is_taken_a_list_at_a_time() -> None:
+    """A violation naming 201 status reads: once its timeline has more than its first 14,
+    each list of 20 entries after that is taken whole, up to the one past its last seq (202):
+    its last seven shown come out of the last list taken whole."""
+    journal = _rate_burst(230, 20.0)
+    found = check_stream(in_seq_order(journal), _limits_of, timelines=True)
+    (v,) = found.violations
+    assert (min(v.seqs), max(v.seqs), len(v.seqs)) == (2, 202, 201)
+    offered: list[tuple[int, bool]] = []
+    bulk = _stream._Windows.bulk
+
+    def noted(self: _stream._Windows, batch: list[Any]) -> bool:
+        offered.append((batch[0].seq, bulk(self, batch)))
+        return offered[-1][1]
+
+    with mock.patch.object(_stream._Windows, "bulk", noted):
+        text = render_streamed(
+            found,
+            lambda: in_seq_order(journal),
+            batches=lambda: in_seq_order_batches(_cut(journal, [20] * 11)),
+        )
+    assert text == render_streamed(found, lambda: in_seq_order(journal))
+    assert _timeline_lines(text)[8:10] == [
+        "      ... 187 more this violation names ...",
+        "    >> #196      2.940 s  GET /v1/jobs/job_1 -> 200 'processing' (answered 2.945 s)",
+    ]
+    # the first list (seqs 0-19) is fed entry by entry; the one holding seq 202 is refused,
+    # and the window is complete before the next
+    assert offered == [(first, first + 19 < 202) for first in range(20, 201, 20)]
+
+
+def test_lists_before_a_timeline_begins_are_taken_whole_and_leave_it_its_context() -> None:
+    """Forty slow status reads (one each 2 s), then a burst of 11 that breaks the budget: the
+    lists of slow reads are taken whole while the violation's window waits (its group keeps
+    their last three and their count), and the timeline still opens with those three."""
+    limits = Limits(status_rate=1.0).to_dict()
+    slow = [_read(2 + k, 1.0 + 2 * k, 1.5 + 2 * k) for k in range(40)]
+    burst = [_read(42 + k, 100.0 + 0.05 * k, 100.02 + 0.05 * k) for k in range(11)]
+    journal = [
+        _admin(0, "/__admin/start", {"scenario": "a", "limits": limits}),
+        OVERLAPPING[1],
+        *slow,
+        *burst,
+    ]
+    found = check_stream(in_seq_order(journal), _limits_of, timelines=True)
+    (v,) = found.violations
+    assert min(v.seqs) == 42
+    offered: list[tuple[int, bool]] = []
+    bulk = _stream._Windows.bulk
+
+    def noted(self: _stream._Windows, batch: list[Any]) -> bool:
+        offered.append((batch[0].seq, bulk(self, batch)))
+        return offered[-1][1]
+
+    with mock.patch.object(_stream._Windows, "bulk", noted), mock.patch.object(_stream, "_BULK", 5):
+        text = render_streamed(
+            found,
+            lambda: in_seq_order(journal),
+            batches=lambda: in_seq_order_batches(_cut(journal, [5] * 11)),
+        )
+    assert text == render_streamed(found, lambda: in_seq_order(journal))
+    assert _timeline_lines(text)[1:5] == [
+        "      ...",
+        "       #39      75.000 s  GET /v1/jobs/job_1 -> 200 'processing' (answered 75.500 s)",
+        "       #40      77.000 s  GET /v1/jobs/job_1 -> 200 'processing' (answered 77.500 s)",
+        "       #41      79.000 s  GET /v1/jobs/job_1 -> 200 'processing' (answered 79.500 s)",
+    ]
+    # every list of slow reads after the first is taken whole; the one holding seq 42 is not
+    assert offered[:8] == [(first, first + 4 < 42) for first in range(5, 41, 5)]
+
+
 @st.composite
 def numbered(draw: st.DrawFn) -> list[Entry]:
     """Entries as ordering reads them, by their seqs and run headers alone (cheaper to draw
