@@ -1119,7 +1119,9 @@ class _Windows:
                 waiting[(window.client, window.job_id)] = window.group
         self.blocker = None
         if len(waiting) > _WAITING:
-            self.crowded_until = min(w.low_seq for w in self.windows.values() if not w.begun)
+            self.crowded_until = min(
+                w.low_seq for w in self.windows.values() if not w.begun and not w.complete
+            )
             return False
         for (client, job_id), group in waiting.items():
             if job_id is None:
