@@ -40,7 +40,7 @@ from fakeprovider._stream import (
 )
 from fakeprovider.cli import main
 from fakeprovider.entries import jsonl_line
-from fakeprovider.invariants import check
+from fakeprovider.invariants import Report, check
 from fakeprovider.journal import Entry, order_entries
 from fakeprovider.limits import Limits
 from tests.bench_scripts import load_script
@@ -154,6 +154,22 @@ def test_a_journal_judged_as_it_streams_by_gets_the_in_memory_report(
         assert text == expected.render(shown)
 
 
+def _judged_one_after_another(
+    entries: list[Entry], then: list[Entry]
+) -> tuple[list[Entry], _stream.StreamReport, Report]:
+    """``entries`` and after them ``then`` (its seqs moved past theirs), in order; judged as
+    they stream by (noting what timelines need) and in memory."""
+    after = max((e.seq for e in entries), default=0) + 1
+    ordered = order_entries([*entries, *(dataclasses.replace(e, seq=e.seq + after) for e in then)])
+    found = check_stream(in_seq_order(ordered), _limits_of, timelines=True)
+    expected = check(
+        ordered,
+        _limits_of(found.headers[0]) if found.headers else Limits(),
+        run_limits=[_limits_of(h) for h in found.headers],
+    )
+    return ordered, found, expected
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     journals(),
@@ -168,15 +184,8 @@ def test_timelines_cut_short_and_windows_looked_at_by_range_print_as_in_memory(
     of the violation's own entries), and every window fed by its range of seqs rather than by
     each seq (``_WIDE`` 0), the text of a streamed report is still the in-memory one; a run
     of ``reads`` status reads in a burst last (``_rate_burst``) names many."""
-    after = max((e.seq for e in entries), default=0) + 1
     burst = _rate_burst(reads, budget) if reads else []
-    ordered = order_entries([*entries, *(dataclasses.replace(e, seq=e.seq + after) for e in burst)])
-    found = check_stream(in_seq_order(ordered), _limits_of, timelines=True)
-    expected = check(
-        ordered,
-        _limits_of(found.headers[0]) if found.headers else Limits(),
-        run_limits=[_limits_of(h) for h in found.headers],
-    )
+    ordered, found, expected = _judged_one_after_another(entries, burst)
     with contextlib.ExitStack() as patched:
         for module in (_report, _stream):
             patched.enter_context(mock.patch.object(module, "_MAX_LINES", most))
@@ -224,14 +233,7 @@ def test_lists_taken_whole_by_the_timelines_pass_print_as_entry_by_entry(
     burst = _rate_burst(reads, budget) if reads else []
     if burst_first:
         entries, burst = burst, entries
-    after = max((e.seq for e in entries), default=0) + 1
-    ordered = order_entries([*entries, *(dataclasses.replace(e, seq=e.seq + after) for e in burst)])
-    found = check_stream(in_seq_order(ordered), _limits_of, timelines=True)
-    expected = check(
-        ordered,
-        _limits_of(found.headers[0]) if found.headers else Limits(),
-        run_limits=[_limits_of(h) for h in found.headers],
-    )
+    ordered, found, expected = _judged_one_after_another(entries, burst)
     offered: list[bool] = []
     bulk = _stream._Windows.bulk
 
@@ -256,14 +258,11 @@ def test_lists_taken_whole_by_the_timelines_pass_print_as_entry_by_entry(
             assert text == expected.render(shown)
 
 
-def test_a_burst_of_reads_past_a_timelines_first_lines_is_taken_a_list_at_a_time() -> None:
-    """A violation naming 201 status reads: once its timeline has more than its first 14,
-    each list of 20 entries after that is taken whole, up to the one past its last seq (202):
-    its last seven shown come out of the last list taken whole."""
-    journal = _rate_burst(230, 20.0)
-    found = check_stream(in_seq_order(journal), _limits_of, timelines=True)
-    (v,) = found.violations
-    assert (min(v.seqs), max(v.seqs), len(v.seqs)) == (2, 202, 201)
+def _drawn_in_lists(
+    found: _stream.StreamReport, journal: list[Entry], size: int
+) -> tuple[str, list[tuple[int, bool]]]:
+    """The text report of ``found`` drawn from ``journal`` in lists of ``size``, and each list
+    offered whole: its first seq and whether it was taken."""
     offered: list[tuple[int, bool]] = []
     bulk = _stream._Windows.bulk
 
@@ -275,8 +274,20 @@ def test_a_burst_of_reads_past_a_timelines_first_lines_is_taken_a_list_at_a_time
         text = render_streamed(
             found,
             lambda: in_seq_order(journal),
-            batches=lambda: in_seq_order_batches(_cut(journal, [20] * 11)),
+            batches=lambda: in_seq_order_batches(_cut(journal, [size] * len(journal))),
         )
+    return text, offered
+
+
+def test_a_burst_of_reads_past_a_timelines_first_lines_is_taken_a_list_at_a_time() -> None:
+    """A violation naming 201 status reads: once its timeline has more than its first 14,
+    each list of 20 entries after that is taken whole, up to the one past its last seq (202):
+    its last seven shown come out of the last list taken whole."""
+    journal = _rate_burst(230, 20.0)
+    found = check_stream(in_seq_order(journal), _limits_of, timelines=True)
+    (v,) = found.violations
+    assert (min(v.seqs), max(v.seqs), len(v.seqs)) == (2, 202, 201)
+    text, offered = _drawn_in_lists(found, journal, 20)
     assert text == render_streamed(found, lambda: in_seq_order(journal))
     assert _timeline_lines(text)[8:10] == [
         "      ... 187 more this violation names ...",
@@ -303,19 +314,8 @@ def test_lists_before_a_timeline_begins_are_taken_whole_and_leave_it_its_context
     found = check_stream(in_seq_order(journal), _limits_of, timelines=True)
     (v,) = found.violations
     assert min(v.seqs) == 42
-    offered: list[tuple[int, bool]] = []
-    bulk = _stream._Windows.bulk
-
-    def noted(self: _stream._Windows, batch: list[Any]) -> bool:
-        offered.append((batch[0].seq, bulk(self, batch)))
-        return offered[-1][1]
-
-    with mock.patch.object(_stream._Windows, "bulk", noted), mock.patch.object(_stream, "_BULK", 5):
-        text = render_streamed(
-            found,
-            lambda: in_seq_order(journal),
-            batches=lambda: in_seq_order_batches(_cut(journal, [5] * 11)),
-        )
+    with mock.patch.object(_stream, "_BULK", 5):
+        text, offered = _drawn_in_lists(found, journal, 5)
     assert text == render_streamed(found, lambda: in_seq_order(journal))
     assert _timeline_lines(text)[1:5] == [
         "      ...",
