@@ -25,7 +25,7 @@ import math
 import operator
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, get_args
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeAlias, get_args
 
 from ._rules import (
     _DATE_FORMS,
@@ -346,7 +346,7 @@ class ClientJudge(Judge):
         "date_slack",
         "deadline",
         "dropped",
-        "entry_jobs",
+        "entry_list",
         "failed_last",
         "faults",
         "forms",
@@ -366,15 +366,17 @@ class ClientJudge(Judge):
         "rate_limit_hits",
         "rates",
         "rates_first",
+        "rates_seq",
         "retries",
         "rs_found",
         "rs_held",
         "rs_last",
         "rs_open",
-        "seen_jobs",
-        "shown_jobs",
+        "seen_count",
+        "seen_list",
+        "shown_list",
         "slack",
-        "status_jobs",
+        "status_list",
         "status_reads",
         "wanted",
     )
@@ -391,11 +393,13 @@ class ClientJudge(Judge):
         self.count = 0  # entries added so far (their index)
         self.client = ""  # whose entries (the first's client)
         self.jobs: dict[str, _Job] = {}
-        # each rule's jobs in the order the rule function meets them
-        # (each made as the list of its first job: one with room for that one)
-        self.entry_jobs: list[_Job] = _NO_LIST  # by their first own entry
-        self.shown_jobs: list[_Job] = _NO_LIST  # by the first entry that showed them
-        self.status_jobs: list[_Job] = _NO_LIST  # by their first status read
+        # each rule's jobs in the order the rule function meets them (``entry_jobs`` and the
+        # rest): None while the judge has one job at most (each list is then that job or
+        # none, as its flag says: ``_listed``), lists from its second job on (a client of one
+        # job, most of a run of many clients, makes no list)
+        self.entry_list: list[_Job] | None = None  # by their first own entry
+        self.shown_list: list[_Job] | None = None  # by the first entry that showed them
+        self.status_list: list[_Job] | None = None  # by their first status read
         self.allowed = 1 if limits.retrievals is None else limits.retrievals
         self.keep = max(self.allowed, limits.retrievals or 0)
         self.wanted = limits.retrievals
@@ -403,10 +407,10 @@ class ClientJudge(Judge):
         self.poll_tolerance = limits.poll_tolerance
         self.deadline = limits.deadline
         self.slack = limits.deadline_slack
-        self.br_groups: dict[tuple[str, str], list[int] | None] = {}  # None once reported
+        self.br_groups: dict[_Group, list[int] | None] = {}  # None once reported
         # (the containers marked ``_NO_DICT`` or ``_NO_LIST`` are made on first use: a run
         # of many clients makes as many judges, and most never need them)
-        self.br_found: dict[tuple[str, str], Violation] = _NO_DICT
+        self.br_found: dict[_Group, Violation] = _NO_DICT
         self.ra_kinds: list[str] = _NO_LIST  # the scope kinds of the sources so far
         # scope group -> heap of (headers at, index, the earliest moment a request is not too
         # early: its not_before less the slack of its form, source)
@@ -432,7 +436,8 @@ class ClientJudge(Judge):
         # status_rate's judge, made at the client's first status read (None until then, and
         # for good when no budget is set); how many reads let go it keeps (-1: all of them)
         self.rates: Judge | None = None
-        self.rates_first: tuple[float, int] | None = None  # (``_rates``)
+        self.rates_first: float | None = None  # (``_rates``)
+        self.rates_seq = 0
         self.keep_gone = (keep_gone or KEEP_GONE) if bounded else -1
         # what ``_stream`` counts for the metrics and coverage: the entries are ``count``
         self.status_reads = 0
@@ -452,12 +457,57 @@ class ClientJudge(Judge):
         self.dropped = 0
         # the job statuses its answers showed (one frozenset for every judge that saw the same)
         self.observed: frozenset[str] = _NO_STATUSES
-        self.seen_jobs: list[_Job] = _NO_LIST  # by the first answer that showed them ended
+        # by the first answer that showed them ended (``seen_jobs``), and how many
+        self.seen_list: list[_Job] | None = None
+        self.seen_count = 0
         self.ranked = 0  # the jobs with a ``last_rank``
         # whether a job's part holds a violation or a candidate (``ov_found``, ``pa_found``,
         # ``pr_candidates``, ``st_found``, ``dl_found``, ``sr_extra``): set when one is first
         # kept, never reset; while False ``iter_found`` skips the rules' loops over the jobs
         self.found_jobs = False
+
+    def _listed(self) -> None:
+        """Make the judge's job lists, as its second job is about to be made: each holds the
+        first job if its flag says the job was met as that list's are (what each list's part
+        of ``add`` appends a job at, once the lists are made)."""
+        (job,) = self.jobs.values()
+        self.entry_list = [job] if job.own else []
+        self.shown_list = [job] if job.shown else []
+        self.status_list = [job] if job.ov_negated is not None else []
+        self.seen_list = [job] if job.seen_at is not None else []
+
+    @property
+    def entry_jobs(self) -> list[_Job]:
+        """The jobs of the client's entries, by their first own entry."""
+        listed = self.entry_list
+        if listed is not None:
+            return listed
+        return [job for job in self.jobs.values() if job.own]  # (one at most)
+
+    @property
+    def shown_jobs(self) -> list[_Job]:
+        """The jobs entries showed (their own, or listed), by the first entry that did."""
+        listed = self.shown_list
+        if listed is not None:
+            return listed
+        return [job for job in self.jobs.values() if job.shown]  # (one at most)
+
+    @property
+    def status_jobs(self) -> list[_Job]:
+        """The jobs the client read the status of, by their first status read."""
+        listed = self.status_list
+        if listed is not None:
+            return listed
+        return [job for job in self.jobs.values() if job.ov_negated is not None]
+
+    @property
+    def seen_jobs(self) -> list[_Job]:
+        """The jobs an answer showed the client had ended (``seen_at``), by the first that
+        did (``seen_count`` of them)."""
+        listed = self.seen_list
+        if listed is not None:
+            return listed
+        return [job for job in self.jobs.values() if job.seen_at is not None]
 
     def extend(self, entries: Iterable[EntryLike]) -> None:
         for e in entries:
@@ -528,23 +578,23 @@ class ClientJudge(Judge):
         jobs = self.jobs
         job = jobs.get(job_id)
         if job is None:
+            if jobs and self.entry_list is None:
+                self._listed()
             jobs[job_id] = job = _Job(job_id)
         started = False
         if not job.own:
             job.own = True
-            if self.entry_jobs:
-                self.entry_jobs.append(job)
-            else:
-                self.entry_jobs = [job]
+            in_order = self.entry_list  # (None: the judge's one job, if any)
+            if in_order is not None:
+                in_order.append(job)
             started = True
 
         # single_retrieval and no_premature_retrieval (``_shown`` for a status read)
         if not job.shown:
             job.shown = True
-            if self.shown_jobs:
-                self.shown_jobs.append(job)
-            else:
-                self.shown_jobs = [job]
+            in_order = self.shown_list  # (None: the judge's one job, if any)
+            if in_order is not None:
+                in_order.append(job)
         if job.sr_saw is None and status in SUCCESS_STATUSES:
             job.sr_saw = (seq, seen, status, self.client)
         if ok and e.inline_result is True:
@@ -584,10 +634,10 @@ class ClientJudge(Judge):
             job.ended = True
             if job_id and completed is not None and job.seen_at is None:
                 job.seen_at = completed
-                if self.seen_jobs is _NO_LIST:
-                    self.seen_jobs = [job]
-                else:
-                    self.seen_jobs.append(job)
+                self.seen_count += 1
+                in_order = self.seen_list  # (None: the judge's one job, if any)
+                if in_order is not None:
+                    in_order.append(job)
         if terminal or failed or job.rs_read is not None:
             if job.rs_seq != seq:
                 job.rs_seq = seq
@@ -612,7 +662,7 @@ class ClientJudge(Judge):
             job.fl_status = failed
         unsuccessful = failed or (400 <= code < 500 and code != 401 and code != 403)  # type: ignore[operator]
         if unsuccessful or not job.br_clean:
-            group = ("status", job.job_id)  # (the judge's string: not the entry's kept)
+            group = job  # (``_Group``)
             groups = self.br_groups
             failures = groups.get(group, _NEW)
             # (None: the group was reported, and nothing changes it any more)
@@ -718,10 +768,9 @@ class ClientJudge(Judge):
         if negated is None:
             job.ov_negated = negated = []
             job.ov_reads = []
-            if self.status_jobs is _NO_LIST:
-                self.status_jobs = [job]
-            else:
-                self.status_jobs.append(job)
+            in_order = self.status_list  # (None: the judge's one job, if any)
+            if in_order is not None:
+                in_order.append(job)
         reads = job.ov_reads
         assert reads is not None  # made with ov_negated
         if negated:
@@ -818,13 +867,14 @@ class ClientJudge(Judge):
         if job_id is not None:
             job = jobs.get(job_id)
             if job is None:
+                if jobs and self.entry_list is None:
+                    self._listed()
                 jobs[job_id] = job = _Job(job_id)
             if not job.own:
                 job.own = True
-                if self.entry_jobs:
-                    self.entry_jobs.append(job)
-                else:
-                    self.entry_jobs = [job]
+                in_order = self.entry_list  # (None: the judge's one job, if any)
+                if in_order is not None:
+                    in_order.append(job)
                 started = True
 
         # single_retrieval and no_premature_retrieval: an entry shows its own job, a list
@@ -838,6 +888,8 @@ class ClientJudge(Judge):
                 shown_status = _status_of(listed_status, listed_status)
                 other = jobs.get(shown_id)
                 if other is None:
+                    if jobs and self.entry_list is None:
+                        self._listed()
                     jobs[shown_id] = other = _Job(shown_id)
                 self._shown(e, other, shown_status, seen, retrieval)
                 if other.last_rank < 0:
@@ -883,10 +935,10 @@ class ClientJudge(Judge):
 
         if terminal and job_id and completed is not None and job.seen_at is None:  # type: ignore[union-attr]
             job.seen_at = completed  # type: ignore[union-attr]
-            if self.seen_jobs is _NO_LIST:
-                self.seen_jobs = [job]  # type: ignore[list-item]
-            else:
-                self.seen_jobs.append(job)  # type: ignore[arg-type]
+            self.seen_count += 1
+            in_order = self.seen_list  # (None: the judge's one job, if any)
+            if in_order is not None:
+                in_order.append(job)  # type: ignore[arg-type]
 
         # bounded_retries, and the retries the metrics count (the same groups, of any key)
         key = e.request_digest if kind == "submit" else job_id
@@ -910,13 +962,20 @@ class ClientJudge(Judge):
                     self.failed_last = failed_last = {}
                 failed_last[group] = failed
         if key is not None:
-            group = (kind, key)
+            # (a job's status reads and content fetches: ``_Group``'s keys)
+            br_group: _Group = (
+                (kind, key)
+                if job is None or (kind != "status" and kind != "content")
+                else job
+                if kind == "status"
+                else job.job_id
+            )
             unsuccessful = failed or (
                 400 <= code < 500 and code != 401 and code != 403  # type: ignore[operator]
             )
-            failures = self.br_groups.get(group, _NEW)
+            failures = self.br_groups.get(br_group, _NEW)
             if unsuccessful or failures is not _NONE:  # else: nothing changes
-                self._retried(e, group, failures, unsuccessful)
+                self._retried(e, br_group, failures, unsuccessful)
 
         # honours_retry_after
         if self.ra_pending:
@@ -971,10 +1030,9 @@ class ClientJudge(Judge):
             if negated is None:
                 job.ov_negated = negated = []
                 job.ov_reads = []
-                if self.status_jobs is _NO_LIST:
-                    self.status_jobs = [job]
-                else:
-                    self.status_jobs.append(job)
+                in_order = self.status_list  # (None: the judge's one job, if any)
+                if in_order is not None:
+                    in_order.append(job)
             reads = job.ov_reads
             assert reads is not None  # made with ov_negated
             if negated:
@@ -1083,23 +1141,23 @@ class ClientJudge(Judge):
         jobs = self.jobs
         job = jobs.get(job_id)
         if job is None:
+            if jobs and self.entry_list is None:
+                self._listed()
             jobs[job_id] = job = _Job(job_id)
         started = False
         if not job.own:
             job.own = True
-            if self.entry_jobs:
-                self.entry_jobs.append(job)
-            else:
-                self.entry_jobs = [job]
+            in_order = self.entry_list  # (None: the judge's one job, if any)
+            if in_order is not None:
+                in_order.append(job)
             started = True
 
         # single_retrieval and no_premature_retrieval (``_shown`` for a submit)
         if not job.shown:
             job.shown = True
-            if self.shown_jobs:
-                self.shown_jobs.append(job)
-            else:
-                self.shown_jobs = [job]
+            in_order = self.shown_list  # (None: the judge's one job, if any)
+            if in_order is not None:
+                in_order.append(job)
         if job.sr_saw is None and status in SUCCESS_STATUSES:
             job.sr_saw = (seq, seen, status, self.client)
         if ok and e.inline_result is True:
@@ -1132,10 +1190,10 @@ class ClientJudge(Judge):
                 job.rs_ended = seen
             if job_id and completed is not None and job.seen_at is None:
                 job.seen_at = completed
-                if self.seen_jobs is _NO_LIST:
-                    self.seen_jobs = [job]
-                else:
-                    self.seen_jobs.append(job)
+                self.seen_count += 1
+                in_order = self.seen_list  # (None: the judge's one job, if any)
+                if in_order is not None:
+                    in_order.append(job)
 
         # bounded_retries, and the retries the metrics count (per request body)
         key = e.request_digest
@@ -1153,9 +1211,9 @@ class ClientJudge(Judge):
                 unsuccessful = failed or (
                     400 <= code < 500 and code != 401 and code != 403  # type: ignore[operator]
                 )
-                failures = self.br_groups.get(group, _NEW)  # type: ignore[arg-type]
+                failures = self.br_groups.get(group, _NEW)
                 if unsuccessful or failures is not _NONE:  # else: nothing changes
-                    self._retried(e, group, failures, unsuccessful)  # type: ignore[arg-type]
+                    self._retried(e, group, failures, unsuccessful)
 
         # honours_retry_after
         if self.ra_pending:
@@ -1212,23 +1270,23 @@ class ClientJudge(Judge):
         jobs = self.jobs
         job = jobs.get(job_id)
         if job is None:
+            if jobs and self.entry_list is None:
+                self._listed()
             jobs[job_id] = job = _Job(job_id)
         started = False
         if not job.own:
             job.own = True
-            if self.entry_jobs:
-                self.entry_jobs.append(job)
-            else:
-                self.entry_jobs = [job]
+            in_order = self.entry_list  # (None: the judge's one job, if any)
+            if in_order is not None:
+                in_order.append(job)
             started = True
 
         # single_retrieval and no_premature_retrieval (``_shown`` for a content fetch)
         if not job.shown:
             job.shown = True
-            if self.shown_jobs:
-                self.shown_jobs.append(job)
-            else:
-                self.shown_jobs = [job]
+            in_order = self.shown_list  # (None: the judge's one job, if any)
+            if in_order is not None:
+                in_order.append(job)
         if job.sr_saw is None and status in SUCCESS_STATUSES:
             job.sr_saw = (seq, seen, status, self.client)
         if ok:
@@ -1264,13 +1322,13 @@ class ClientJudge(Judge):
                 job.rs_ended = seen
             if job_id and completed is not None and job.seen_at is None:
                 job.seen_at = completed
-                if self.seen_jobs is _NO_LIST:
-                    self.seen_jobs = [job]
-                else:
-                    self.seen_jobs.append(job)
+                self.seen_count += 1
+                in_order = self.seen_list  # (None: the judge's one job, if any)
+                if in_order is not None:
+                    in_order.append(job)
 
         # bounded_retries, and the retries the metrics count
-        group = ("content", job.job_id)
+        group = job.job_id  # (``_Group``: the judge's string, not the entry's, kept)
         last_failed = job.fl_content
         if last_failed is not None or failed:
             if last_failed:
@@ -1338,19 +1396,20 @@ class ClientJudge(Judge):
     def _rates(self, e: EntryLike) -> Judge | None:
         """Make ``status_rate``'s judge at status read ``e`` (with a budget set), for ``e`` to
         be added to it; None when ``e`` is the first read of a bounded judge's, kept until the
-        second as its time and seq (``rates_first``) and then added first: one read never
-        breaks a budget (of at least one read), and a run of many clients that read once each
-        (the judge, two lists and a float each) would make as many judges that never find."""
+        second as its time and seq (``rates_first`` and ``rates_seq``: no pair made) and then
+        added first: one read never breaks a budget (of at least one read), and a run of many
+        clients that read once each (the judge, two lists and a float each) would make as many
+        judges that never find."""
         keep_gone = self.keep_gone
         if keep_gone < 0:
             self.rates = rates = StatusRate(self.limits)
             return rates
         first = self.rates_first
         if first is None:
-            self.rates_first = (e.received_at, e.seq)
+            self.rates_first, self.rates_seq = e.received_at, e.seq
             return None
         self.rates = bounded = BoundedStatusRate(self.limits, keep_gone=keep_gone)
-        bounded.add(_Read("status", first[0], first[1], e.client))
+        bounded.add(_Read("status", first, self.rates_seq, e.client))
         self.rates_first = None
         return bounded
 
@@ -1361,10 +1420,9 @@ class ClientJudge(Judge):
         showed (with ``status``)."""
         if not job.shown:
             job.shown = True
-            if self.shown_jobs:
-                self.shown_jobs.append(job)
-            else:
-                self.shown_jobs = [job]
+            in_order = self.shown_list  # (None: the judge's one job, if any)
+            if in_order is not None:
+                in_order.append(job)
         seq = e.seq
         # single_retrieval
         if job.sr_saw is None and status in SUCCESS_STATUSES:
@@ -1446,7 +1504,7 @@ class ClientJudge(Judge):
         return Violation("single_retrieval", job_id, seqs, message, extra.client)
 
     def _retried(
-        self, e: EntryLike, group: tuple[str, str], failures: list[int] | None, unsuccessful: bool
+        self, e: EntryLike, group: _Group, failures: list[int] | None, unsuccessful: bool
     ) -> None:
         """``bounded_retries``' part: ``group`` is the entry's (kind, job or request body),
         ``failures`` what ``br_groups`` holds for it (``_NEW`` for nothing)."""
@@ -1975,6 +2033,14 @@ def _ended(
         client,
     )
 
+
+#: ``bounded_retries``' key of a group of attempts (``ClientJudge.br_groups``): a job's status
+#: reads by its ``_Job``, its content fetches by its id, any other kind's by the pair of the
+#: kind and the job's id (submits: the request body's digest); a key each, not a pair made for
+#: every job of a run of many clients (a job's reads come first, mostly: a key not a string
+#: first keeps the dict's table the size of one of pairs, where a string first would double
+#: it at the second key).
+_Group: TypeAlias = str | _Job | tuple[str, str | None]
 
 #: ``bounded_retries``: a group with no attempt yet, and one with no failure since its last.
 _NEW: list[int] = []

@@ -245,8 +245,8 @@ class _Run:
         # and warnings need too)
         self.clients: dict[str, ClientJudge] = {}
         # the webhooks that told (``told``) by job, each as when it came and its event: all
-        # the judges read of the deliveries (``_judges.Hooks``)
-        self.hooks_of: dict[str, list[tuple[float, str | None]]] = {}
+        # the judges read of the deliveries (``_judges.Hooks``; a job's one as a tuple of it)
+        self.hooks_of: dict[str, Sequence[tuple[float, str | None]]] = {}
         self.violations: list[Violation] = []
         # the seq of the last request about each job (any client's), and of the last status
         # read: past them, nothing more comes that a timeline of the job (or of a client's
@@ -449,10 +449,12 @@ def _webhook(run: _Run, e: EntryLike, totals: _Totals) -> None:
             event if event is None else totals.strings.setdefault(event, event),
         )
         hooks = run.hooks_of.get(job_id)
-        if hooks is None:
-            run.hooks_of[job_id] = [told_as]
-        else:
+        if hooks is None:  # (a job's one delivery as a tuple of it: a list from two on)
+            run.hooks_of[job_id] = (told_as,)
+        elif type(hooks) is list:
             hooks.append(told_as)
+        else:
+            run.hooks_of[job_id] = [*hooks, told_as]
     if job_id and e.true_status:
         run.true_by_job.setdefault(job_id, set()).add(e.true_status)
     if e.status_since is not None:
@@ -559,8 +561,7 @@ def _closed_clients(run: _Run, totals: _Totals) -> Iterator[Found]:
         if not _quiet(judge):
             yield from judge.iter_found(hooks)
         count = judge.count
-        seen_jobs = judge.seen_jobs
-        reads, done = judge.status_reads, len(seen_jobs)
+        reads, done = judge.status_reads, judge.seen_count
         retries, hits = judge.retries, judge.rate_limit_hits
         counted = per_client.get(name)
         if counted is None:
@@ -591,8 +592,8 @@ def _closed_clients(run: _Run, totals: _Totals) -> Iterator[Found]:
             observed_of[name] = observed
         elif not observed <= seen:
             observed_of[name] = union(seen, observed)
-        if terminal_at and seen_jobs:
-            for job in seen_jobs:
+        if terminal_at and done:
+            for job in judge.seen_jobs:
                 job_id = job.job_id
                 if job_id in terminal_at:
                     at = job.seen_at
