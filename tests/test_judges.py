@@ -156,6 +156,45 @@ def test_a_job_read_a_million_times_keeps_one_read_in_each_judge() -> None:
     assert judge.close({}) == []
 
 
+def test_a_client_of_one_job_makes_no_job_list_until_its_second_job() -> None:
+    """The four job lists (``entry_jobs``, ``shown_jobs``, ``status_jobs``, ``seen_jobs``)
+    are made at a judge's second job, each holding the first where its flag says it was met
+    so; before that each is read from the one job (most clients of a run of many have one)."""
+    judge = _judges.ClientJudge(Limits())
+
+    def entry(seq: int, kind: str, job_id: str | None, **fields: object) -> Entry:
+        return Entry(
+            seq=seq,
+            kind=kind,
+            job_id=job_id,
+            method="GET",
+            path="/v1/jobs",
+            client="c",
+            received_at=float(seq),
+            response_started_at=seq + 0.1,
+            completed_at=seq + 0.1,
+            status_code=200,
+            **fields,  # type: ignore[arg-type]
+        )
+
+    judge.add(entry(1, "submit", "j_1", job_status="queued"))
+    judge.add(entry(2, "status", "j_1", job_status="succeeded"))
+    lists = (judge.entry_list, judge.shown_list, judge.status_list, judge.seen_list)
+    assert lists == (None,) * 4
+    (first,) = judge.jobs.values()
+    assert judge.entry_jobs == judge.shown_jobs == judge.status_jobs == judge.seen_jobs == [first]
+    assert judge.seen_count == 1
+    judge.add(entry(3, "list", None, listed=(("j_2", "queued"),)))
+    second = judge.jobs["j_2"]
+    assert judge.entry_jobs == judge.status_jobs == judge.seen_jobs == [first]
+    assert judge.shown_jobs == [first, second]
+    assert judge.entry_list is judge.entry_jobs  # made
+    judge.add(entry(4, "status", "j_2", job_status="failed"))
+    assert judge.entry_jobs == judge.status_jobs == judge.seen_jobs == [first, second]
+    assert judge.seen_count == 2
+    assert list(judge.close({})) == []
+
+
 @st.composite
 def jittered_reads(draw: st.DrawFn) -> list[Entry]:
     """Up to 400 status reads of a busy client, received mostly in order, some a little back
