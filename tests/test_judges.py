@@ -654,7 +654,7 @@ def test_a_bounded_judge_makes_its_status_rate_judge_at_the_second_read_with_the
     reads = [read(1, 0.0), read(2, 0.5), read(3, 1.0), read(4, 9.0)]
     judge = _judges.ClientJudge(limits, bounded=True)
     judge.add(reads[0])
-    assert (judge.rates, judge.rates_first) == (None, (0.0, 1))
+    assert (judge.rates, judge.rates_first, judge.rates_seq) == (None, 0.0, 1)
     judge.add(reads[1])
     assert judge.rates_first is None
     assert isinstance(judge.rates, _judges.BoundedStatusRate)
