@@ -240,9 +240,10 @@ class _Job:
         self.br_clean = False
         # no_overlap: the earlier reads that could still be pending at a later read, a stack
         # of suffix maxima of their response starts (negated), with each read's seq and time
-        # (two items a read: no tuple each)
-        self.ov_negated: list[float] | None = None
-        self.ov_reads: list[int | float] | None = None
+        # (two items a read: no tuple each); while the job had one read, that read's negated
+        # start as a float and its seq and time as a pair (no list for a job read once)
+        self.ov_negated: Any = None  # list[float] | float | None
+        self.ov_reads: Any = None  # list[int | float] | tuple[int, float] | None
         self.ov_found: list[Any] | None = (
             None  # per overlap: seq, prev_seq, received, prev_received
         )
@@ -384,11 +385,12 @@ class ClientJudge(Judge):
     def __init__(
         self,
         limits: Limits,
-        *,
         bounded: bool = False,
         keep_gone: int = 0,
         codes: dict[int, int] | None = None,
     ) -> None:
+        # (``bounded`` and the rest may come by position: ``_stream`` makes a judge a client
+        # so, where keywords would cost a dict, made and unpacked, each)
         self.limits = limits
         self.count = 0  # entries added so far (their index)
         self.client = ""  # whose entries (the first's client)
@@ -765,29 +767,32 @@ class ClientJudge(Judge):
             rates.add(e)
         # no_overlap
         negated = job.ov_negated
-        if negated is None:
-            job.ov_negated = negated = []
-            job.ov_reads = []
+        if negated is None:  # the job's first read: as itself (``_Job.ov_negated``)
             in_order = self.status_list  # (None: the judge's one job, if any)
             if in_order is not None:
                 in_order.append(job)
-        reads = job.ov_reads
-        assert reads is not None  # made with ov_negated
-        if negated:
-            above = _bisect_left(negated, -received)
-            if above:
-                prev_seq, prev_received = reads[2 * above - 2], reads[2 * above - 1]
-                found = job.ov_found
-                if found is None:
-                    job.ov_found = found = []
-                    self.found_jobs = True
-                found += (seq, prev_seq, received, prev_received)
-        value = (_INF if started_at is None else started_at) - EPSILON
-        while negated and -negated[-1] <= value:
-            negated.pop()
-            del reads[-2:]
-        negated.append(-value)
-        reads += (seq, received)
+            job.ov_negated = -((_INF if started_at is None else started_at) - EPSILON)
+            job.ov_reads = (seq, received)
+        else:
+            reads = job.ov_reads
+            if type(negated) is float:  # its second: the lists, of the first
+                job.ov_negated = negated = [negated]
+                job.ov_reads = reads = [*reads]
+            if negated:
+                above = _bisect_left(negated, -received)
+                if above:
+                    prev_seq, prev_received = reads[2 * above - 2], reads[2 * above - 1]
+                    found = job.ov_found
+                    if found is None:
+                        job.ov_found = found = []
+                        self.found_jobs = True
+                    found += (seq, prev_seq, received, prev_received)
+            value = (_INF if started_at is None else started_at) - EPSILON
+            while negated and -negated[-1] <= value:
+                negated.pop()
+                del reads[-2:]
+            negated.append(-value)
+            reads += (seq, received)
         # honours_poll_after
         if job.pa_seq is not None:
             hint = job.pa_hint
@@ -1027,30 +1032,33 @@ class ClientJudge(Judge):
                 rates.add(e)
             # no_overlap
             negated = job.ov_negated
-            if negated is None:
-                job.ov_negated = negated = []
-                job.ov_reads = []
+            started_at = e.response_started_at
+            if negated is None:  # the job's first read: as itself (``_Job.ov_negated``)
                 in_order = self.status_list  # (None: the judge's one job, if any)
                 if in_order is not None:
                     in_order.append(job)
-            reads = job.ov_reads
-            assert reads is not None  # made with ov_negated
-            if negated:
-                above = bisect.bisect_left(negated, -received)
-                if above:
-                    prev_seq, prev_received = reads[2 * above - 2], reads[2 * above - 1]
-                    found = job.ov_found
-                    if found is None:
-                        job.ov_found = found = []
-                        self.found_jobs = True
-                    found += (seq, prev_seq, received, prev_received)
-            started_at = e.response_started_at
-            value = (_INF if started_at is None else started_at) - EPSILON
-            while negated and -negated[-1] <= value:
-                negated.pop()
-                del reads[-2:]
-            negated.append(-value)
-            reads += (seq, received)
+                job.ov_negated = -((_INF if started_at is None else started_at) - EPSILON)
+                job.ov_reads = (seq, received)
+            else:
+                reads = job.ov_reads
+                if type(negated) is float:  # its second: the lists, of the first
+                    job.ov_negated = negated = [negated]
+                    job.ov_reads = reads = [*reads]
+                if negated:
+                    above = bisect.bisect_left(negated, -received)
+                    if above:
+                        prev_seq, prev_received = reads[2 * above - 2], reads[2 * above - 1]
+                        found = job.ov_found
+                        if found is None:
+                            job.ov_found = found = []
+                            self.found_jobs = True
+                        found += (seq, prev_seq, received, prev_received)
+                value = (_INF if started_at is None else started_at) - EPSILON
+                while negated and -negated[-1] <= value:
+                    negated.pop()
+                    del reads[-2:]
+                negated.append(-value)
+                reads += (seq, received)
             # honours_poll_after
             if job.pa_seq is not None:
                 hint = job.pa_hint

@@ -290,8 +290,10 @@ class _Totals:
         self.ends: list[int] = []
         self.counts: Counter[str] = Counter()  # per rule, in the order they first come
         # per client, by its first request: requests, status reads, completions, retries,
-        # rate-limit hits (``_metrics`` makes them the report's dicts)
-        self.per_client: dict[str, tuple[int, int, int, int, int]] = {}
+        # rate-limit hits (``_metrics`` makes them the report's dicts), and the statuses its
+        # answers showed and those its jobs went through (``observed``, ``reached``): one
+        # frozenset for every client that saw the same (``sets``); one dict, not three
+        self.per_client: dict[str, _Counted] = {}
         self.delays: list[tuple[str, str, int, float]] = []
         self.time_in_status: list[tuple[str, int, dict[str, float]]] = []
         self.acknowledged = 0
@@ -299,10 +301,6 @@ class _Totals:
         self.by_event: Counter[str] = Counter()
         self.terminal_jobs = 0
         self.notified = 0
-        # per client, the statuses its answers showed and those its jobs went through: one
-        # frozenset for every client that saw the same (``sets``)
-        self.observed: dict[str, frozenset[str]] = {}
-        self.reached: dict[str, frozenset[str]] = {}
         self.sets: dict[frozenset[str], frozenset[str]] = {}
         self.strings: dict[str, str] = {}  # one of each webhook event kept (``_Run.hooks_of``)
         self.codes: dict[int, int] = {}
@@ -319,6 +317,16 @@ class _Totals:
         self.sent = False
         self.gave_up: list[str] = []
 
+    @property
+    def observed(self) -> dict[str, frozenset[str]]:
+        """Per client, by its first request, the statuses its answers showed."""
+        return {name: counted[5] for name, counted in self.per_client.items()}
+
+    @property
+    def reached(self) -> dict[str, frozenset[str]]:
+        """Per client, by its first request, the statuses its jobs went through."""
+        return {name: counted[6] for name, counted in self.per_client.items()}
+
     def union(self, old: frozenset[str], new: AbstractSet[str]) -> frozenset[str]:
         """``old | new``, as the one frozenset of those statuses every client shares."""
         both = old | new
@@ -326,6 +334,9 @@ class _Totals:
 
 
 _EMPTY: frozenset[str] = frozenset()
+#: What ``_Totals.per_client`` holds of a client: requests, status reads, completions,
+#: retries, rate-limit hits, the statuses observed and those reached.
+_Counted = tuple[int, int, int, int, int, frozenset[str], frozenset[str]]
 
 
 def check_stream(
@@ -361,6 +372,7 @@ def check_stream(
     add: Callable[[EntryLike], None] | None = None
     ends: dict[str, int] = {}  # the run's ``ends``
     new_judge = ClientJudge
+    codes = totals.codes
     for e in entries:
         kind = e.kind
         if kind == "admin":
@@ -389,9 +401,8 @@ def check_stream(
                 name = e.client
                 judge = run.clients.get(name)
                 if judge is None:
-                    run.clients[name] = judge = new_judge(
-                        run.limits, bounded=True, keep_gone=keep_gone, codes=totals.codes
-                    )
+                    # (by position: no dict of keywords made for each client)
+                    run.clients[name] = judge = new_judge(run.limits, True, keep_gone, codes)
                 add = judge.add
             add(e)  # the rules, and the client's metrics and coverage
             job_id = e.job_id
@@ -552,7 +563,7 @@ def _closed_clients(run: _Run, totals: _Totals) -> Iterator[Found]:
     number = run.number
     terminal_at = run.terminal_at
     true_by_job = run.true_by_job
-    per_client, observed_of, reached_of = totals.per_client, totals.observed, totals.reached
+    per_client = totals.per_client
     forms, faults = totals.forms, totals.faults
     delays = totals.delays
     union = totals.union
@@ -563,17 +574,6 @@ def _closed_clients(run: _Run, totals: _Totals) -> Iterator[Found]:
         count = judge.count
         reads, done = judge.status_reads, judge.seen_count
         retries, hits = judge.retries, judge.rate_limit_hits
-        counted = per_client.get(name)
-        if counted is None:
-            per_client[name] = (count, reads, done, retries, hits)
-        else:  # (a client of an earlier run)
-            per_client[name] = (
-                counted[0] + count,
-                counted[1] + reads,
-                counted[2] + done,
-                counted[3] + retries,
-                counted[4] + hits,
-            )
         requests += count
         status_reads += reads
         completions += done
@@ -586,12 +586,6 @@ def _closed_clients(run: _Run, totals: _Totals) -> Iterator[Found]:
             for fault, n in judge.faults.items():
                 faults[fault] = faults.get(fault, 0) + n
         dropped += judge.dropped
-        seen = observed_of.get(name)
-        observed = judge.observed
-        if seen is None:  # (the judge's is one frozenset every judge that saw those shares)
-            observed_of[name] = observed
-        elif not observed <= seen:
-            observed_of[name] = union(seen, observed)
         if terminal_at and done:
             for job in judge.seen_jobs:
                 job_id = job.job_id
@@ -601,14 +595,32 @@ def _closed_clients(run: _Run, totals: _Totals) -> Iterator[Found]:
                     delays.append(
                         (name, job_id, number, round(max(0.0, at - terminal_at[job_id]), 6))
                     )
-        reached = reached_of.get(name, _EMPTY)
+        # (the judge's ``observed`` is one frozenset every judge that saw those shares)
+        observed = judge.observed
+        counted = per_client.get(name)
+        if counted is None:
+            reached = _EMPTY
+        else:  # (a client of an earlier run)
+            seen, reached = counted[5], counted[6]
+            observed = seen if observed <= seen else union(seen, observed)
         if true_by_job:
             for job in judge.entry_jobs:
                 if job.job_id:
                     found = true_by_job.get(job.job_id)
                     if found and not found <= reached:
                         reached = union(reached, found)
-        reached_of[name] = reached
+        if counted is None:
+            per_client[name] = (count, reads, done, retries, hits, observed, reached)
+        else:
+            per_client[name] = (
+                counted[0] + count,
+                counted[1] + reads,
+                counted[2] + done,
+                counted[3] + retries,
+                counted[4] + hits,
+                observed,
+                reached,
+            )
         if judge.any_failed:
             gave_up = [
                 job
@@ -746,6 +758,8 @@ def _metrics(totals: _Totals, runs: int) -> dict[str, Any]:
             completions,
             retries,
             rate_limit_hits,
+            _,
+            _,
         ) in totals.per_client.items()
     }
     return summarise_metrics(runs, per_client, delays, time_in_status, webhooks)

@@ -156,6 +156,35 @@ def test_a_job_read_a_million_times_keeps_one_read_in_each_judge() -> None:
     assert judge.close({}) == []
 
 
+def test_a_job_read_once_keeps_its_read_as_itself_and_lists_from_the_second() -> None:
+    """``no_overlap``'s state of a job read once is that read (its negated start, and its seq
+    and time as a pair), not two lists; the second read makes the lists of the first."""
+    judge = _judges.ClientJudge(Limits())
+
+    def read(seq: int, at: float, took: float) -> Entry:
+        return Entry(
+            seq=seq,
+            kind="status",
+            job_id="j_1",
+            method="GET",
+            path="/v1/jobs/j_1",
+            client="c",
+            received_at=at,
+            response_started_at=at + took,
+            completed_at=at + took,
+            status_code=200,
+            job_status="processing",
+        )
+
+    judge.add(read(1, 1.0, 5.0))
+    job = judge.jobs["j_1"]
+    assert (job.ov_negated, job.ov_reads, job.ov_found) == (-(6.0 - 1e-6), (1, 1.0), None)
+    judge.add(read(2, 2.0, 0.5))  # sent before #1 answered: an overlap
+    assert (job.ov_negated, job.ov_reads) == ([-(6.0 - 1e-6), -(2.5 - 1e-6)], [1, 1.0, 2, 2.0])
+    assert job.ov_found == [2, 1, 2.0, 1.0]
+    assert [v.seqs for v in judge.close({})] == [(1, 2)]
+
+
 def test_a_client_of_one_job_makes_no_job_list_until_its_second_job() -> None:
     """The four job lists (``entry_jobs``, ``shown_jobs``, ``status_jobs``, ``seen_jobs``)
     are made at a judge's second job, each holding the first where its flag says it was met
