@@ -1596,7 +1596,8 @@ class ClientJudge(Judge):
     def _submitted(self, s: EntryLike, failed: bool, seq: int) -> None:
         """``no_resubmission``'s part for a submit (of ``seq``). ``rs_open`` holds a request
         body's jobs as a dict while there are two or more, and one as the pair of its id and
-        submits (most request bodies make one job: no dict each), none as nothing."""
+        submits (most request bodies make one job: no dict each; one submit, as most, is no
+        tuple of its own: ``_makers``), none as nothing."""
         digest = s.request_digest
         rs_open = self.rs_open
         if type(rs_open) is tuple:  # one request body's, as (it, its jobs)
@@ -1617,7 +1618,7 @@ class ClientJudge(Judge):
                 # same request over and over, each time once the last job ended)
                 candidates = _NO_DICT
             else:
-                candidates = {held[0]: held[1]}
+                candidates = {held[0]: _makers(held)}
         else:
             candidates = held
         rs_last = self.rs_last
@@ -1631,14 +1632,14 @@ class ClientJudge(Judge):
             rs_last.pop(digest, None)
         job_id = s.job_id
         if job_id is not None:
-            maker = (s.seq, s.idempotency_key, s.credential)
             if not candidates:  # its one job (a tuple: one object, not a list's two)
-                pair = (job_id, (maker,))
+                pair = (job_id, s.seq, s.idempotency_key, s.credential)  # (``_makers``)
                 if rs_open is _NO_DICT or (type(rs_open) is tuple and rs_open[0] == digest):
                     self.rs_open = (digest, pair)  # (``_open``'s, without its call)
                 else:
                     self._open(digest, pair)
                 return
+            maker = (s.seq, s.idempotency_key, s.credential)
             makers = candidates.get(job_id)
             if makers is None:
                 candidates[job_id] = (maker,)
@@ -1650,7 +1651,8 @@ class ClientJudge(Judge):
                 self._open(digest, candidates)
         elif candidates:
             for only in candidates:
-                self._open(digest, (only, candidates[only]))
+                makers = candidates[only]
+                self._open(digest, (only, *makers[0]) if len(makers) == 1 else (only, makers))
         elif held is not None:
             if type(rs_open) is tuple:
                 self.rs_open = _NO_DICT
@@ -2040,6 +2042,18 @@ def _ended(
         f" #{first} had shown the job {status!r} at {fmt_time(at)}",
         client,
     )
+
+
+def _makers(
+    pair: tuple[str, tuple[tuple[int, str | None, str | None], ...]] | tuple[str, int, Any, Any],
+) -> tuple[tuple[int, str | None, str | None], ...]:
+    """The submits that made a request body's one open job (``ClientJudge._submitted``), from
+    the pair of its id and them: ``(job_id, makers)``, or ``(job_id, seq, key, credential)``
+    for the one submit that made it (most jobs: no tuple of one tuple each, kept for as long
+    as the job is open)."""
+    if len(pair) == 2:
+        return pair[1]
+    return (pair[1:],)
 
 
 #: ``bounded_retries``' key of a group of attempts (``ClientJudge.br_groups``): a job's status

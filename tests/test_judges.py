@@ -563,7 +563,8 @@ def test_a_client_that_only_submits_and_reads_makes_no_container_of_the_rules_it
 def test_a_request_bodys_one_job_is_kept_as_a_pair_and_two_as_a_dict_with_the_rules_verdict() -> (
     None
 ):
-    """``rs_open`` keeps a request body's one open job as (its id, its submits), two or more
+    """``rs_open`` keeps a request body's one open job as (its id, its submits) or, made by one
+    submit, as (its id, that submit's seq, key and credential), two or more
     as a dict, none as nothing, and one request body with jobs open as (it, its jobs), two as a
     dict; through each change no_resubmission finds what its rule finds."""
     submit = Entry(
@@ -622,15 +623,13 @@ def test_a_request_bodys_one_job_is_kept_as_a_pair_and_two_as_a_dict_with_the_ru
         held.append({k: v if type(v) is tuple else dict(v) for k, v in pairs})
         assert type(rs_open) is (tuple if len(pairs) == 1 else dict)
     one = ((1, None, None),)
-    assert held[0] == {"d": ("j_1", one)}
+    assert held[0] == {"d": ("j_1", 1, None, None)}  # (one submit: as itself)
     assert held[1] == {"d": {"j_1": one, "j_2": ((2, None, None),)}}
-    assert held[4] == held[5] == {"d": ("j_3", ((5, None, None),))}
-    assert (
-        held[6] == held[7] == {"d": ("j_3", ((5, None, None),)), "e": ("j_4", ((7, None, None),))}
-    )
+    assert held[4] == held[5] == {"d": ("j_3", 5, None, None)}
+    assert held[6] == held[7] == {"d": ("j_3", 5, None, None), "e": ("j_4", 7, None, None)}
     rules = dict(_rules.CLIENT_RULES)
     expected = list(rules["no_resubmission"](_rules.ClientEntries(journal), Limits()))
-    assert held[9] == {"d": ("j_5", ((10, None, None),)), "e": ("j_4", ((7, None, None),))}
+    assert held[9] == {"d": ("j_5", 10, None, None), "e": ("j_4", 7, None, None)}
     assert [v.seqs for v in expected] == [(1, 2), (7, 8), (10, 11), (11, 12)]
     assert [v for v in judge.close({}) if v.invariant == "no_resubmission"] == expected
 
