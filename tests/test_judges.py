@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import tracemalloc
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -156,25 +157,29 @@ def test_a_job_read_a_million_times_keeps_one_read_in_each_judge() -> None:
     assert judge.close({}) == []
 
 
+def _status_read(seq: int, at: float, took: float | None = None, **fields: Any) -> Entry:
+    """Client c's status read of job j_1 received at ``at``, answered ``took`` later (if
+    given), with ``fields``."""
+    done = None if took is None else at + took
+    return Entry(
+        seq=seq,
+        kind="status",
+        job_id="j_1",
+        method="GET",
+        path="/v1/jobs/j_1",
+        client="c",
+        received_at=at,
+        response_started_at=done,
+        completed_at=done,
+        **fields,
+    )
+
+
 def test_a_job_read_once_keeps_its_read_as_itself_and_lists_from_the_second() -> None:
     """``no_overlap``'s state of a job read once is that read (its negated start, and its seq
     and time as a pair), not two lists; the second read makes the lists of the first."""
     judge = _judges.ClientJudge(Limits())
-
-    def read(seq: int, at: float, took: float) -> Entry:
-        return Entry(
-            seq=seq,
-            kind="status",
-            job_id="j_1",
-            method="GET",
-            path="/v1/jobs/j_1",
-            client="c",
-            received_at=at,
-            response_started_at=at + took,
-            completed_at=at + took,
-            status_code=200,
-            job_status="processing",
-        )
+    read = functools.partial(_status_read, status_code=200, job_status="processing")
 
     judge.add(read(1, 1.0, 5.0))
     job = judge.jobs["j_1"]
@@ -380,22 +385,10 @@ def test_a_long_poller_reading_in_order_keeps_the_reads_let_go_in_arrays() -> No
     limits = Limits(status_rate=1000.0, status_rate_window=1.0)
     judge = _judges.BoundedStatusRate(limits)
     n = 100_000
-
-    def read(seq: int, at: float) -> Entry:
-        return Entry(
-            seq=seq,
-            kind="status",
-            job_id="j_1",
-            method="GET",
-            path="/v1/jobs/j_1",
-            client="c",
-            received_at=at,
-        )
-
     tracemalloc.start()
     try:
         for seq in range(1, n + 1):
-            judge.add(read(seq, seq / 100))
+            judge.add(_status_read(seq, seq / 100))
         held, _ = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
@@ -404,7 +397,7 @@ def test_a_long_poller_reading_in_order_keeps_the_reads_let_go_in_arrays() -> No
     assert len(judge.gone_at) == len(judge.gone_seq) == n - len(judge.at)
     assert (judge.gone_at.itemsize, judge.gone_seq.itemsize, len(judge.gone_index)) == (8, 8, 0)
     assert held < 20 * n
-    judge.add(read(n + 1, (n - 0.5) / 100))  # out of order
+    judge.add(_status_read(n + 1, (n - 0.5) / 100))  # out of order
     assert not judge.ordered
     assert list(judge.gone_index[:3]) == [0, 1, 2]
     assert len(judge.gone_index) == n + 1 - len(judge.times) == len(judge.gone_at)
