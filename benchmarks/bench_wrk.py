@@ -1,7 +1,6 @@
 """The server under load from ``wrk``: fakeprovider against bare Starlette, side by side.
 
-Four servers, each a process of its own on 127.0.0.1, started afresh in every round and taken in
-turn (so a machine that gets busier part-way slows every server alike):
+Four servers, each a process of its own on 127.0.0.1, started afresh in every round:
 
 - bare Starlette + uvicorn on httptools + uvloop (the baseline every ratio is against),
 - bare Starlette + uvicorn on h11 + asyncio,
@@ -21,6 +20,12 @@ per request over the server's) is what throughput's would be on an idle machine,
 on the machine hardly moves it, where it moves throughput by a third. The table shows medians
 over the rounds; each ratio is the median of per-round ratios against the baseline of the same
 round.
+
+A round's runs are taken in slices of a second (``--slice``), the servers' interleaved (A B,
+B A, A B...; each server idles while another takes its slice), so that a machine whose speed
+swings, as a shared one's does by 2x within minutes, weighs on every server alike; a run's
+numbers are its slices' together (p50 and p99: the median of its slices'). ``--slice 0`` takes
+each server's runs whole, one server after the other (the order reversed every other round).
 
 Install wrk first (Debian/Ubuntu: ``apt-get install wrk``; macOS: ``brew install wrk``). Without
 it a bounded Python client (asyncio, raw HTTP/1.1 keep-alive) stands in and the script says so:
@@ -637,6 +642,104 @@ def measure(
     )
 
 
+def slice_order(names: Sequence[str], cycles: int) -> list[str]:
+    """Which server takes each slice of an interleaved run (``--slice``): every server once a
+    cycle, the order reversed every other cycle (A B, B A, A B...), so that a machine that gets
+    faster or slower part-way weighs on every server alike."""
+    order: list[str] = []
+    for cycle in range(cycles):
+        order += names if cycle % 2 == 0 else list(reversed(names))
+    return order
+
+
+def combine(results: Sequence[LoadResult]) -> LoadResult:
+    """One server's run from its slices: requests, seconds and errors summed, the worst
+    latency, and the median of the slices' p50 and p99 (wrk prints percentiles, not the
+    histogram they come from, so the slices' cannot be merged into the run's own)."""
+    if not results:
+        raise ValueError("no slice to combine")
+    return LoadResult(
+        requests=sum(r.requests for r in results),
+        seconds=sum(r.seconds for r in results),
+        p50_ms=statistics.median(r.p50_ms for r in results),
+        p99_ms=statistics.median(r.p99_ms for r in results),
+        max_ms=max(r.max_ms for r in results),
+        errors=sum(r.errors for r in results),
+    )
+
+
+def _sum_or_none(values: Sequence[float | None]) -> float | None:
+    return None if any(v is None for v in values) else sum(v for v in values if v is not None)
+
+
+def measure_interleaved(
+    servers: Sequence[Server],
+    load: Load,
+    answers: Path,
+    folder: Path,
+    cores: set[int] | None,
+    *,
+    warmup: float,
+    duration: float,
+    seconds: int,
+    submits: bool,
+) -> list[Sample]:
+    """``measure`` for every server of a round at once: all started (one after the other, each
+    timed alone), each warmed up, then the status reads taken in slices of ``seconds``
+    (``slice_order``), then the submits likewise. Each server idles while another takes its
+    slice; its numbers are its slices' together (``combine``), its CPU theirs summed."""
+    cycles = max(1, round(duration / seconds))
+    with contextlib.ExitStack() as stack:
+        live: dict[str, tuple[subprocess.Popen[bytes], int, float, str]] = {}
+        for server in servers:
+            journal = folder / f"{server.name}-interleaved.jsonl"
+            process, port, startup = stack.enter_context(running(server, answers, journal, cores))
+            if server.kind == "fake":
+                job = json.loads(_request(port, "POST", "/v1/jobs", SUBMIT_BODY)[1])["job_id"]
+            else:
+                job = "job_bench"
+            live[server.name] = (process, port, startup, f"/v1/jobs/{job}")
+        for _process, port, _startup, path in live.values():
+            if warmup > 0:
+                load.run(port, "GET", path, warmup)
+
+        def phase(method: str) -> dict[str, tuple[LoadResult, float | None]]:
+            slices: dict[str, list[LoadResult]] = {name: [] for name in live}
+            cpus: dict[str, list[float | None]] = {name: [] for name in live}
+            for name in slice_order(list(live), cycles):
+                process, port, _startup, path = live[name]
+                before = _cpu_seconds(process.pid)
+                result = load.run(port, method, "/v1/jobs" if method == "POST" else path, seconds)
+                slices[name].append(result)
+                after = _cpu_seconds(process.pid)
+                cpus[name].append(None if before is None or after is None else after - before)
+            out = {}
+            for name in live:
+                run = combine(slices[name])
+                cpu = _sum_or_none(cpus[name])
+                out[name] = (run, None if cpu is None or run.requests <= 0 else cpu / run.requests)
+            return out
+
+        before_rss = {name: _rss_bytes(live[name][0].pid) for name in live}
+        reads = phase("GET")
+        after_rss = {name: _rss_bytes(live[name][0].pid) for name in live}
+        posts = phase("POST") if submits else {}
+    for server in servers:
+        with contextlib.suppress(OSError):
+            (folder / f"{server.name}-interleaved.jsonl").unlink()  # hundreds of MB a round
+    samples = []
+    for server in servers:
+        get, get_cpu = reads[server.name]
+        first, last = before_rss[server.name], after_rss[server.name]
+        retained = None
+        if first is not None and last is not None and get.requests > 0:
+            retained = (last - first) / get.requests
+        post, post_cpu = posts.get(server.name, (None, None))
+        startup = live[server.name][2]
+        samples.append(Sample(server.name, startup, get, post, retained, get_cpu, post_cpu))
+    return samples
+
+
 def _machine() -> dict[str, object]:
     model = "unknown"
     with contextlib.suppress(OSError):
@@ -652,6 +755,22 @@ def _machine() -> dict[str, object]:
     }
 
 
+def _say(number: int, sample: Sample) -> None:
+    """A round's numbers for one server, on standard error as they come."""
+    print(
+        f"round {number + 1}: {sample.server}: {sample.get.rate:,.0f} reads/s"
+        f" (p99 {_ms(sample.get.p99_ms)}, {_us(_micro(sample.get_cpu))} CPU), "
+        + (
+            f"{sample.post.rate:,.0f} submits/s ({_us(_micro(sample.post_cpu))} CPU), "
+            if sample.post is not None
+            else ""
+        )
+        + f"startup {sample.startup_s:.2f} s",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__.splitlines()[0] if __doc__ else None,
@@ -661,6 +780,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--warmup", type=float, default=3.0, help="seconds of warm-up (default 3)")
     parser.add_argument(
         "--duration", type=float, default=8.0, help="seconds per measured run (default 8)"
+    )
+    parser.add_argument(
+        "--slice",
+        type=int,
+        default=1,
+        help="take each run in slices of this many seconds, the servers' slices interleaved"
+        " (A B B A A B...: a machine whose speed swings weighs on all alike); 0: each"
+        " server's runs whole, one server after the other (default 1)",
     )
     parser.add_argument("--connections", type=int, default=16, help="wrk -c (default 16)")
     parser.add_argument("--threads", type=int, default=1, help="wrk -t (default 1)")
@@ -687,6 +814,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"unknown server(s): {', '.join(unknown)}")
     if not (1 <= args.rounds <= 20 and 0 < args.duration <= 120 and 0 <= args.warmup <= 60):
         parser.error("expected 1-20 rounds, a duration of at most 120 s, a warm-up of at most 60 s")
+    if not 0 <= args.slice <= args.duration:
+        parser.error("expected a --slice of 0 (none) up to the --duration, in whole seconds")
     servers = [s for s in SERVERS if s.name in names]
     budget = Budget(args.max_seconds)
     wrk = None if args.python_client else shutil.which("wrk")
@@ -715,6 +844,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         for number in range(args.rounds):
             samples = []
             order = servers if number % 2 == 0 else list(reversed(servers))
+            if args.slice:
+                budget.check(f"round {number + 1}")
+                samples = measure_interleaved(
+                    order,
+                    load,
+                    answers,
+                    folder,
+                    server_cores,
+                    warmup=args.warmup,
+                    duration=args.duration,
+                    seconds=args.slice,
+                    submits=not args.no_submits,
+                )
+                for sample in samples:
+                    _say(number, sample)
+                rounds.append(samples)
+                continue
             for server in order:
                 budget.check(f"{server.name} in round {number + 1}")
                 journal = folder / f"{server.name}-{number}.jsonl"
@@ -731,25 +877,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                 with contextlib.suppress(OSError):
                     journal.unlink()  # a fast server writes hundreds of MB per round
                 samples.append(sample)
-                print(
-                    f"round {number + 1}: {server.name}: {sample.get.rate:,.0f} reads/s"
-                    f" (p99 {_ms(sample.get.p99_ms)}, {_us(_micro(sample.get_cpu))} CPU), "
-                    + (
-                        f"{sample.post.rate:,.0f} submits/s ({_us(_micro(sample.post_cpu))} CPU), "
-                        if sample.post is not None
-                        else ""
-                    )
-                    + f"startup {sample.startup_s:.2f} s",
-                    file=sys.stderr,
-                    flush=True,
-                )
+                _say(number, sample)
             rounds.append(samples)
     rows = summarise(rounds, servers)
     machine["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
     print(format_table(rows))
     errors = sum(row.errors for row in rows)
     print(
-        f"\n{args.rounds} round(s), {args.warmup:g} s warm-up, {args.duration:g} s per run,"
+        f"\n{args.rounds} round(s), {args.warmup:g} s warm-up, {args.duration:g} s per run"
+        + (f" in {args.slice} s slices, the servers' interleaved," if args.slice else ",")
         + (
             f" wrk -t{args.threads} -c{args.connections};"
             if wrk

@@ -118,6 +118,36 @@ def test_each_cpu_ratio_is_the_median_of_the_baselines_cpu_per_request_over_the_
     assert fake.post_cpu_ratio == pytest.approx((0.5 + 0.625) / 2)
 
 
+def test_interleaved_slices_reverse_the_servers_order_every_other_cycle() -> None:
+    bench = _script()
+    assert bench.slice_order(["bare-fast", "fake-fast"], 4) == [
+        *("bare-fast", "fake-fast", "fake-fast", "bare-fast"),
+        *("bare-fast", "fake-fast", "fake-fast", "bare-fast"),
+    ]
+    assert bench.slice_order(["a", "b", "c"], 1) == ["a", "b", "c"]
+    assert bench.slice_order(["a"], 3) == ["a", "a", "a"]
+
+
+def test_a_runs_slices_combine_into_sums_the_worst_latency_and_median_percentiles() -> None:
+    bench = _script()
+    slices = [
+        bench.LoadResult(requests=20000, seconds=1.0, p50_ms=0.6, p99_ms=2.0, max_ms=9.0, errors=0),
+        bench.LoadResult(
+            requests=9000, seconds=1.01, p50_ms=1.4, p99_ms=7.5, max_ms=31.0, errors=2
+        ),
+        bench.LoadResult(
+            requests=18000, seconds=0.99, p50_ms=0.7, p99_ms=2.5, max_ms=5.0, errors=1
+        ),
+    ]
+    run = bench.combine(slices)
+    assert run == bench.LoadResult(
+        requests=47000, seconds=pytest.approx(3.0), p50_ms=0.7, p99_ms=2.5, max_ms=31.0, errors=3
+    )
+    assert run.rate == pytest.approx(47000 / 3.0)
+    with pytest.raises(ValueError, match=r"^no slice to combine$"):
+        bench.combine([])
+
+
 def test_a_process_cpu_time_is_read_from_proc() -> None:
     bench = _script()
     seconds = bench._cpu_seconds(os.getpid())
