@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -243,30 +243,37 @@ def _svg_run(geo: _Run, violations: Sequence[tuple[int, Violation]], poll_tolera
                 f"<title>{html.escape(status)} from {since - geo.zero:.3f} s</title></rect>"
             )
         # poll hint and Retry-After windows: after the answer, before which asking again is early
+        hints = _Runs()
+        waits = _Runs()
         for e in lane.entries:
             answered = e.completed_at if e.completed_at is not None else e.received_at
             if e.poll_after:
                 until = answered + e.poll_after * (1 - poll_tolerance)
                 x0, x1 = geo.clamp(answered), geo.clamp(until)
-                out.append(
-                    f'<rect x="{x0:.1f}" y="{mid + BAND_H / 2 + 1:.1f}" width="{max(x1 - x0, 1):.1f}"'
-                    f' height="5" fill="{COLOURS["poll_hint"]}" opacity="0.75" class="poll-hint">'
-                    f"<title>poll hint {e.poll_after:g} s after #{e.seq}</title></rect>"
-                )
+                hints.add((round(x0), round(x1)), e, (x0, x1, f"poll hint {e.poll_after:g} s"))
             ra = e.retry_after
             if ra is not None and ra.not_before is not None and ra.not_before > answered:
                 x0, x1 = geo.clamp(answered), geo.clamp(ra.not_before)
-                out.append(
-                    f'<rect x="{x0:.1f}" y="{mid - BAND_H / 2 - 7:.1f}" width="{max(x1 - x0, 1):.1f}"'
-                    f' height="6" fill="url(#hatch)" stroke="{COLOURS["retry_after"]}"'
-                    f' stroke-width="0.8" class="retry-after"><title>{html.escape(ra.header)}'
-                    f" {html.escape(ra.raw)} after #{e.seq}</title></rect>"
-                )
+                waits.add((round(x0), round(x1)), e, (x0, x1, f"{ra.header} {ra.raw}"))
+        for (x0, x1, what), first, last, count in hints.runs():
+            out.append(
+                f'<rect x="{x0:.1f}" y="{mid + BAND_H / 2 + 1:.1f}" width="{max(x1 - x0, 1):.1f}"'
+                f' height="5" fill="{COLOURS["poll_hint"]}" opacity="0.75" class="poll-hint">'
+                f"<title>{html.escape(what)} after {_after(first, last, count)}</title></rect>"
+            )
+        for (x0, x1, what), first, last, count in waits.runs():
+            out.append(
+                f'<rect x="{x0:.1f}" y="{mid - BAND_H / 2 - 7:.1f}" width="{max(x1 - x0, 1):.1f}"'
+                f' height="6" fill="url(#hatch)" stroke="{COLOURS["retry_after"]}"'
+                f' stroke-width="0.8" class="retry-after"><title>{html.escape(what)}'
+                f" after {_after(first, last, count)}</title></rect>"
+            )
         # requests and webhooks
+        marks = _Runs()
         for e in lane.entries:
             cx = geo.x(e.received_at)
-            line = html.escape(entry_line(e, geo.zero).strip())
             if e.kind == "webhook":
+                line = html.escape(entry_line(e, geo.zero).strip())
                 ok = e.status_code is not None and 200 <= e.status_code < 300
                 name = "ok" if ok else "failed"
                 colour = COLOURS[f"webhook_{name}"]
@@ -277,16 +284,30 @@ def _svg_run(geo: _Run, violations: Sequence[tuple[int, Violation]], poll_tolera
                 )
                 continue
             dropped = e.dropped is not None or e.status_code is None
+            colour = answer_colour(e)
+            ringed = e.seq in broken
+            marks.add(
+                (round(cx), e.kind, colour, dropped, ringed), e, (cx, colour, dropped, ringed)
+            )
+        for (cx, colour, dropped, ringed), first, last, count in marks.runs():
+            kind = first.kind
             halo = (
                 f'<circle cx="{cx:.1f}" cy="{mid:.1f}" r="10" fill="{COLOURS["violation"]}"'
                 f' fill-opacity="0.3" stroke="{COLOURS["violation"]}" stroke-width="1.6"'
                 ' class="halo"/>'
-                if e.seq in broken
+                if ringed
                 else ""
             )
+            line = html.escape(entry_line(first, geo.zero).strip())
+            if count == 1:
+                head, title = f'data-seq="{first.seq}"', line
+            else:
+                end = html.escape(entry_line(last, geo.zero).strip())
+                head = f'data-seq="{first.seq}" data-count="{count}"'
+                title = f"{count} requests, #{first.seq} to #{last.seq}:\n{line}\n…\n{end}"
             out.append(
-                f'<g class="mark mark-{html.escape(e.kind)}" data-seq="{e.seq}">{halo}'
-                f"{_mark(e.kind, cx, mid, answer_colour(e), dropped)}<title>{line}</title></g>"
+                f'<g class="mark mark-{html.escape(kind)}" {head}>{halo}'
+                f"{_mark(kind, cx, mid, colour, dropped)}<title>{title}</title></g>"
             )
     # violations: ring the requests, number them, join them
     lane_of: dict[int, int] = {}
@@ -294,7 +315,7 @@ def _svg_run(geo: _Run, violations: Sequence[tuple[int, Violation]], poll_tolera
         for e in lane.entries:
             lane_of.setdefault(e.seq, index)
     by_seq = {e.seq: e for e in geo.entries}
-    for number, v in violations:
+    for number, v in violations[:MAX_LISTED]:  # the ones listed below: a badge for each
         points = [
             (geo.x(by_seq[s].received_at), AXIS_H + lane_of[s] * LANE_H + LANE_H / 2)
             for s in v.seqs
@@ -319,6 +340,42 @@ def _svg_run(geo: _Run, violations: Sequence[tuple[int, Violation]], poll_tolera
         out.append("".join(parts))
     out.append("</svg>")
     return "\n".join(out)
+
+
+class _Runs:
+    """A lane's drawn items, each drawn once for every request that would draw it alike (the
+    same ``look``: the same pixel, shape and colour): a tight loop's thousands of reads of one
+    job are a mark a pixel, not a page of a hundred megabytes that a browser takes a minute to
+    open. Each keeps what its first request would draw (``drawn``); they are drawn in the order
+    of their last request, so that what shows on top at each pixel is what drawing every
+    request in turn would leave there."""
+
+    def __init__(self) -> None:
+        self._by_look: dict[Hashable, list[Any]] = {}
+        self._added = 0
+
+    def add(self, look: Hashable, entry: Entry, drawn: Any) -> None:
+        self._added += 1
+        found = self._by_look.get(look)
+        if found is None:
+            self._by_look[look] = [drawn, entry, entry, 1, self._added]
+        else:
+            found[2] = entry
+            found[3] += 1
+            found[4] = self._added
+
+    def runs(self) -> list[tuple[Any, Entry, Entry, int]]:
+        """(what the first request draws, the first request, the last, how many), in the order
+        of their last request."""
+        ordered = sorted(self._by_look.values(), key=lambda item: item[4])
+        return [(drawn, first, last, count) for drawn, first, last, count, _ in ordered]
+
+
+def _after(first: Entry, last: Entry, count: int) -> str:
+    """Which requests a window drawn once stands for."""
+    if count == 1:
+        return f"#{first.seq}"
+    return f"#{first.seq} to #{last.seq} ({count} answers)"
 
 
 def _short(text: str, width: int = 24) -> str:

@@ -95,6 +95,52 @@ def test_a_big_report_caps_its_lanes_and_its_list(tmp_path: Path) -> None:
     assert '<p class="more">50 more violation(s) not listed (the first 200 are;' in page
 
 
+def test_a_tight_loop_draws_a_mark_a_pixel_not_one_a_request() -> None:
+    entries = [e(1, "submit", 0.0, code=202, status="queued")]
+    # 3,000 reads a millisecond apart, then one at 100 s: the plot's 940 pixels span 104 s,
+    # so the first 3 s are some 27 pixels
+    entries += [e(n, "status", (n - 2) / 1000, status="processing") for n in range(2, 3002)]
+    entries.append(e(3002, "status", 100.0, status="processing"))
+    page = html_report(check(entries, poll_tolerance=1.0))
+    marks = re.findall(
+        r'<g class="mark mark-status" data-seq="(\d+)"(?: data-count="(\d+)")?>', page
+    )
+    assert 20 <= len(marks) <= 30
+    assert sum(int(count or 1) for _, count in marks) == 3001  # every read in one mark
+    assert [int(seq) for seq, _ in marks] == sorted(int(seq) for seq, _ in marks)
+    seq, count = marks[0]
+    assert seq == "2"
+    assert f"<title>{count} requests, #2 to #{1 + int(count)}:\n#2 " in page
+    assert len(page) < 200_000  # 1.9 MB with a mark and a badge for each read
+
+
+def test_requests_drawn_alike_on_one_pixel_leave_the_last_ones_look_on_top() -> None:
+    entries = [
+        e(1, "submit", 0.0, code=202, status="queued"),
+        e(2, "status", 1.0, status="queued"),
+        e(3, "status", 1.001, code=429),
+        e(4, "status", 1.002, status="queued"),
+        e(5, "status", 60.0, status="queued"),
+    ]
+    page = html_report(check(entries))
+    marks = re.findall(
+        r'<g class="mark mark-status" data-seq="(\d+)"(?: data-count="(\d+)")?>', page
+    )
+    # the 429 first, then the two 200s on that pixel (#4 was drawn last, so a 200 shows)
+    assert marks == [("3", ""), ("2", "2"), ("5", "")]
+    assert "<title>2 requests, #2 to #4:\n#2 " in page
+
+
+def test_only_the_listed_violations_get_a_numbered_badge() -> None:
+    entries = [e(1, "submit", 0.0, code=202, status="queued", poll_after=30.0)]
+    # 300 reads a second apart under a 30 s hint: 300 polls too early, 200 listed
+    entries += [e(n, "status", n - 1.0, status="queued", poll_after=30.0) for n in range(2, 302)]
+    page = html_report(check(entries))
+    assert page.count('<span class="rule">honours_poll_after</span>') == 200
+    assert page.count('class="badge"') == 200
+    assert '<p class="more">100 more violation(s) not listed (the first 200 are;' in page
+
+
 def test_a_journal_without_run_header_says_so(tmp_path: Path) -> None:
     page = html_report(check([e(1, "submit", 0.0, code=202, status="queued")]))
     assert "No run header (a journal from an older fakeprovider)." in page
