@@ -162,23 +162,63 @@ def add_report_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from .htmlreport import write_html_report
+    """The HTML report. A journal file is judged as it streams by (``judge_streamed``) and
+    drawn from two more passes over the same bytes (``html_report``'s ``entries``), so that
+    what is held grows with the violations and jobs, not with the entries; stdin, or a file too
+    far out of seq order to stream, is read whole."""
+    from .htmlreport import html_report
 
+    prog = "fakeprovider report"
     try:
-        report = judge(args.journal, args, prog="fakeprovider report")
+        snapshot = None if args.journal == "-" else _Snapshot.of(args.journal)
+        # (judged as ``check --format json`` is: every violation kept, no timelines noted)
+        streamed = argparse.Namespace(**{**vars(args), "format": "json", "ends_process": False})
+        found = None if snapshot is None else judge_streamed(snapshot, streamed, prog=prog)
+        if found is None:
+            report, page = judge(args.journal, args, prog=prog), None
+        else:
+            assert snapshot is not None  # streamed from a regular file
+            report = Report(
+                violations=found.violations,
+                metrics=found.metrics,
+                coverage=found.coverage,
+                warnings=found.warnings,
+                limits=limits_for(base=found.limits, overrides={}),
+            )
+            page = _drawn(report, snapshot, args.title, prog)
     except BadInput as exc:
         print(exc, file=sys.stderr)
         return 2
     try:
-        write_html_report(report, args.output, title=args.title)
-    except OSError as exc:
-        print(
-            f"fakeprovider report: cannot write {args.output}: {exc.strerror or exc}",
-            file=sys.stderr,
+        Path(args.output).write_text(
+            html_report(report, title=args.title) if page is None else page, encoding="utf-8"
         )
+    except OSError as exc:
+        print(f"{prog}: cannot write {args.output}: {exc.strerror or exc}", file=sys.stderr)
         return 2
-    print(f"fakeprovider report: wrote {args.output} ({report.summary()})", file=sys.stderr)
+    print(f"{prog}: wrote {args.output} ({report.summary()})", file=sys.stderr)
     return 0
+
+
+def _drawn(report: Report, journal: _Snapshot, title: str, prog: str) -> str:
+    """``html_report`` of a streamed ``report``, drawn from passes over the journal's bytes.
+    Raises ``BadInput`` when the file was replaced, truncated or rewritten in between."""
+    from .htmlreport import html_report
+
+    changed = BadInput(
+        f"{prog}: {journal.path} changed while it was being checked (replaced,"
+        " truncated or rewritten); check a copy of it"
+    )
+    if not journal.unchanged():
+        raise changed
+    try:
+        with paused_gc():
+            page = html_report(report, title=title, entries=journal.entries)
+    except (Unordered, ValueError, KeyError, IndexError, OSError):
+        raise changed from None
+    if not journal.unchanged():
+        raise changed
+    return page
 
 
 def add_limit_options(parser: argparse.ArgumentParser) -> None:
@@ -320,13 +360,15 @@ class _Snapshot:
 
 
 def judge_streamed(
-    journal: _Snapshot, args: argparse.Namespace, shown: int | None = None
+    journal: _Snapshot,
+    args: argparse.Namespace,
+    shown: int | None = None,
+    prog: str = "fakeprovider check",
 ) -> StreamReport | None:
     """``judge`` for a journal file, judged as it is read (``_stream``): what is kept does not
     grow with its entries. None when the file is too far out of seq order for that (``judge``
     then reads it whole). Raises ``BadInput`` as ``judge`` does, for the same journals.
     ``shown``: keep only the first that many violations (``check_stream``'s ``shown``)."""
-    prog = "fakeprovider check"
     timelines = args.format == "text"  # what the text report's timelines pass needs noted
     hold = bool(getattr(args, "ends_process", False))  # see ``_check``
     scenarios: dict[float, Limits] = {}

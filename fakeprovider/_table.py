@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from .entries import EntryLike
 from .journal import Entry, order_entries
 
 __all__ = ["RunLines", "entry_line", "header_line", "journal_table"]
 
 
-def entry_line(entry: Entry, start: float) -> str:
+def entry_line(entry: EntryLike, start: float) -> str:
     """``#seq  time since start  METHOD path -> answer  status, error, Retry-After, fault``."""
     if entry.dropped is not None:
         answer = f"dropped ({entry.dropped})"

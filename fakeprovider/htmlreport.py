@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Hashable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from ._runs import _RUN_STARTS
 from ._table import entry_line
-from .invariants import Report, Violation, runs_with_headers
-from .journal import Entry
+from .entries import EntryLike
+from .invariants import Report, Violation
+from .journal import order_entries
 
 __all__ = ["COLOURS", "html_report", "write_html_report"]
 
@@ -63,7 +64,7 @@ _STATUS_ORDER = (
 _SHAPES = {"submit": "square", "status": "circle", "content": "diamond", "cancel": "triangle"}
 
 
-def answer_colour(entry: Entry) -> str:
+def answer_colour(entry: EntryLike) -> str:
     """The colour of a request's mark: what the client got."""
     code = entry.status_code
     if entry.dropped is not None or code is None:
@@ -75,44 +76,6 @@ def answer_colour(entry: Entry) -> str:
     if code >= 400:
         return COLOURS["client_error"]
     return COLOURS["ok"]
-
-
-@dataclass
-class _Lane:
-    label: str
-    detail: str
-    entries: list[Entry] = field(default_factory=list)
-    job_id: str | None = None
-
-
-def _lanes(run: Sequence[Entry]) -> list[_Lane]:
-    """One lane per (client, job) in order of first appearance; a client's requests about no
-    job (a refused submit, a list) in a lane of their own; webhooks in their job's lane."""
-    lanes: dict[tuple[str, str | None], _Lane] = {}
-    hooks: list[Entry] = []
-    for e in run:
-        if e.kind == "webhook":
-            hooks.append(e)
-            continue
-        key = (e.client, e.job_id)
-        if key not in lanes:
-            if e.job_id is None:
-                lanes[key] = _Lane(e.client, "requests about no job")
-            else:
-                lanes[key] = _Lane(e.job_id, f"client {e.client}", job_id=e.job_id)
-        lanes[key].entries.append(e)
-    by_job: dict[str | None, _Lane] = {
-        lane.job_id: lane for lane in lanes.values() if lane.job_id is not None
-    }
-    for hook in hooks:
-        lane = by_job.get(hook.job_id)
-        if lane is None:
-            lane = lanes.setdefault(
-                ("(webhooks)", hook.job_id), _Lane(hook.job_id or "?", "webhooks")
-            )
-            lane.job_id = hook.job_id
-        lane.entries.append(hook)
-    return list(lanes.values())
 
 
 def _nice_step(span: float, target: int = 10) -> float:
@@ -133,28 +96,89 @@ def _fmt_seconds(value: float) -> str:
     return f"{value:g} s"
 
 
-class _Run:
-    """The geometry of one run's timeline."""
+class _Shape:
+    """What the first pass over a run finds, without keeping its entries: its header, its span
+    on the time axis and its lanes, one per (client, job) in order of first appearance (a
+    client's requests about no job in a lane of their own), then one for each job whose
+    webhooks have no lane of their job (webhooks go to their job's lane: the last one, when
+    several clients asked about it)."""
 
-    def __init__(self, header: dict[str, Any] | None, run: list[Entry]) -> None:
+    def __init__(self, header: dict[str, Any] | None) -> None:
         self.header = header
-        self.entries = run
-        first = min(e.received_at for e in run)
-        #: Time 0 of the axis labels: the run's start (its header), else its first request.
+        self.first = math.inf
+        self.end = -math.inf
+        #: Each lane's index, by (client, job); webhooks-only lanes by ("(webhooks)", job).
+        self.lanes: dict[tuple[str, str | None], int] = {}
+        #: The first ``MAX_LANES`` lanes' label and detail.
+        self.labels: list[tuple[str, str]] = []
+        #: A job's last lane of requests, and the lane each webhook's job draws it in.
+        self.by_job: dict[str, int] = {}
+        self.hook_lane: dict[str | None, int] = {}
+
+    def add(self, e: EntryLike) -> None:
+        at = e.received_at
+        self.first = min(self.first, at)
+        self.end = max(self.end, e.completed_at if e.completed_at is not None else at)
+        if e.kind == "webhook":
+            self.hook_lane.setdefault(e.job_id, -1)  # placed by ``finish``, in this order
+            return
+        key = (e.client, e.job_id)
+        if key not in self.lanes:
+            index = self.lanes[key] = len(self.lanes)
+            if e.job_id is not None:
+                self.by_job[e.job_id] = index
+            if index < MAX_LANES:
+                if e.job_id is None:
+                    self.labels.append((e.client, "requests about no job"))
+                else:
+                    self.labels.append((e.job_id, f"client {e.client}"))
+
+    def finish(self) -> None:
+        """Place the webhooks: in their job's lane, else in a lane of their own after the
+        others; then the axis: time 0 is the run's start (its header), else its first
+        request, and the plot spans the requests (not the server's start-up before them)."""
+        for job in self.hook_lane:
+            index = self.by_job.get(job) if job is not None else None
+            if index is None:
+                key = ("(webhooks)", job)
+                index = self.lanes.get(key)
+                if index is None:
+                    index = self.lanes[key] = len(self.lanes)
+                    if index < MAX_LANES:
+                        self.labels.append((job or "?", "webhooks"))
+            self.hook_lane[job] = index
+        header, first = self.header, self.first
         self.zero = float(header["clock"]) if header and "clock" in header else first
         self.zero = min(self.zero, first)
-        ends = [e.completed_at if e.completed_at is not None else e.received_at for e in run]
-        span = max(max(ends) - first, 1e-3)
-        # the plot spans the requests (not the server's start-up before the first one)
+        span = max(self.end - first, 1e-3)
         self.t0 = max(self.zero, first - span * 0.02)
         self.t1 = first + span * 1.04
-        self.lanes = _lanes(run)
 
     def x(self, t: float) -> float:
         return LABEL_W + (t - self.t0) / (self.t1 - self.t0) * PLOT_W
 
     def clamp(self, t: float) -> float:
         return min(max(self.x(t), LABEL_W), LABEL_W + PLOT_W)
+
+
+def _runs(entries: Iterable[EntryLike]) -> Iterator[tuple[int, dict[str, Any] | None, EntryLike]]:
+    """Each entry of a run with its run's number and header, as ``runs_with_headers`` splits
+    them (in ``order_entries``'s order), without keeping any."""
+    header: dict[str, Any] | None = None
+    begun = False
+    number = -1
+    for e in entries:
+        if e.kind == "admin":
+            if e.run is not None or e.path in _RUN_STARTS:
+                if begun:
+                    header, begun = e.run, False
+                elif e.run is not None:
+                    header = e.run
+            continue
+        if not begun:
+            begun = True
+            number += 1
+        yield number, header, e
 
 
 def _mark(kind: str, cx: float, cy: float, colour: str, dropped: bool) -> str:
@@ -181,58 +205,63 @@ def _mark(kind: str, cx: float, cy: float, colour: str, dropped: bool) -> str:
     return f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="5.5" {attrs}/>'
 
 
-def _phases(entries: Sequence[Entry]) -> list[tuple[float, str]]:
-    points: dict[float, str] = {}
-    for e in entries:
+class _Lane:
+    """The second pass's drawing of one lane: its status phases, windows and marks, each
+    drawn once for every request that would draw it alike (``_Runs``); webhooks after its
+    requests."""
+
+    def __init__(self, shape: _Shape, poll_tolerance: float, broken: set[int]) -> None:
+        self.shape = shape
+        self.tolerance = poll_tolerance
+        self.broken = broken
+        self.points: dict[float, str] = {}
+        self.hints = _Runs()
+        self.waits = _Runs()
+        self.marks = _Runs()
+        self.hooks: list[EntryLike] = []
+
+    def add(self, e: EntryLike) -> None:
+        """A request (not a webhook) of the lane, in order."""
+        self._windows(e)
+        geo = self.shape
+        cx = geo.x(e.received_at)
+        dropped = e.dropped is not None or e.status_code is None
+        colour = answer_colour(e)
+        ringed = e.seq in self.broken
+        look = (round(cx), e.kind, colour, dropped, ringed)
+        self.marks.add(look, e, (cx, colour, dropped, ringed))
+
+    def _windows(self, e: EntryLike) -> None:
         if e.true_status is not None and e.status_since is not None:
-            points.setdefault(e.status_since, e.true_status)
-    return sorted(points.items())
+            self.points.setdefault(e.status_since, e.true_status)
+        geo = self.shape
+        answered = e.completed_at if e.completed_at is not None else e.received_at
+        if e.poll_after:
+            until = answered + e.poll_after * (1 - self.tolerance)
+            x0, x1 = geo.clamp(answered), geo.clamp(until)
+            self.hints.add((round(x0), round(x1)), e, (x0, x1, f"poll hint {e.poll_after:g} s"))
+        ra = e.retry_after
+        if ra is not None and ra.not_before is not None and ra.not_before > answered:
+            x0, x1 = geo.clamp(answered), geo.clamp(ra.not_before)
+            self.waits.add((round(x0), round(x1)), e, (x0, x1, f"{ra.header} {ra.raw}"))
 
-
-def _svg_run(geo: _Run, violations: Sequence[tuple[int, Violation]], poll_tolerance: float) -> str:
-    lanes = geo.lanes[:MAX_LANES]
-    height = AXIS_H + LANE_H * len(lanes) + 8
-    width = LABEL_W + PLOT_W + RIGHT_PAD
-    out = [
-        f'<svg class="timeline" xmlns="http://www.w3.org/2000/svg" width="{width}"'
-        f' height="{height}" viewBox="0 0 {width} {height}" role="img">',
-        "<defs>"
-        '<pattern id="hatch" width="6" height="6" patternUnits="userSpaceOnUse"'
-        ' patternTransform="rotate(45)"><rect width="3" height="6"'
-        f' fill="{COLOURS["retry_after"]}"/></pattern>'
-        '<marker id="arrow-ok" viewBox="0 0 10 10" refX="9" refY="5" markerUnits="userSpaceOnUse" markerWidth="9"'
-        f' markerHeight="9" orient="auto"><path d="M0,0L10,5L0,10Z" fill="{COLOURS["webhook_ok"]}"/>'
-        "</marker>"
-        '<marker id="arrow-failed" viewBox="0 0 10 10" refX="9" refY="5" markerUnits="userSpaceOnUse" markerWidth="9"'
-        ' markerHeight="9" orient="auto"><path d="M0,0L10,5L0,10Z"'
-        f' fill="{COLOURS["webhook_failed"]}"/></marker>'
-        "</defs>",
-    ]
-    # axis and grid
-    step = _nice_step(geo.t1 - geo.t0)
-    tick = math.ceil((geo.t0 - geo.zero) / step - 1e-9) * step
-    bottom = AXIS_H + LANE_H * len(lanes)
-    while geo.zero + tick <= geo.t1:
-        x = geo.x(geo.zero + tick)
-        out.append(
-            f'<line x1="{x:.1f}" y1="{AXIS_H - 6}" x2="{x:.1f}" y2="{bottom}" class="grid"/>'
-            f'<text x="{x:.1f}" y="{AXIS_H - 10}" class="tick">{_fmt_seconds(tick)}</text>'
-        )
-        tick = round(tick + step, 9)
-    broken = {seq for _, v in violations for seq in v.seqs}
-    for index, lane in enumerate(lanes):
+    def svg(self, index: int, label: str, detail: str, out: list[str]) -> None:
+        for hook in self.hooks:
+            self._windows(hook)
+        geo = self.shape
+        width = LABEL_W + PLOT_W + RIGHT_PAD
         top = AXIS_H + index * LANE_H
         mid = top + LANE_H / 2
         stripe = "lane-even" if index % 2 == 0 else "lane-odd"
         out.append(
             f'<rect x="0" y="{top}" width="{width}" height="{LANE_H}" class="{stripe}"/>'
-            f'<text x="10" y="{mid - 2:.1f}" class="lane-label">{html.escape(_short(lane.label))}'
-            f"<title>{html.escape(lane.label)}</title></text>"
+            f'<text x="10" y="{mid - 2:.1f}" class="lane-label">{html.escape(_short(label))}'
+            f"<title>{html.escape(label)}</title></text>"
             f'<text x="10" y="{mid + 11:.1f}" class="lane-detail">'
-            f"{html.escape(_short(lane.detail, 30))}</text>"
+            f"{html.escape(_short(detail, 30))}</text>"
         )
         # status phases
-        phases = _phases(lane.entries)
+        phases = sorted(self.points.items())
         for number, (since, status) in enumerate(phases):
             until = phases[number + 1][0] if number + 1 < len(phases) else geo.t1
             x0, x1 = geo.clamp(since), geo.clamp(until)
@@ -243,53 +272,32 @@ def _svg_run(geo: _Run, violations: Sequence[tuple[int, Violation]], poll_tolera
                 f"<title>{html.escape(status)} from {since - geo.zero:.3f} s</title></rect>"
             )
         # poll hint and Retry-After windows: after the answer, before which asking again is early
-        hints = _Runs()
-        waits = _Runs()
-        for e in lane.entries:
-            answered = e.completed_at if e.completed_at is not None else e.received_at
-            if e.poll_after:
-                until = answered + e.poll_after * (1 - poll_tolerance)
-                x0, x1 = geo.clamp(answered), geo.clamp(until)
-                hints.add((round(x0), round(x1)), e, (x0, x1, f"poll hint {e.poll_after:g} s"))
-            ra = e.retry_after
-            if ra is not None and ra.not_before is not None and ra.not_before > answered:
-                x0, x1 = geo.clamp(answered), geo.clamp(ra.not_before)
-                waits.add((round(x0), round(x1)), e, (x0, x1, f"{ra.header} {ra.raw}"))
-        for (x0, x1, what), first, last, count in hints.runs():
+        for (x0, x1, what), first, last, count in self.hints.runs():
             out.append(
                 f'<rect x="{x0:.1f}" y="{mid + BAND_H / 2 + 1:.1f}" width="{max(x1 - x0, 1):.1f}"'
                 f' height="5" fill="{COLOURS["poll_hint"]}" opacity="0.75" class="poll-hint">'
                 f"<title>{html.escape(what)} after {_after(first, last, count)}</title></rect>"
             )
-        for (x0, x1, what), first, last, count in waits.runs():
+        for (x0, x1, what), first, last, count in self.waits.runs():
             out.append(
                 f'<rect x="{x0:.1f}" y="{mid - BAND_H / 2 - 7:.1f}" width="{max(x1 - x0, 1):.1f}"'
                 f' height="6" fill="url(#hatch)" stroke="{COLOURS["retry_after"]}"'
                 f' stroke-width="0.8" class="retry-after"><title>{html.escape(what)}'
                 f" after {_after(first, last, count)}</title></rect>"
             )
-        # requests and webhooks
-        marks = _Runs()
-        for e in lane.entries:
+        # webhooks, then requests
+        for e in self.hooks:
             cx = geo.x(e.received_at)
-            if e.kind == "webhook":
-                line = html.escape(entry_line(e, geo.zero).strip())
-                ok = e.status_code is not None and 200 <= e.status_code < 300
-                name = "ok" if ok else "failed"
-                colour = COLOURS[f"webhook_{name}"]
-                out.append(
-                    f'<g class="webhook"><line x1="{cx:.1f}" y1="{top + 2:.1f}" x2="{cx:.1f}"'
-                    f' y2="{mid - 3:.1f}" stroke="{colour}" stroke-width="2.5"'
-                    f' marker-end="url(#arrow-{name})"/><title>{line}</title></g>'
-                )
-                continue
-            dropped = e.dropped is not None or e.status_code is None
-            colour = answer_colour(e)
-            ringed = e.seq in broken
-            marks.add(
-                (round(cx), e.kind, colour, dropped, ringed), e, (cx, colour, dropped, ringed)
+            line = html.escape(entry_line(e, geo.zero).strip())
+            ok = e.status_code is not None and 200 <= e.status_code < 300
+            name = "ok" if ok else "failed"
+            colour = COLOURS[f"webhook_{name}"]
+            out.append(
+                f'<g class="webhook"><line x1="{cx:.1f}" y1="{top + 2:.1f}" x2="{cx:.1f}"'
+                f' y2="{mid - 3:.1f}" stroke="{colour}" stroke-width="2.5"'
+                f' marker-end="url(#arrow-{name})"/><title>{line}</title></g>'
             )
-        for (cx, colour, dropped, ringed), first, last, count in marks.runs():
+        for (cx, colour, dropped, ringed), first, last, count in self.marks.runs():
             kind = first.kind
             halo = (
                 f'<circle cx="{cx:.1f}" cy="{mid:.1f}" r="10" fill="{COLOURS["violation"]}"'
@@ -304,42 +312,104 @@ def _svg_run(geo: _Run, violations: Sequence[tuple[int, Violation]], poll_tolera
             else:
                 end = html.escape(entry_line(last, geo.zero).strip())
                 head = f'data-seq="{first.seq}" data-count="{count}"'
-                title = f"{count} requests, #{first.seq} to #{last.seq}:\n{line}\n…\n{end}"
+                title = f"{count} requests, #{first.seq} to #{last.seq}:\n{line}\n...\n{end}"
             out.append(
                 f'<g class="mark mark-{html.escape(kind)}" {head}>{halo}'
                 f"{_mark(kind, cx, mid, colour, dropped)}<title>{title}</title></g>"
             )
-    # violations: ring the requests, number them, join them
-    lane_of: dict[int, int] = {}
-    for index, lane in enumerate(lanes):
-        for e in lane.entries:
-            lane_of.setdefault(e.seq, index)
-    by_seq = {e.seq: e for e in geo.entries}
-    for number, v in violations[:MAX_LISTED]:  # the ones listed below: a badge for each
-        points = [
-            (geo.x(by_seq[s].received_at), AXIS_H + lane_of[s] * LANE_H + LANE_H / 2)
-            for s in v.seqs
-            if s in by_seq and s in lane_of
+
+
+class _Paint:
+    """The second pass over a run: its drawn lanes (the first ``MAX_LANES``), and where the
+    requests of its listed violations are, for their badges."""
+
+    def __init__(
+        self, shape: _Shape, violations: Sequence[tuple[int, Violation]], poll_tolerance: float
+    ) -> None:
+        self.shape = shape
+        self.violations = violations
+        broken = {seq for _, v in violations for seq in v.seqs}
+        self.lanes = [_Lane(shape, poll_tolerance, broken) for _ in shape.labels]
+        #: The seqs the listed violations name: when each was received (its last entry's, as
+        #: a seq may be written twice) and the first drawn lane that holds it.
+        self.wanted = {seq for _, v in violations[:MAX_LISTED] for seq in v.seqs}
+        self.at: dict[int, float] = {}
+        self.lane_of: dict[int, int] = {}
+
+    def add(self, e: EntryLike) -> None:
+        shape = self.shape
+        if e.kind == "webhook":
+            index = shape.hook_lane[e.job_id]
+            if index < MAX_LANES:
+                self.lanes[index].hooks.append(e)
+        else:
+            index = shape.lanes[(e.client, e.job_id)]
+            if index < MAX_LANES:
+                self.lanes[index].add(e)
+        seq = e.seq
+        if seq in self.wanted:
+            self.at[seq] = e.received_at
+            if index < MAX_LANES and index < self.lane_of.get(seq, MAX_LANES):
+                self.lane_of[seq] = index
+
+    def svg(self) -> str:
+        geo = self.shape
+        height = AXIS_H + LANE_H * len(self.lanes) + 8
+        width = LABEL_W + PLOT_W + RIGHT_PAD
+        out = [
+            f'<svg class="timeline" xmlns="http://www.w3.org/2000/svg" width="{width}"'
+            f' height="{height}" viewBox="0 0 {width} {height}" role="img">',
+            "<defs>"
+            '<pattern id="hatch" width="6" height="6" patternUnits="userSpaceOnUse"'
+            ' patternTransform="rotate(45)"><rect width="3" height="6"'
+            f' fill="{COLOURS["retry_after"]}"/></pattern>'
+            '<marker id="arrow-ok" viewBox="0 0 10 10" refX="9" refY="5" markerUnits="userSpaceOnUse" markerWidth="9"'
+            f' markerHeight="9" orient="auto"><path d="M0,0L10,5L0,10Z" fill="{COLOURS["webhook_ok"]}"/>'
+            "</marker>"
+            '<marker id="arrow-failed" viewBox="0 0 10 10" refX="9" refY="5" markerUnits="userSpaceOnUse" markerWidth="9"'
+            ' markerHeight="9" orient="auto"><path d="M0,0L10,5L0,10Z"'
+            f' fill="{COLOURS["webhook_failed"]}"/></marker>'
+            "</defs>",
         ]
-        if not points:
-            continue
-        colour = COLOURS["violation"]
-        parts = [f'<g class="violation" data-rule="{html.escape(v.invariant)}">']
-        if len({y for _, y in points}) > 1:  # across lanes: join the requests
-            path = "L".join(f"{x:.1f},{y:.1f}" for x, y in points)
-            parts.append(
-                f'<path d="M{path}" fill="none" stroke="{colour}" stroke-width="1.5"'
-                ' stroke-dasharray="4 3"/>'
+        # axis and grid
+        step = _nice_step(geo.t1 - geo.t0)
+        tick = math.ceil((geo.t0 - geo.zero) / step - 1e-9) * step
+        bottom = AXIS_H + LANE_H * len(self.lanes)
+        while geo.zero + tick <= geo.t1:
+            x = geo.x(geo.zero + tick)
+            out.append(
+                f'<line x1="{x:.1f}" y1="{AXIS_H - 6}" x2="{x:.1f}" y2="{bottom}" class="grid"/>'
+                f'<text x="{x:.1f}" y="{AXIS_H - 10}" class="tick">{_fmt_seconds(tick)}</text>'
             )
-        x, y = points[-1]
-        parts.append(
-            f'<circle cx="{x + 11:.1f}" cy="{y - 11:.1f}" r="7.5" fill="{colour}"/>'
-            f'<text x="{x + 11:.1f}" y="{y - 7.6:.1f}" class="badge">{number}</text>'
-            f"<title>{number}. {html.escape(v.invariant)}: {html.escape(v.message)}</title></g>"
-        )
-        out.append("".join(parts))
-    out.append("</svg>")
-    return "\n".join(out)
+            tick = round(tick + step, 9)
+        for index, (lane, (label, detail)) in enumerate(zip(self.lanes, geo.labels, strict=True)):
+            lane.svg(index, label, detail, out)
+        # violations: ring the requests, number them, join them
+        for number, v in self.violations[:MAX_LISTED]:  # the ones listed below: a badge each
+            points = [
+                (geo.x(self.at[s]), AXIS_H + self.lane_of[s] * LANE_H + LANE_H / 2)
+                for s in v.seqs
+                if s in self.at and s in self.lane_of
+            ]
+            if not points:
+                continue
+            colour = COLOURS["violation"]
+            parts = [f'<g class="violation" data-rule="{html.escape(v.invariant)}">']
+            if len({y for _, y in points}) > 1:  # across lanes: join the requests
+                path = "L".join(f"{x:.1f},{y:.1f}" for x, y in points)
+                parts.append(
+                    f'<path d="M{path}" fill="none" stroke="{colour}" stroke-width="1.5"'
+                    ' stroke-dasharray="4 3"/>'
+                )
+            x, y = points[-1]
+            parts.append(
+                f'<circle cx="{x + 11:.1f}" cy="{y - 11:.1f}" r="7.5" fill="{colour}"/>'
+                f'<text x="{x + 11:.1f}" y="{y - 7.6:.1f}" class="badge">{number}</text>'
+                f"<title>{number}. {html.escape(v.invariant)}: {html.escape(v.message)}</title></g>"
+            )
+            out.append("".join(parts))
+        out.append("</svg>")
+        return "\n".join(out)
 
 
 class _Runs:
@@ -354,7 +424,7 @@ class _Runs:
         self._by_look: dict[Hashable, list[Any]] = {}
         self._added = 0
 
-    def add(self, look: Hashable, entry: Entry, drawn: Any) -> None:
+    def add(self, look: Hashable, entry: EntryLike, drawn: Any) -> None:
         self._added += 1
         found = self._by_look.get(look)
         if found is None:
@@ -364,14 +434,14 @@ class _Runs:
             found[3] += 1
             found[4] = self._added
 
-    def runs(self) -> list[tuple[Any, Entry, Entry, int]]:
+    def runs(self) -> list[tuple[Any, EntryLike, EntryLike, int]]:
         """(what the first request draws, the first request, the last, how many), in the order
         of their last request."""
         ordered = sorted(self._by_look.values(), key=lambda item: item[4])
         return [(drawn, first, last, count) for drawn, first, last, count, _ in ordered]
 
 
-def _after(first: Entry, last: Entry, count: int) -> str:
+def _after(first: EntryLike, last: EntryLike, count: int) -> str:
     """Which requests a window drawn once stands for."""
     if count == 1:
         return f"#{first.seq}"
@@ -559,10 +629,41 @@ def _header_table(header: dict[str, Any] | None) -> str:
     return f'<p class="runinfo">{body}</p>'
 
 
-def html_report(report: Report, *, title: str = "fakeprovider report") -> str:
-    """The report as one self-contained HTML page."""
-    runs = runs_with_headers(report.entries)
+def html_report(
+    report: Report,
+    *,
+    title: str = "fakeprovider report",
+    entries: Callable[[], Iterable[EntryLike]] | None = None,
+) -> str:
+    """The report as one self-contained HTML page.
+
+    ``entries``: for a report that holds no entries (a streamed check's), a callable that reads
+    the journal's entries afresh, in ``order_entries``'s order, each time it is called: the
+    page is drawn from two passes over them (the runs' lanes and spans, then what the drawn
+    lanes show), keeping no more than it draws, so a journal of millions of entries makes its
+    page in memory that does not grow with them. Default: the report's own entries.
+    """
+    read: Callable[[], Iterable[EntryLike]] = (
+        (lambda: order_entries(report.entries)) if entries is None else entries
+    )
+    shapes: list[_Shape] = []
+    for number, header, e in _runs(read()):
+        if number == len(shapes):
+            shapes.append(_Shape(header))
+        shapes[number].add(e)
+    for shape in shapes:
+        shape.finish()
     numbered = list(enumerate(report.violations, start=1))
+    mine: list[list[tuple[int, Violation]]] = [[] for _ in shapes]
+    for n, v in numbered:
+        if 0 <= v.run < len(mine):
+            mine[v.run].append((n, v))
+    paints = [
+        _Paint(shape, mine[number], report.limits.poll_tolerance)
+        for number, shape in enumerate(shapes)
+    ]
+    for number, _, e in _runs(read()):
+        paints[number].add(e)
     if report.ok:
         verdict = '<div class="verdict ok">No invariant violations</div>'
         chips = ""
@@ -584,37 +685,34 @@ def html_report(report: Report, *, title: str = "fakeprovider report") -> str:
         f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body>",
         f"<h1>{html.escape(title)}</h1>",
         f'<p class="sub">{report.metrics["requests"]} request(s) from {clients} client(s)'
-        f" in {len(runs)} run(s)</p>",
+        f" in {len(shapes)} run(s)</p>",
         verdict,
         chips,
         f'<div class="card">{_metrics(report.metrics)}</div>',
     ]
-    for number, (header, run) in enumerate(runs):
-        geo = _Run(header, run)
-        mine = [(n, v) for n, v in numbered if v.run == number]
+    for number, (shape, paint) in enumerate(zip(shapes, paints, strict=True)):
+        header = shape.header
         name = header.get("scenario") if header else None
         heading = f"Run {number}" + (f": {name}" if name else "")
         parts.append(f"<h2>{html.escape(heading)}</h2>")
-        parts.append(
-            f'<div class="card timeline-wrap">{_header_table(header)}'
-            f"{_svg_run(geo, mine, report.limits.poll_tolerance)}"
-        )
-        if len(geo.lanes) > MAX_LANES:
+        parts.append(f'<div class="card timeline-wrap">{_header_table(header)}{paint.svg()}')
+        if len(shape.lanes) > MAX_LANES:
             parts.append(
-                f'<p class="more">{len(geo.lanes) - MAX_LANES} more lane(s) not drawn'
+                f'<p class="more">{len(shape.lanes) - MAX_LANES} more lane(s) not drawn'
                 f" (the first {MAX_LANES} are).</p>"
             )
         parts.append(f"{_legend()}</div>")
-        if mine:
+        listed = mine[number]
+        if listed:
             items = "".join(
                 f'<li><span class="num">{n}</span><span class="rule">{html.escape(v.invariant)}'
                 f"</span>{html.escape(v.message)}</li>"
-                for n, v in mine[:MAX_LISTED]
+                for n, v in listed[:MAX_LISTED]
             )
             parts.append(f'<h3>Violations</h3><ol class="violations">{items}</ol>')
-            if len(mine) > MAX_LISTED:
+            if len(listed) > MAX_LISTED:
                 parts.append(
-                    f'<p class="more">{len(mine) - MAX_LISTED} more violation(s) not listed'
+                    f'<p class="more">{len(listed) - MAX_LISTED} more violation(s) not listed'
                     f" (the first {MAX_LISTED} are; all are ringed above; `fakeprovider check"
                     " --max-violations 0` lists every one).</p>"
                 )
@@ -626,9 +724,13 @@ def html_report(report: Report, *, title: str = "fakeprovider report") -> str:
 
 
 def write_html_report(
-    report: Report, path: str | Path, *, title: str = "fakeprovider report"
+    report: Report,
+    path: str | Path,
+    *,
+    title: str = "fakeprovider report",
+    entries: Callable[[], Iterable[EntryLike]] | None = None,
 ) -> Path:
-    """Write ``html_report(report)`` to ``path`` (UTF-8); returns the path."""
+    """Write ``html_report(report, entries=entries)`` to ``path`` (UTF-8); returns the path."""
     target = Path(path)
-    target.write_text(html_report(report, title=title), encoding="utf-8")
+    target.write_text(html_report(report, title=title, entries=entries), encoding="utf-8")
     return target

@@ -2,20 +2,28 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import struct
 import subprocess
+import tempfile
+import tracemalloc
 import zlib
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
 
-from fakeprovider.cli import main
+from fakeprovider import _check_cli
+from fakeprovider.cli import build_parser, main
+from fakeprovider.entries import jsonl_line
 from fakeprovider.htmlreport import COLOURS, html_report
 from fakeprovider.invariants import Limits, check
-from fakeprovider.journal import read_journal
+from fakeprovider.journal import Entry, read_journal
 
+from .test_check_stream import OVERLAPPING, journals
 from .test_cli_check import served
 from .test_invariants import e, ra
 
@@ -139,6 +147,99 @@ def test_only_the_listed_violations_get_a_numbered_badge() -> None:
     assert page.count('<span class="rule">honours_poll_after</span>') == 200
     assert page.count('class="badge"') == 200
     assert '<p class="more">100 more violation(s) not listed (the first 200 are;' in page
+
+
+def _file(path: Path, entries: list[Entry]) -> Path:
+    path.write_text("".join(jsonl_line(entry) + "\n" for entry in entries))
+    return path
+
+
+def _read_whole(path: Path, *options: str) -> str:
+    """The page drawn from the journal read whole, as ``report -`` (stdin) draws it."""
+    args = build_parser().parse_args(["report", str(path), "-o", os.devnull, *options])
+    report = _check_cli.judge(str(path), args, prog="fakeprovider report")
+    return html_report(report, title=args.title)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(entries=journals())
+def test_a_journal_file_is_drawn_as_it_streams_by_into_the_page_of_the_whole(
+    entries: list[Entry],
+) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        path = _file(Path(folder) / "run.jsonl", entries)
+        page = Path(folder) / "report.html"
+        if main(["report", str(path), "-o", str(page)]) == 2:  # a journal of no client request
+            assert not page.exists()
+            return
+        assert page.read_text(encoding="utf-8") == _read_whole(path)
+
+
+def test_a_journal_file_is_not_read_whole_for_its_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _file(tmp_path / "run.jsonl", OVERLAPPING)
+    expected = _read_whole(path, "--title", "t")
+    monkeypatch.setattr(_check_cli, "judge", lambda *args, **kwargs: pytest.fail("read whole"))
+    assert main(["report", str(path), "-o", str(tmp_path / "r.html"), "--title", "t"]) == 0
+    assert (tmp_path / "r.html").read_text(encoding="utf-8") == expected
+    assert capsys.readouterr().err == (
+        f"fakeprovider report: wrote {tmp_path / 'r.html'} (1 invariant violation(s):"
+        " no_overlap x1)\n"
+    )
+
+
+def test_a_journal_too_far_out_of_order_to_stream_is_read_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = _file(tmp_path / "run.jsonl", OVERLAPPING)
+    monkeypatch.setattr(_check_cli, "judge_streamed", lambda *args, **kwargs: None)
+    assert main(["report", str(path), "-o", str(tmp_path / "r.html")]) == 0
+    assert (tmp_path / "r.html").read_text(encoding="utf-8") == _read_whole(path)
+
+
+def test_a_journal_replaced_while_the_report_is_drawn_is_refused_not_misdrawn(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _file(tmp_path / "run.jsonl", OVERLAPPING)
+    judge = _check_cli.judge_streamed
+
+    def judge_then_replace(*args: Any, **kwargs: Any) -> Any:
+        found = judge(*args, **kwargs)
+        os.replace(_file(tmp_path / "fresh.jsonl", OVERLAPPING[:2]), path)  # log rotation
+        return found
+
+    monkeypatch.setattr(_check_cli, "judge_streamed", judge_then_replace)
+    assert main(["report", str(path), "-o", str(tmp_path / "r.html")]) == 2
+    assert not (tmp_path / "r.html").exists()
+    assert capsys.readouterr().err == (
+        f"fakeprovider report: {path} changed while it was being checked (replaced, truncated"
+        " or rewritten); check a copy of it\n"
+    )
+
+
+def test_a_long_journals_page_is_drawn_in_memory_that_does_not_grow_with_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def peak(reads: int) -> int:
+        polls = [
+            e(n, "status", n * 1.0, status="processing", poll_after=1.0)
+            for n in range(2, reads + 2)
+        ]
+        path = _file(tmp_path / f"{reads}.jsonl", [e(1, "submit", 0.0, code=202), *polls])
+        tracemalloc.start()
+        try:
+            assert main(["report", str(path), "-o", str(tmp_path / "r.html")]) == 0
+            return tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+
+    small, large = peak(3_000), peak(15_000)
+    # a lane of marks and windows a pixel each, and the reader's window of entries put in seq
+    # order: some 5 MB for either (10.6 MB for the longer when it was read whole)
+    assert large < 1.5 * small  # (2.2x when every read was kept)
+    assert large < 8_000_000
+    capsys.readouterr()
 
 
 def test_a_journal_without_run_header_says_so(tmp_path: Path) -> None:
