@@ -157,9 +157,11 @@ class Dispatcher:
         # the others are planned at the next tick. Waking this thread for every submit took
         # the GIL from the server's loop: a third of a submit's time under load.
         config, job = self.provider.scenario.webhooks, change.job
-        if config is None or job is None:
+        if config is None or job is None or (job.callback_url or config.url) is None:
+            # (a job no webhook can be sent for: its changes are not kept for the loop, nor
+            # its timed steps waited for, so a stream of its submits wakes nothing)
             return
-        if (job.callback_url or config.url) is not None and f"job.{change.status}" in config.events:
+        if f"job.{change.status}" in config.events:
             self.wake()  # (``event_for``'s name of the change's event, written in place)
             return
         # a change that sends nothing may still make a step due (the engine schedules a job's
@@ -187,9 +189,9 @@ class Dispatcher:
         if provider.scenario.webhooks is None:
             return True
         engine = provider.engine
-        if engine is not self._engine or engine.change_count > self._cursor:
+        if engine is not self._engine or engine.sendable_count > self._cursor:
             return False  # a change the loop has not planned yet
-        due = engine.next_due()
+        due = engine.next_due(sendable_only=True)
         return due is None or due > provider.clock.now()
 
     def wait_idle(self, timeout: float = 5.0) -> bool:
@@ -313,7 +315,7 @@ class Dispatcher:
         self._http()  # made before the first send is due, not while it waits
         # the engine the cursor counts in: a reset or load since the check above is told apart
         # under the provider's lock, and the new engine is left alone until the next turn
-        engine, changes, next_due = provider.advance(self._cursor, self._engine)
+        engine, changes, next_due = provider.advance(self._cursor, self._engine, sendable_only=True)
         if engine is not self._engine:
             return 0.0
         self._cursor += len(changes)
@@ -322,7 +324,14 @@ class Dispatcher:
         if made_for is not config:
             listed = {}
             self._listed = (config, listed)
+        quiet = config.url is None  # then a job without a callback_url never sends
+        busy = False
         for change in changes:
+            if change is None:  # (a quiet job's, let go: see ``Engine.changes_since``)
+                continue
+            if quiet and (change.job is None or change.job.callback_url is None):
+                continue  # plan_change plans nothing for it, nor for a later change with it
+            busy = True
             # only ``reorder`` sends a job's earlier changes again, so only it keeps them: a
             # server kept every change of every job (a view and two dicts each) for nothing,
             # and the collector's middle generation scanned them all under a stream of submits
@@ -354,7 +363,7 @@ class Dispatcher:
             wait = min(wait, self._queue[0][0] - now)
         if next_due is not None:
             wait = min(wait, next_due - now)
-        return self._sleep(wait, bool(changes or self._tasks), self._unplanned, now)
+        return self._sleep(wait, busy or bool(self._tasks), self._unplanned, now)
 
     def _sleep(self, wait: float, busy: bool, missed: Callable[[float], bool], now: float) -> float:
         """How long to sleep after a turn: within a tick while ``busy`` (jobs are changing, or
@@ -388,9 +397,9 @@ class Dispatcher:
 
     def _unplanned(self, until: float) -> bool:
         engine = self.provider.engine
-        if engine is not self._engine or engine.change_count > self._cursor:
+        if engine is not self._engine or engine.sendable_count > self._cursor:
             return True
-        due = engine.next_due()
+        due = engine.next_due(sendable_only=True)
         return due is not None and due < until
 
     def _reloaded(self, until: float) -> bool:

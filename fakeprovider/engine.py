@@ -219,6 +219,22 @@ class Engine:
         self._ends: list[tuple[float, str]] = []  # heap of timed terminal instants (concurrency)
         self._due: list[tuple[float, int, str]] = []  # heap of each job's next timed step
         self._due_counter = 0
+        webhooks = scenario.webhooks
+        #: Whether a job without a ``callback_url`` is quiet: no webhook can ever be sent for it
+        #: (the run has webhooks, and they name no ``url``). A quiet job's timed steps wait on
+        #: a heap of their own (``_due_quiet``), which ``advance_all(sendable_only=True)`` and
+        #: ``next_due(sendable_only=True)`` (the webhook dispatcher's) leave alone, and its
+        #: changes are not kept for a reader of ``changes_since`` past the last
+        #: ``keep_changes``: a stream of such submits neither wakes the dispatcher nor leaves
+        #: it their changes to read and let go.
+        self._quiet = webhooks is not None and webhooks.url is None
+        self._due_quiet: list[tuple[float, int, str]] = []
+        #: How many changes were made up to the last one of a job that is not quiet (with
+        #: ``_quiet``), and the number of the first change ``_trim`` has not looked at yet.
+        self._sendable_made = 0
+        self._quiet_from = 0
+        #: Set while ``advance_all`` collects the changes it makes: none is let go meanwhile.
+        self._collecting = False
         #: Every job this engine created, by number, and the status each is kept under in
         #: ``_by_status`` (the numbers of the jobs in each status, in order of creation).
         self._by_number: list[Job] = []
@@ -228,7 +244,8 @@ class Engine:
         #: a reader of ``changes_since``): older ones are let go, so that memory does not grow
         #: with every change a long run makes.
         self.keep_changes = keep_changes
-        self._changes: list[StateChange] = []  # the changes kept, oldest first
+        #: The changes kept, oldest first (None: a quiet job's, let go; see ``changes_since``).
+        self._changes: list[StateChange | None] = []
         self._changes_gone = 0  # how many changes were let go (the first kept one's number)
         #: The number of the first change someone still wants (``changes_since``'s reader, from
         #: the first change on with ``follow_changes``; an ``advance_all`` under way): it and
@@ -274,8 +291,8 @@ class Engine:
     def changes(self) -> list[StateChange]:
         """The latest state changes, oldest first: at least the last ``keep_changes`` of them
         (every one, in a run that made no more), and every one a reader of ``changes_since``
-        has not had yet."""
-        return list(self._changes)
+        has not had yet but those of quiet jobs (see ``changes_since``)."""
+        return [change for change in self._changes if change is not None]
 
     @property
     def change_count(self) -> int:
@@ -283,16 +300,27 @@ class Engine:
         return self._changes_gone + len(self._changes)
 
     @property
+    def sendable_count(self) -> int:
+        """How many state changes this engine made up to the last one a webhook may be sent
+        for: ``change_count``, but in a run whose webhooks name no ``url``, where a job without
+        a ``callback_url`` can have none sent (a reader of ``changes_since`` that has had this
+        many has had every change it can send a webhook for)."""
+        return self._sendable_made if self._quiet else self._changes_gone + len(self._changes)
+
+    @property
     def changes_let_go(self) -> int:
         """How many of the first state changes were let go (the number of the first kept)."""
         return self._changes_gone
 
-    def changes_since(self, count: int) -> list[StateChange]:
+    def changes_since(self, count: int) -> list[StateChange | None]:
         """The state changes from the ``count``-th on (0: the first this engine made).
 
         The changes from the ``count``-th on are kept until the next call, so that one reader
         following the changes (``count`` being how many it had: the webhook dispatcher) misses
-        none however many are made in between. Raises ``ValueError`` for changes let go already.
+        none however many are made in between, but for one thing: in a run whose webhooks name
+        no ``url``, a change of a job without a ``callback_url`` (no webhook can be sent for
+        it) older than the last ``keep_changes`` is None in the list, let go all the same. Raises
+        ``ValueError`` for changes let go already.
         """
         gone = self._changes_gone
         made = gone + len(self._changes)
@@ -371,18 +399,30 @@ class Engine:
             status_code=None if reply.action != "respond" else status_code,
         )
 
-    def advance_all(self, now: float) -> list[StateChange]:
+    def advance_all(self, now: float, *, sendable_only: bool = False) -> list[StateChange]:
         """Move every job whose next timed step is due by ``now``; return the changes made.
 
         This is how state changes happen at their scripted time when no request arrives (the
         webhook dispatcher calls it). Costs O(log n) per step taken, nothing per idle job.
+        ``sendable_only``: only the jobs a webhook may be sent for (every job, but in a run
+        whose webhooks name no ``url``: then those with a ``callback_url``); the others move
+        when a request looks at them, as they do in a run without webhooks.
         """
         first = self.change_count
         wanted = self._wanted
         self._wanted = first if wanted is None else min(wanted, first)  # none let go meanwhile
+        self._collecting = True
+        due, quiet = self._due, self._due_quiet
+        if sendable_only:
+            quiet = []
         try:
-            while self._due and self._due[0][0] <= now:
-                _, _, job_id = heapq.heappop(self._due)
+            while True:  # both heaps, in the order of one (their entries share a counter)
+                if due and due[0][0] <= now and not (quiet and quiet[0] < due[0]):
+                    _, _, job_id = heapq.heappop(due)
+                elif quiet and quiet[0][0] <= now:
+                    _, _, job_id = heapq.heappop(quiet)
+                else:
+                    break
                 job = self._jobs[job_id]
                 job.scheduled = False
                 job.due = _NEVER
@@ -390,13 +430,19 @@ class Engine:
             made = self._changes[first - self._changes_gone :]
         finally:
             self._wanted = wanted
+            self._collecting = False
         if len(self._changes) >= 2 * self.keep_changes + 64:
             self._trim()  # what was held for this call may go now
-        return made
+        return made  # type: ignore[return-value]  # (none let go while collecting)
 
-    def next_due(self) -> float | None:
-        """The earliest clock reading at which some job's timeline reaches a timed step."""
-        return self._due[0][0] if self._due else None
+    def next_due(self, *, sendable_only: bool = False) -> float | None:
+        """The earliest clock reading at which some job's timeline reaches a timed step
+        (``sendable_only``: some job's a webhook may be sent for, as ``advance_all``)."""
+        due = self._due[0][0] if self._due else None
+        if sendable_only or not self._due_quiet:
+            return due
+        quiet = self._due_quiet[0][0]
+        return quiet if due is None or quiet < due else due
 
     # -- decisions ------------------------------------------------------------------------
 
@@ -773,15 +819,21 @@ class Engine:
         change = fast_change(job_id, status, now, view)  # what ``_changed`` announces
         changes = self._changes
         changes.append(change)
+        quiet = self._quiet and callback_url is None
+        if self._quiet and not quiet:
+            self._sendable_made = self._changes_gone + len(changes)
         if len(changes) >= self._trim_at:
             self._trim()
         if self.on_change is not None:
             self.on_change(change)
         if scheduled:
             self._due_counter += 1
-            heapq.heappush(self._due, (due, self._due_counter, job_id))
-            if due < self.wake_at:
-                self._early()
+            if quiet:  # (what ``_schedule`` does)
+                heapq.heappush(self._due_quiet, (due, self._due_counter, job_id))
+            else:
+                heapq.heappush(self._due, (due, self._due_counter, job_id))
+                if due < self.wake_at:
+                    self._early()
         hints = self.poll_hints
         row: list[Any] = [  # the entry's field values in Entry's order (Journal.append_values)
             seq,
@@ -987,9 +1039,12 @@ class Engine:
             return  # a request moves it; ``_advance`` reschedules then
         self._due_counter += 1
         due = job.start + (step.at or 0.0)
-        heapq.heappush(self._due, (due, self._due_counter, job.id))
         job.scheduled = True
         job.due = due
+        if self._quiet and job.callback_url is None:  # no dispatcher waits for it
+            heapq.heappush(self._due_quiet, (due, self._due_counter, job.id))
+            return
+        heapq.heappush(self._due, (due, self._due_counter, job.id))
         if due < self.wake_at:
             self._early()
 
@@ -1007,6 +1062,8 @@ class Engine:
         change = fast_change(job.id, view.status, at, view)
         changes = self._changes
         changes.append(change)
+        if self._quiet and job.callback_url is not None:
+            self._sendable_made = self._changes_gone + len(changes)
         if len(changes) >= self._trim_at:
             self._trim()
         if view.status in TERMINAL_STATUSES:
@@ -1028,7 +1085,15 @@ class Engine:
             first = min(first, self._wanted)
         if first > gone:
             del changes[: first - gone]
-            self._changes_gone = first
+            self._changes_gone = gone = first
+        if self._quiet and self._wanted is not None and not self._collecting:
+            # kept for the reader of ``changes_since`` alone: a quiet job's change goes now
+            end = len(changes) - self.keep_changes
+            for index in range(max(self._quiet_from - gone, 0), end):
+                change = changes[index]
+                if change is not None and (change.job is None or change.job.callback_url is None):
+                    changes[index] = None
+            self._quiet_from = max(self._quiet_from, gone + end)
         self._trim_at = len(changes) + self.keep_changes + 64
 
     def _waits(self, job: Job) -> bool:

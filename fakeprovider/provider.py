@@ -460,8 +460,8 @@ class FakeProvider:
                 self.engine.follow()
 
     def advance(
-        self, since: int = 0, engine: Engine | None = None
-    ) -> tuple[Engine, list[StateChange], float | None]:
+        self, since: int = 0, engine: Engine | None = None, *, sendable_only: bool = False
+    ) -> tuple[Engine, list[StateChange | None], float | None]:
         """Bring every job up to the clock's reading, so state changes happen on time.
 
         Returns the engine, its state changes from the ``since``-th on
@@ -469,14 +469,20 @@ class FakeProvider:
         (None when none is). ``engine``: the engine ``since`` counts the changes of; when a
         reset or scenario load has replaced it, the current engine is returned with no changes
         and nothing done to it (``since`` means nothing there: the caller starts again).
+        ``sendable_only``: only the jobs a webhook may be sent for, and their next timed step
+        (``Engine.advance_all``): the webhook dispatcher's.
         """
         with self._lock:
             self._followed = True
             current = self.engine
             if engine is not None and current is not engine:
                 return current, [], None
-            current.advance_all(self.clock.now())
-            return current, current.changes_since(since), current.next_due()
+            current.advance_all(self.clock.now(), sendable_only=sendable_only)
+            return (
+                current,
+                current.changes_since(since),
+                current.next_due(sendable_only=sendable_only),
+            )
 
     def date_header(self, reply: Reply) -> str:
         """The ``Date`` of the answer to ``reply``: its ``respond_at`` as an HTTP-date."""

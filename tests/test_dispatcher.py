@@ -394,6 +394,51 @@ def test_a_step_a_status_read_schedules_without_a_state_change_wakes_a_sleeping_
     assert 0.3 <= sent - submitted < 0.7  # asleep until REAL_TICK it was 0.7 s late or more
 
 
+def quiet_scenario(receiver: Receiver, webhooks: str, timeline: str | None = None) -> str:
+    """``scenario`` with webhooks that name no url: only a callback_url is sent to."""
+    return scenario(receiver, webhooks, timeline).replace(f"  url: {receiver.url}\n", "")
+
+
+def test_submits_no_webhook_can_be_sent_for_neither_wake_nor_turn_the_loop(
+    receiver: Receiver, serve: Callable[..., ServerThread]
+) -> None:
+    # no url in the webhooks and no callback_url in the bodies: these jobs' changes (their
+    # submits' and their timed steps') can send nothing, so the loop sleeps through them
+    server = serve(quiet_scenario(receiver, "  events: [job.processing, job.succeeded]\n"))
+    dispatcher = server.dispatcher
+    assert settle_until(server, lambda: dispatcher._asleep)
+    turns: list[None] = []
+    turn = dispatcher._safe_turn
+    dispatcher._safe_turn = lambda: turns.append(None) or turn()  # type: ignore[method-assign,func-returns-value]
+    began = time.monotonic()
+    for _ in range(20):
+        submit(server)
+    time.sleep(0.4)  # past their processing (100 ms) and succeeded (300 ms) steps
+    assert dispatcher.idle
+    # (its REAL_TICK timer may come meanwhile; ticking, it turned some 20 times)
+    assert len(turns) <= 1 + (time.monotonic() - began) // dispatcher.REAL_TICK
+    assert dispatcher._asleep
+    assert webhook_rows(server) == []
+
+
+def test_a_callback_url_is_sent_to_on_time_when_the_webhooks_name_no_url(
+    receiver: Receiver, serve: Callable[..., ServerThread]
+) -> None:
+    timeline = "      - status: queued\n      - {at: 100ms, status: succeeded}\n"
+    server = serve(quiet_scenario(receiver, "", timeline))
+    assert settle_until(server, lambda: server.dispatcher._asleep)
+    for _ in range(10):
+        submit(server)  # quiet jobs: nothing to send, nothing to wake the loop for
+    job_id = submit(server, callback_url=receiver.url)
+    assert settle_until(server, lambda: len(receiver.received) == 1)
+    submitted = next(e.received_at for e in server.provider.journal if e.job_id == job_id)
+    sent = next(e.received_at for e in server.provider.journal if e.kind == "webhook")
+    assert 0.1 <= sent - submitted < 0.5
+    settle(server, 0.2)
+    assert webhook_rows(server) == [("job.succeeded", 200, None, 1, None)]
+    assert json.loads(receiver.received[0].body)["data"]["job_id"] == job_id
+
+
 def test_the_engine_calls_on_early_once_for_a_step_scheduled_before_the_wake(
     receiver: Receiver,
 ) -> None:

@@ -781,6 +781,67 @@ def test_an_engine_told_to_follow_keeps_what_it_still_has_until_read() -> None:
     assert len(read) == 400 - gone
 
 
+#: TIMED with webhooks that name no url: only a job with a callback_url can have one sent.
+QUIET = TIMED + "webhooks:\n  events: [job.succeeded]\n"
+HOOK = "http://127.0.0.1:9/hook"
+
+
+def test_a_quiet_jobs_changes_are_not_kept_for_a_reader_past_the_last_keep_changes() -> None:
+    engine = Engine(parse_scenario(QUIET), epoch=DEFAULT_EPOCH, keep_changes=3, follow_changes=True)
+    hooked = [submit(engine, 0.0, callback_url=HOOK) for _ in range(5)]
+    quiet = [submit(engine, 0.0) for _ in range(200)]
+    assert engine.sendable_count == 5
+    read = engine.changes_since(0)
+    assert len(read) == engine.change_count == 205  # counted all the same
+    kept = [c.job_id for c in read if c is not None]
+    assert kept[:5] == hooked
+    assert 3 <= len(kept) - 5 < 3 + 64  # the quiet ones: the latest only
+    assert kept[5:] == quiet[-(len(kept) - 5) :]
+    assert read[5] is None
+    now_kept = [c.job_id for c in engine.changes]  # (the read let more of them go)
+    assert now_kept == hooked + quiet[-(len(now_kept) - 5) :]
+    assert len(now_kept) >= 3 + 5
+
+
+def test_in_a_run_whose_webhooks_name_a_url_every_change_is_kept_for_a_reader() -> None:
+    text = QUIET.replace("webhooks:\n", "webhooks:\n  url: http://127.0.0.1:9/all\n")
+    engine = Engine(parse_scenario(text), epoch=DEFAULT_EPOCH, keep_changes=3, follow_changes=True)
+    ids = [submit(engine, 0.0) for _ in range(200)]
+    assert engine.sendable_count == engine.change_count == 200
+    assert [c.job_id for c in engine.changes_since(0)] == ids  # type: ignore[union-attr]
+
+
+def test_a_quiet_jobs_timed_steps_are_left_to_whoever_looks_at_it() -> None:
+    engine = Engine(parse_scenario(QUIET), epoch=DEFAULT_EPOCH)
+    quiet = submit(engine, 0.0)
+    hooked = submit(engine, 1.0, callback_url=HOOK)
+    assert engine.next_due() == 4.0
+    assert engine.next_due(sendable_only=True) == 5.0
+    moved = engine.advance_all(10.0, sendable_only=True)
+    assert [(c.job_id, c.status) for c in moved] == [(hooked, "processing")]
+    assert engine.next_due() == 4.0  # the quiet job's step, for a list or a read
+    assert engine.next_due(sendable_only=True) == 31.0
+    moved = engine.advance_all(10.0)
+    assert [(c.job_id, c.status) for c in moved] == [(quiet, "processing")]
+    assert status(engine, quiet, 95.0).job.status == "succeeded"
+
+
+def test_advance_all_moves_quiet_and_other_jobs_in_the_order_their_steps_come() -> None:
+    rng = random.Random(7)
+    quiet = parse_scenario(QUIET)
+    loud = parse_scenario(QUIET.replace("webhooks:\n", "webhooks:\n  url: http://h:9/\n"))
+    seen = []
+    for scenario in (quiet, loud):
+        rng.seed(7)
+        engine = Engine(scenario, epoch=DEFAULT_EPOCH)
+        for index in range(60):
+            submit(engine, index * 1.5, callback_url=rng.choice([None, HOOK]))
+        moved = engine.advance_all(200.0)
+        seen.append([(c.job_id, c.status, c.at) for c in moved])
+    assert seen[0] == seen[1]
+    assert len(seen[0]) == 120
+
+
 def test_the_fields_the_engine_fills_by_position_are_where_it_puts_them() -> None:
     # Engine._read and Engine._create build their journal entries positionally (cheaper per
     # request than by name): a field moved or added in between would shift the rest
