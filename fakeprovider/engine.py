@@ -1089,11 +1089,18 @@ class Engine:
         if self._quiet and self._wanted is not None and not self._collecting:
             # kept for the reader of ``changes_since`` alone: a quiet job's change goes now
             end = len(changes) - self.keep_changes
-            for index in range(max(self._quiet_from - gone, 0), end):
-                change = changes[index]
-                if change is not None and (change.job is None or change.job.callback_url is None):
-                    changes[index] = None
-            self._quiet_from = max(self._quiet_from, gone + end)
+            begin = max(self._quiet_from - gone, 0)
+            if begin < end:
+                if self._sendable_made <= gone + begin:  # (every one of them is a quiet job's)
+                    changes[begin:end] = [None] * (end - begin)
+                else:
+                    for index in range(begin, end):
+                        change = changes[index]
+                        if change is not None and (
+                            change.job is None or change.job.callback_url is None
+                        ):
+                            changes[index] = None
+                self._quiet_from = gone + end
         self._trim_at = len(changes) + self.keep_changes + 64
 
     def _waits(self, job: Job) -> bool:
