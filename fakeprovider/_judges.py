@@ -192,6 +192,7 @@ class _Job:
         "dl_received",
         "dl_seq",
         "dl_submitted",
+        "end",
         "ended",
         "fl_content",
         "fl_status",
@@ -234,6 +235,8 @@ class _Job:
     def __init__(self, job_id: str) -> None:
         self.job_id = job_id
         self.own = False  # an entry of the client names it (``_with_listed``'s known jobs)
+        # the seq of the client's last entry that names it (-1: none; the stream's ``ends``)
+        self.end = -1
         self.shown = False  # an entry showed it (its own, or a list answer)
         # bounded_retries: the group of its status reads holds no failure since its last
         # success (nothing a successful read can change: ``add`` skips the group)
@@ -583,6 +586,7 @@ class ClientJudge(Judge):
             if jobs and self.entry_list is None:
                 self._listed()
             jobs[job_id] = job = _Job(job_id)
+        job.end = seq
         started = False
         if not job.own:
             job.own = True
@@ -875,6 +879,7 @@ class ClientJudge(Judge):
                 if jobs and self.entry_list is None:
                     self._listed()
                 jobs[job_id] = job = _Job(job_id)
+            job.end = seq
             if not job.own:
                 job.own = True
                 in_order = self.entry_list  # (None: the judge's one job, if any)
@@ -1152,6 +1157,7 @@ class ClientJudge(Judge):
             if jobs and self.entry_list is None:
                 self._listed()
             jobs[job_id] = job = _Job(job_id)
+        job.end = seq
         started = False
         if not job.own:
             job.own = True
@@ -1281,6 +1287,7 @@ class ClientJudge(Judge):
             if jobs and self.entry_list is None:
                 self._listed()
             jobs[job_id] = job = _Job(job_id)
+        job.end = seq
         started = False
         if not job.own:
             job.own = True

@@ -225,8 +225,8 @@ class _Run:
 
     __slots__ = (
         "clients",
-        "ends",
         "hooks_of",
+        "job_maps",
         "limits",
         "notified",
         "notified_status",
@@ -248,11 +248,12 @@ class _Run:
         # the judges read of the deliveries (``_judges.Hooks``; a job's one as a tuple of it)
         self.hooks_of: dict[str, Sequence[tuple[float, str | None]]] = {}
         self.violations: list[Violation] = []
-        # the seq of the last request about each job (any client's), and of the last status
-        # read: past them, nothing more comes that a timeline of the job (or of a client's
-        # status reads) shows (``render_streamed``)
-        self.ends: dict[str, int] = {}
+        # the seq of the last status read: past it, nothing more comes that a timeline of a
+        # client's status reads shows (``render_streamed``); a job's is the greatest of its
+        # ``_Job.end`` among the clients (each client's jobs, kept here as its judge closes:
+        # ``_job_ends``), not a dict of every job's written at each entry
         self.status_end = -1
+        self.job_maps: list[dict[str, _Job]] = []
         self.terminal_at: dict[str, float] = {}
         self.status_changes: dict[str, tuple[dict[float, str], list[float]]] = {}
         self.true_by_job: dict[str, set[str]] = {}
@@ -262,7 +263,7 @@ class _Run:
     def release(self) -> None:
         """Let go of what the run's close read: its judges, violations and per-job dicts."""
         self.clients = {}
-        self.ends = {}
+        self.job_maps = []
         self.violations = []
         self.status_changes = {}
         self.hooks_of = {}
@@ -370,7 +371,6 @@ def check_stream(
     tested = False
     name: str | None = None  # the client of the last request, and its judge's ``add``
     add: Callable[[EntryLike], None] | None = None
-    ends: dict[str, int] = {}  # the run's ``ends``
     new_judge = ClientJudge
     codes = totals.codes
     for e in entries:
@@ -391,7 +391,6 @@ def check_stream(
             run = _Run(len(runs), limits_of(header))
             runs.append(run)
             headers.append(header)
-            ends = run.ends
         if kind == "webhook":
             _webhook(run, e, totals)
             continue
@@ -405,12 +404,8 @@ def check_stream(
                     run.clients[name] = judge = new_judge(run.limits, True, keep_gone, codes)
                 add = judge.add
             add(e)  # the rules, and the client's metrics and coverage
-            job_id = e.job_id
-            if job_id is not None:
-                if timelines:
-                    ends[job_id] = e.seq
-                if e.true_status is not None:
-                    _truths(run, e)
+            if e.job_id is not None and e.true_status is not None:
+                _truths(run, e)
             if kind == "status":
                 run.status_end = e.seq
             continue
@@ -524,11 +519,15 @@ def _close_run(run: _Run, totals: _Totals) -> None:
         chosen = _first(found, wanted, tally, low)
         for rule in sorted((r for r, n in enumerate(tally) if n), key=lambda r: (low[r], r)):
             counts[INVARIANTS[rule]] += tally[rule]
-    ends, status_end = run.ends, run.status_end
-    for f in chosen:
-        v = violation(f)
-        kept.append(dataclasses.replace(v, run=number) if number else v)
-        if totals.timelines:
+    made = [violation(f) for f in chosen]
+    if number:
+        kept.extend(dataclasses.replace(v, run=number) for v in made)
+    else:
+        kept.extend(made)
+    if totals.timelines and made:
+        status_end = run.status_end
+        ends = _job_ends(run.job_maps, {v.job_id for v in made if v.job_id is not None})
+        for v in made:
             end = status_end if v.job_id is None else ends.get(v.job_id, -1)
             totals.ends.append(max(end, max(v.seqs, default=end)))
     for job_id, (points, last_seen) in run.status_changes.items():
@@ -544,6 +543,25 @@ def _close_run(run: _Run, totals: _Totals) -> None:
     totals.notified += len(run.notified & run.terminal_at.keys())
     if not totals.hold:  # let go now (else with the report: ``hold``)
         run.release()
+
+
+def _job_ends(maps: list[dict[str, _Job]], wanted: AbstractSet[str]) -> dict[str, int]:
+    """The seq of the last request about each job of ``wanted`` (any client's: the greatest
+    ``_Job.end`` among ``maps``, each client's jobs; a run's entries come in seq order); a job
+    no client's entry named is left out. Looks each client's jobs over, or ``wanted`` up in
+    them, whichever is fewer."""
+    ends: dict[str, int] = {}
+    for jobs in maps:
+        if len(jobs) < len(wanted):
+            found: Iterable[tuple[str, _Job]] = (
+                (job_id, job) for job_id, job in jobs.items() if job_id in wanted
+            )
+        else:
+            found = ((job_id, jobs[job_id]) for job_id in wanted if job_id in jobs)
+        for job_id, job in found:
+            if job.end >= 0 and job.end > ends.get(job_id, -1):
+                ends[job_id] = job.end
+    return ends
 
 
 def _closed_clients(run: _Run, totals: _Totals) -> Iterator[Found]:
@@ -567,10 +585,13 @@ def _closed_clients(run: _Run, totals: _Totals) -> Iterator[Found]:
     forms, faults = totals.forms, totals.faults
     delays = totals.delays
     union = totals.union
+    maps = run.job_maps if totals.timelines else None  # (``_job_ends``)
     requests = status_reads = completions = retried = rate_limit_hits = dropped = 0
     for name, judge in clients.items() if hold else _popped(clients):
         if not _quiet(judge):
             yield from judge.iter_found(hooks)
+        if maps is not None:
+            maps.append(judge.jobs)
         count = judge.count
         reads, done = judge.status_reads, judge.seen_count
         retries, hits = judge.retries, judge.rate_limit_hits

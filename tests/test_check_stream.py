@@ -826,11 +826,11 @@ def test_a_check_that_holds_its_judges_finds_the_same_and_lets_none_go() -> None
     assert all(
         type(judge) is _judges.ClientJudge for run in held.held for judge in run.clients.values()
     )
-    assert [sorted(run.ends) for run in held.held] == [["job_1"]]
+    assert [[list(jobs) for jobs in run.job_maps] for run in held.held] == [[["job_1"]]]
     # let go before a large report is made (``_check_cli._let_go``): the report is unchanged
     text = render_streamed(held, lambda: in_seq_order(journal))
     _check_cli._let_go(held)
-    assert [(run.clients, run.ends) for run in held.held] == [({}, {})]
+    assert [(run.clients, run.job_maps) for run in held.held] == [({}, [])]
     assert render_streamed(held, lambda: in_seq_order(journal)) == text
     assert held.metrics == freed.metrics
 
