@@ -185,7 +185,8 @@ class _Job:
     ``ClientJudge.add``); kept small: numbers, strings and the violations found."""
 
     __slots__ = (
-        "br_clean",
+        "br_content",
+        "br_status",
         "dl_found",
         "dl_limit",
         "dl_maxima",
@@ -238,9 +239,10 @@ class _Job:
         # the seq of the client's last entry that names it (-1: none; the stream's ``ends``)
         self.end = -1
         self.shown = False  # an entry showed it (its own, or a list answer)
-        # bounded_retries: the group of its status reads holds no failure since its last
-        # success (nothing a successful read can change: ``add`` skips the group)
-        self.br_clean = False
+        # bounded_retries: the groups of its status reads and of its content fetches
+        # (``_Group``), each as ``ClientJudge.br_groups`` holds one (``_NEW`` until its first)
+        self.br_status: Any = _NEW
+        self.br_content: Any = _NEW
         # no_overlap: the earlier reads that could still be pending at a later read, a stack
         # of suffix maxima of their response starts (negated), with each read's seq and time
         # (two items a read: no tuple each); while the job had one read, that read's negated
@@ -412,10 +414,16 @@ class ClientJudge(Judge):
         self.poll_tolerance = limits.poll_tolerance
         self.deadline = limits.deadline
         self.slack = limits.deadline_slack
-        self.br_groups: dict[_Group, list[int] | None] = {}  # None once reported
+        # bounded_retries: each group of attempts (``_Group``: a job's status reads and content
+        # fetches are kept by the job, ``_Job.br_status`` and ``br_content``) as the index of
+        # its first entry while none failed since its last success, that index and the seqs
+        # of the failures since as a list, or None once reported
+        self.br_groups: dict[_Group, list[int] | int | None] = {}
         # (the containers marked ``_NO_DICT`` or ``_NO_LIST`` are made on first use: a run
         # of many clients makes as many judges, and most never need them)
-        self.br_found: dict[_Group, Violation] = _NO_DICT
+        # each violation with the index of its group's first entry (the rule function's
+        # order of groups: ``close_rules``)
+        self.br_found: list[tuple[int, Violation]] = _NO_LIST
         self.ra_kinds: list[str] = _NO_LIST  # the scope kinds of the sources so far
         # scope group -> heap of (headers at, index, the earliest moment a request is not too
         # early: its not_before less the slack of its form, source)
@@ -659,22 +667,22 @@ class ClientJudge(Judge):
                 job.rs_ended = seen
             job.rs_read = held
 
-        # bounded_retries, and the retries the metrics count (``br_clean``: the job's group
-        # of status reads is known to hold no failure since its last success)
+        # bounded_retries, and the retries the metrics count (the job's group of status
+        # reads: an int while none failed since its last success, which a successful read
+        # does not change; None once reported)
         last_failed = job.fl_status
         if last_failed is not None or failed:
             if last_failed:
                 self.retries += 1
             job.fl_status = failed
         unsuccessful = failed or (400 <= code < 500 and code != 401 and code != 403)  # type: ignore[operator]
-        if unsuccessful or not job.br_clean:
-            group = job  # (``_Group``)
-            groups = self.br_groups
-            failures = groups.get(group, _NEW)
-            # (None: the group was reported, and nothing changes it any more)
-            if failures is not None and (unsuccessful or failures is not _NONE):
-                self._retried(e, group, failures, unsuccessful)
-            job.br_clean = not unsuccessful and groups.get(group) is _NONE
+        state = job.br_status
+        if state is not None and (unsuccessful or type(state) is not int):
+            job.br_status = (
+                index
+                if state is _NEW and not unsuccessful
+                else self._retried(e, state, unsuccessful, index)
+            )
 
         # honours_retry_after (``_after_retry_after`` and ``_retry_after`` for a status read of
         # a job, which is in no scope of submits: the keys of ``_scope_key`` made here)
@@ -972,20 +980,24 @@ class ClientJudge(Judge):
                     self.failed_last = failed_last = {}
                 failed_last[group] = failed
         if key is not None:
-            # (a job's status reads and content fetches: ``_Group``'s keys)
-            br_group: _Group = (
-                (kind, key)
-                if job is None or (kind != "status" and kind != "content")
-                else job
-                if kind == "status"
-                else job.job_id
-            )
             unsuccessful = failed or (
                 400 <= code < 500 and code != 401 and code != 403  # type: ignore[operator]
             )
-            failures = self.br_groups.get(br_group, _NEW)
-            if unsuccessful or failures is not _NONE:  # else: nothing changes
-                self._retried(e, br_group, failures, unsuccessful)
+            if job is not None and (kind == "status" or kind == "content"):
+                # (a job's status reads and content fetches: kept by the job)
+                state = job.br_status if kind == "status" else job.br_content
+                if state is not None and (unsuccessful or type(state) is not int):
+                    state = self._retried(e, state, unsuccessful, index)
+                    if kind == "status":
+                        job.br_status = state
+                    else:
+                        job.br_content = state
+            else:
+                br_group: _Group = key if kind == "submit" else (kind, key)
+                groups = self.br_groups
+                state = groups.get(br_group, _NEW)
+                if state is not None and (unsuccessful or type(state) is not int):
+                    groups[br_group] = self._retried(e, state, unsuccessful, index)
 
         # honours_retry_after
         if self.ra_pending:
@@ -1212,22 +1224,26 @@ class ClientJudge(Judge):
         # bounded_retries, and the retries the metrics count (per request body)
         key = e.request_digest
         failed_last = self.failed_last
-        if key is not None or failed or failed_last:
+        if failed_last or failed:
             group = ("submit", key)
-            if failed_last or failed:
-                if failed_last.get(group, False):
-                    self.retries += 1
-                if failed or group in failed_last:
-                    if failed_last is _NO_DICT:
-                        self.failed_last = failed_last = {}
-                    failed_last[group] = failed
-            if key is not None:
-                unsuccessful = failed or (
-                    400 <= code < 500 and code != 401 and code != 403  # type: ignore[operator]
+            if failed_last.get(group, False):
+                self.retries += 1
+            if failed or group in failed_last:
+                if failed_last is _NO_DICT:
+                    self.failed_last = failed_last = {}
+                failed_last[group] = failed
+        if key is not None:
+            unsuccessful = failed or (
+                400 <= code < 500 and code != 401 and code != 403  # type: ignore[operator]
+            )
+            groups = self.br_groups  # (``_Group``: a submit's by its request body)
+            state = groups.get(key, _NEW)
+            if state is not None and (unsuccessful or type(state) is not int):
+                groups[key] = (
+                    index
+                    if state is _NEW and not unsuccessful
+                    else self._retried(e, state, unsuccessful, index)
                 )
-                failures = self.br_groups.get(group, _NEW)
-                if unsuccessful or failures is not _NONE:  # else: nothing changes
-                    self._retried(e, group, failures, unsuccessful)
 
         # honours_retry_after
         if self.ra_pending:
@@ -1343,16 +1359,19 @@ class ClientJudge(Judge):
                     in_order.append(job)
 
         # bounded_retries, and the retries the metrics count
-        group = job.job_id  # (``_Group``: the judge's string, not the entry's, kept)
         last_failed = job.fl_content
         if last_failed is not None or failed:
             if last_failed:
                 self.retries += 1
             job.fl_content = failed
         unsuccessful = failed or (400 <= code < 500 and code != 401 and code != 403)  # type: ignore[operator]
-        failures = self.br_groups.get(group, _NEW)
-        if unsuccessful or failures is not _NONE:  # else: nothing changes
-            self._retried(e, group, failures, unsuccessful)
+        state = job.br_content  # (``_Group``: the job's content fetches, kept by the job)
+        if state is not None and (unsuccessful or type(state) is not int):
+            job.br_content = (
+                index
+                if state is _NEW and not unsuccessful
+                else self._retried(e, state, unsuccessful, index)
+            )
 
         # honours_retry_after
         if self.ra_pending:
@@ -1519,34 +1538,40 @@ class ClientJudge(Judge):
         return Violation("single_retrieval", job_id, seqs, message, extra.client)
 
     def _retried(
-        self, e: EntryLike, group: _Group, failures: list[int] | None, unsuccessful: bool
-    ) -> None:
-        """``bounded_retries``' part: ``group`` is the entry's (kind, job or request body),
-        ``failures`` what ``br_groups`` holds for it (``_NEW`` for nothing)."""
-        groups = self.br_groups
-        if failures is None:
-            return
-        if len(failures) > self.max_retries:
-            if self.br_found is _NO_DICT:
-                self.br_found = {}
-            self.br_found[group] = Violation(
-                "bounded_retries",
-                e.job_id if e.kind != "submit" else None,
-                (*failures, e.seq),
-                f"{describe(e)} at {fmt_time(e.received_at)} was retry"
-                f" {len(failures)} after {len(failures)} consecutive failed attempts"
-                f" (#{failures[0]} to #{failures[-1]}); max_retries is"
-                f" {self.max_retries}",
-                e.client,
+        self, e: EntryLike, state: list[int] | int, unsuccessful: bool, index: int
+    ) -> list[int] | int | None:
+        """``bounded_retries``' part for ``e`` (the ``index``-th entry): what its group holds
+        after it, from what it held (``state``, as ``br_groups`` has it; ``_NEW`` for
+        nothing)."""
+        if type(state) is int:  # none failed since its last success
+            return [state, e.seq] if unsuccessful else state
+        assert isinstance(state, list)
+        if state is _NEW:
+            return [index, e.seq] if unsuccessful else index
+        failures = len(state) - 1  # (after the index of the group's first entry)
+        if failures > self.max_retries:
+            if self.br_found is _NO_LIST:
+                self.br_found = []
+            self.br_found.append(
+                (
+                    state[0],
+                    Violation(
+                        "bounded_retries",
+                        e.job_id if e.kind != "submit" else None,
+                        (*state[1:], e.seq),
+                        f"{describe(e)} at {fmt_time(e.received_at)} was retry"
+                        f" {failures} after {failures} consecutive failed attempts"
+                        f" (#{state[1]} to #{state[-1]}); max_retries is"
+                        f" {self.max_retries}",
+                        e.client,
+                    ),
+                )
             )
-            groups[group] = None
-        elif unsuccessful:
-            if failures:
-                failures.append(e.seq)
-            else:
-                groups[group] = [e.seq]
-        elif failures or failures is _NEW:
-            groups[group] = _NONE  # none failed since the last success (shared: never changed)
+            return None
+        if unsuccessful:
+            state.append(e.seq)
+            return state
+        return state[0]
 
     def _after_retry_after(self, e: EntryLike, received: float) -> None:
         """``honours_retry_after``'s part: judge the sources waiting in ``e``'s scopes."""
@@ -1816,7 +1841,7 @@ class ClientJudge(Judge):
             list(self._close_overlap()),
             _made(self._close_single_retrieval(), 1),
             _made(self._close_premature(hooks), 2),
-            _made([self.br_found[g] for g in self.br_groups if g in self.br_found], 3),
+            _made([v for _, v in sorted(self.br_found, key=_FIRST)], 3),
             _made([v for _, v in sorted(self.ra_found, key=_FIRST)], 4),
             list(self._close_poll_after(hooks)),
             list(self._close_ended()),
@@ -1844,7 +1869,7 @@ class ClientJudge(Judge):
             if found:
                 yield from _made(self._close_premature(hooks), 2)
         if self.br_found:
-            yield from _made([self.br_found[g] for g in self.br_groups if g in self.br_found], 3)
+            yield from _made([v for _, v in sorted(self.br_found, key=_FIRST)], 3)
         if self.ra_found:
             yield from _made([v for _, v in sorted(self.ra_found, key=_FIRST)], 4)
         jobs = self.entry_jobs
@@ -2063,17 +2088,14 @@ def _makers(
     return (pair[1:],)
 
 
-#: ``bounded_retries``' key of a group of attempts (``ClientJudge.br_groups``): a job's status
-#: reads by its ``_Job``, its content fetches by its id, any other kind's by the pair of the
-#: kind and the job's id (submits: the request body's digest); a key each, not a pair made for
-#: every job of a run of many clients (a job's reads come first, mostly: a key not a string
-#: first keeps the dict's table the size of one of pairs, where a string first would double
-#: it at the second key).
-_Group: TypeAlias = str | _Job | tuple[str, str | None]
+#: ``bounded_retries``' key of a group of attempts in ``ClientJudge.br_groups``: a submit's by
+#: its request body's digest, any other kind's but a job's status reads and content fetches
+#: (kept by the job: ``_Job.br_status``, ``br_content``) by the pair of the kind and the job's
+#: id; no pair made for a submit nor dict entry for a job (a run of many jobs or clients).
+_Group: TypeAlias = str | tuple[str, str | None]
 
-#: ``bounded_retries``: a group with no attempt yet, and one with no failure since its last.
+#: ``bounded_retries``: a group with no attempt yet.
 _NEW: list[int] = []
-_NONE: list[int] = []
 
 
 _FIRST = operator.itemgetter(0)

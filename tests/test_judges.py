@@ -538,12 +538,11 @@ def test_a_client_that_only_submits_and_reads_makes_no_container_of_the_rules_it
         )
 
     judge.add(read(2, 200))
-    empty = (judge.br_found, judge.ra_pending, judge.au_pending, judge.au_retried, judge.rs_last)
+    empty = (judge.ra_pending, judge.au_pending, judge.au_retried, judge.rs_last)
     assert all(part is _judges._NO_DICT for part in empty)
     assert (judge.failed_last, judge.forms, judge.faults) == ({}, {}, {})
-    assert all(
-        part is _judges._NO_LIST for part in (judge.ra_kinds, judge.ra_found, judge.rs_found)
-    )
+    lists = (judge.br_found, judge.ra_kinds, judge.ra_found, judge.rs_found)
+    assert all(part is _judges._NO_LIST for part in lists)
     assert judge.rates is None  # no status_rate budget
     judge.add(read(3, 401))
     assert judge.au_pending == {None: (3.1, 2, 3, "status", "j_1", 401)}
