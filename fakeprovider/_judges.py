@@ -245,8 +245,10 @@ class _Job:
         self.br_content: Any = _NEW
         # no_overlap: the earlier reads that could still be pending at a later read, a stack
         # of suffix maxima of their response starts (negated), with each read's seq and time
-        # (two items a read: no tuple each); while the job had one read, that read's negated
-        # start as a float and its seq and time as a pair (no list for a job read once)
+        # (two items a read: no tuple each); while only one read is kept (the job's first, or
+        # each read of a job read in order, which lets the one before go), that read's negated
+        # start as a float and its seq and time as a pair (no list: the lists from the first
+        # read that finds two still kept)
         self.ov_negated: Any = None  # list[float] | float | None
         self.ov_reads: Any = None  # list[int | float] | tuple[int, float] | None
         self.ov_found: list[Any] | None = (
@@ -787,24 +789,36 @@ class ClientJudge(Judge):
             job.ov_reads = (seq, received)
         else:
             reads = job.ov_reads
-            if type(negated) is float:  # its second: the lists, of the first
-                job.ov_negated = negated = [negated]
-                job.ov_reads = reads = [*reads]
-            if negated:
-                above = _bisect_left(negated, -received)
-                if above:
-                    prev_seq, prev_received = reads[2 * above - 2], reads[2 * above - 1]
+            if type(negated) is float:  # one read kept, as itself: what the lists would do
+                if negated < -received:  # (``_bisect_left`` of it: 1) it may still be pending
                     found = job.ov_found
                     if found is None:
                         job.ov_found = found = []
                         self.found_jobs = True
-                    found += (seq, prev_seq, received, prev_received)
-            value = (_INF if started_at is None else started_at) - EPSILON
-            while negated and -negated[-1] <= value:
-                negated.pop()
-                del reads[-2:]
-            negated.append(-value)
-            reads += (seq, received)
+                    found += (seq, reads[0], received, reads[1])
+                value = (_INF if started_at is None else started_at) - EPSILON
+                if -negated <= value:  # it is let go (reads in order): this one kept as itself
+                    job.ov_negated = -value
+                    job.ov_reads = (seq, received)
+                else:  # both kept: the lists, from here on
+                    job.ov_negated = [negated, -value]
+                    job.ov_reads = [*reads, seq, received]
+            else:
+                if negated:
+                    above = _bisect_left(negated, -received)
+                    if above:
+                        prev_seq, prev_received = reads[2 * above - 2], reads[2 * above - 1]
+                        found = job.ov_found
+                        if found is None:
+                            job.ov_found = found = []
+                            self.found_jobs = True
+                        found += (seq, prev_seq, received, prev_received)
+                value = (_INF if started_at is None else started_at) - EPSILON
+                while negated and -negated[-1] <= value:
+                    negated.pop()
+                    del reads[-2:]
+                negated.append(-value)
+                reads += (seq, received)
         # honours_poll_after
         if job.pa_seq is not None:
             hint = job.pa_hint
@@ -1058,24 +1072,38 @@ class ClientJudge(Judge):
                 job.ov_reads = (seq, received)
             else:
                 reads = job.ov_reads
-                if type(negated) is float:  # its second: the lists, of the first
-                    job.ov_negated = negated = [negated]
-                    job.ov_reads = reads = [*reads]
-                if negated:
-                    above = bisect.bisect_left(negated, -received)
-                    if above:
-                        prev_seq, prev_received = reads[2 * above - 2], reads[2 * above - 1]
+                if type(negated) is float:  # one read kept, as itself: what the lists would do
+                    if (
+                        negated < -received
+                    ):  # (``bisect.bisect_left`` of it: 1) it may still be pending
                         found = job.ov_found
                         if found is None:
                             job.ov_found = found = []
                             self.found_jobs = True
-                        found += (seq, prev_seq, received, prev_received)
-                value = (_INF if started_at is None else started_at) - EPSILON
-                while negated and -negated[-1] <= value:
-                    negated.pop()
-                    del reads[-2:]
-                negated.append(-value)
-                reads += (seq, received)
+                        found += (seq, reads[0], received, reads[1])
+                    value = (_INF if started_at is None else started_at) - EPSILON
+                    if -negated <= value:  # it is let go (reads in order): this one kept as itself
+                        job.ov_negated = -value
+                        job.ov_reads = (seq, received)
+                    else:  # both kept: the lists, from here on
+                        job.ov_negated = [negated, -value]
+                        job.ov_reads = [*reads, seq, received]
+                else:
+                    if negated:
+                        above = bisect.bisect_left(negated, -received)
+                        if above:
+                            prev_seq, prev_received = reads[2 * above - 2], reads[2 * above - 1]
+                            found = job.ov_found
+                            if found is None:
+                                job.ov_found = found = []
+                                self.found_jobs = True
+                            found += (seq, prev_seq, received, prev_received)
+                    value = (_INF if started_at is None else started_at) - EPSILON
+                    while negated and -negated[-1] <= value:
+                        negated.pop()
+                        del reads[-2:]
+                    negated.append(-value)
+                    reads += (seq, received)
             # honours_poll_after
             if job.pa_seq is not None:
                 hint = job.pa_hint

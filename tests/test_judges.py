@@ -190,6 +190,25 @@ def test_a_job_read_once_keeps_its_read_as_itself_and_lists_from_the_second() ->
     assert [v.seqs for v in judge.close({})] == [(1, 2)]
 
 
+def test_a_job_read_in_order_keeps_one_read_as_itself_until_a_read_keeps_two() -> None:
+    """Each read of a job answered before the next began lets the one before it go, and is
+    kept as itself (no lists); the first read sent before the one before it was answered
+    keeps both, in the lists, and is an overlap."""
+    judge = _judges.ClientJudge(Limits())
+    read = functools.partial(_status_read, status_code=200, job_status="processing")
+
+    judge.add(read(1, 1.0, 1.0))
+    judge.add(read(2, 3.0, 1.0))  # after #1 answered: #1 let go
+    job = judge.jobs["j_1"]
+    assert (job.ov_negated, job.ov_reads, job.ov_found) == (-(4.0 - 1e-6), (2, 3.0), None)
+    judge.add(read(3, 5.0, 1.0))
+    assert (job.ov_negated, job.ov_reads, job.ov_found) == (-(6.0 - 1e-6), (3, 5.0), None)
+    judge.add(read(4, 5.5, 0.2))  # sent before #3 answered: an overlap, #3 kept
+    assert (job.ov_negated, job.ov_reads) == ([-(6.0 - 1e-6), -(5.7 - 1e-6)], [3, 5.0, 4, 5.5])
+    assert job.ov_found == [4, 3, 5.5, 5.0]
+    assert [v.seqs for v in judge.close({})] == [(3, 4)]
+
+
 def test_a_client_of_one_job_makes_no_job_list_until_its_second_job() -> None:
     """The four job lists (``entry_jobs``, ``shown_jobs``, ``status_jobs``, ``seen_jobs``)
     are made at a judge's second job, each holding the first where its flag says it was met
