@@ -428,8 +428,9 @@ class ClientJudge(Judge):
         self.br_found: list[tuple[int, Violation]] = _NO_LIST
         self.ra_kinds: list[str] = _NO_LIST  # the scope kinds of the sources so far
         # scope group -> heap of (headers at, index, the earliest moment a request is not too
-        # early: its not_before less the slack of its form, source)
-        self.ra_pending: dict[tuple[object, ...], list[tuple[float, int, float, Held]]] = _NO_DICT
+        # early: its not_before less the slack of its form, source), or one of them as itself
+        # (a group of one source, as most are: no list each)
+        self.ra_pending: dict[tuple[object, ...], Any] = _NO_DICT
         self.ra_scope = limits.retry_after_scope
         self.date_slack = limits.date_slack
         self.ra_found: list[tuple[int, Violation]] = _NO_LIST
@@ -702,7 +703,14 @@ class ClientJudge(Judge):
                 else:
                     continue
                 heap = pending.get(key)  # (never empty)
-                if heap is not None and heap[0][0] <= received:
+                if heap is None:
+                    continue
+                if type(heap) is tuple:  # one source, as itself
+                    if heap[0] <= received:
+                        del pending[key]
+                        if received < heap[2]:
+                            self._early(heap[1], heap[3], e)
+                elif heap[0][0] <= received:
                     while heap and heap[0][0] <= received:
                         _, at, early, source = _heappop(heap)
                         if received < early:
@@ -731,7 +739,10 @@ class ClientJudge(Judge):
                 )
                 heap = pending.get(key)
                 if heap is None:
-                    pending[key] = [item]
+                    pending[key] = item  # (one source as itself, no list)
+                elif type(heap) is tuple:
+                    pending[key] = heap = [heap]
+                    _heappush(heap, item)
                 else:
                     _heappush(heap, item)
 
@@ -1450,10 +1461,16 @@ class ClientJudge(Judge):
         if held is None:
             kind = e.kind
             held = _held_of(e, _KINDS.get(kind, kind), job_id)
-        heapq.heappush(
-            self.ra_pending.setdefault(scope_key, []),
-            (_headers_at(e), index, record.not_before - slack, held),
-        )
+        item = (_headers_at(e), index, record.not_before - slack, held)
+        pending = self.ra_pending
+        heap = pending.get(scope_key)
+        if heap is None:
+            pending[scope_key] = item  # (one source as itself, no list)
+        elif type(heap) is tuple:
+            pending[scope_key] = heap = [heap]
+            heapq.heappush(heap, item)
+        else:
+            heapq.heappush(heap, item)
 
     def _rates(self, e: EntryLike) -> Judge | None:
         """Make ``status_rate``'s judge at status read ``e`` (with a budget set), for ``e`` to
@@ -1610,6 +1627,12 @@ class ClientJudge(Judge):
                 continue
             heap = pending.get(key)
             if heap is None:
+                continue
+            if type(heap) is tuple:  # one source, as itself
+                if heap[0] <= received:
+                    del pending[key]
+                    if received < heap[2]:
+                        self._early(heap[1], heap[3], e)
                 continue
             while heap and heap[0][0] <= received:
                 _, at, early, source = heapq.heappop(heap)

@@ -147,8 +147,8 @@ def test_a_job_read_a_million_times_keeps_one_read_in_each_judge() -> None:
         judge.add(read(seq))
     job = judge.jobs["j_1"]
     assert (job.ov_negated, job.ov_reads, job.ov_found) == (
-        [-10_000.5 + 1e-6],
-        [5000, 10_000.0],
+        -10_000.5 + 1e-6,
+        (5000, 10_000.0),
         None,
     )
     assert (job.sr_fetched, job.pr_candidates, job.pa_found, job.dl_maxima) == (None,) * 4
@@ -207,6 +207,34 @@ def test_a_job_read_in_order_keeps_one_read_as_itself_until_a_read_keeps_two() -
     assert (job.ov_negated, job.ov_reads) == ([-(6.0 - 1e-6), -(5.7 - 1e-6)], [3, 5.0, 4, 5.5])
     assert job.ov_found == [4, 3, 5.5, 5.0]
     assert [v.seqs for v in judge.close({})] == [(3, 4)]
+
+
+def test_a_scope_with_one_retry_after_waiting_keeps_it_as_itself_and_a_heap_from_two() -> None:
+    """``honours_retry_after`` keeps a scope's one answer still waiting as itself (no list);
+    a second makes the heap; each later request is judged against them as before."""
+    judge = _judges.ClientJudge(Limits())
+
+    def refused(seq: int, at: float) -> Entry:
+        return _status_read(
+            seq,
+            at,
+            0.1,
+            status_code=503,
+            retry_after=RetryAfterRecord(raw="10", not_before=at + 10.1),
+        )
+
+    judge.add(refused(1, 1.0))
+    assert list(judge.ra_pending.values()) == [(1.1, 0, 11.1 - 1e-6, judge.jobs["j_1"].last)]
+    judge.add(refused(2, 1.05))  # sent before #1's headers arrived: not held to it
+    [heap] = judge.ra_pending.values()
+    assert type(heap) is list
+    assert [item[1] for item in heap] == [0, 1]
+    judge.add(_status_read(3, 5.0, 0.1, status_code=200, job_status="processing"))
+    assert judge.ra_pending == {}
+    assert [v.seqs for v in judge.close({}) if v.invariant == "honours_retry_after"] == [
+        (1, 3),
+        (2, 3),
+    ]
 
 
 def test_a_client_of_one_job_makes_no_job_list_until_its_second_job() -> None:
@@ -514,7 +542,7 @@ def test_a_judge_keeps_of_a_failed_read_and_a_retry_after_source_what_messages_n
     held = (7, "status", "j_1", 503, None, "processing", "30", 31.5, "unavailable")
     assert job.last == held
     assert job.last is job.rs_read
-    [[(_, _, _, source)]] = judge.ra_pending.values()
+    [(_, _, _, source)] = judge.ra_pending.values()  # (one source: as itself)
     assert source is job.last
     assert job.last[2] is job.job_id is submit.job_id
     assert read.job_id is not submit.job_id
