@@ -12,9 +12,9 @@ import itertools
 import os
 import stat
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._formats import FORMATS, format_report
 from ._judges import Unjudgeable
@@ -25,6 +25,9 @@ from .errors import ScenarioError
 from .invariants import Limits, Report, check, runs_with_headers
 from .journal import iter_record_batches, paused_gc, read_journal
 from .limits import limits_for
+
+if TYPE_CHECKING:
+    from .htmlreport import Layout
 
 __all__ = [
     "BadInput",
@@ -166,14 +169,18 @@ def cmd_report(args: argparse.Namespace) -> int:
     drawn from two more passes over the same bytes (``html_report``'s ``entries``), so that
     what is held grows with the violations and jobs, not with the entries; stdin, or a file too
     far out of seq order to stream, is read whole."""
-    from .htmlreport import html_report
+    from .htmlreport import Layout, html_report
 
     prog = "fakeprovider report"
+    layout = Layout()  # the page's first pass, noted while the journal is judged
     try:
         snapshot = None if args.journal == "-" else _Snapshot.of(args.journal)
         # (judged as ``check --format json`` is: every violation kept, no timelines noted)
         streamed = argparse.Namespace(**{**vars(args), "format": "json", "ends_process": False})
-        found = None if snapshot is None else judge_streamed(snapshot, streamed, prog=prog)
+        found = None
+        if snapshot is not None:
+            noted = dataclasses.replace(snapshot, note=layout.note)
+            found = judge_streamed(noted, streamed, prog=prog)
         if found is None:
             report, page = judge(args.journal, args, prog=prog), None
         else:
@@ -185,7 +192,7 @@ def cmd_report(args: argparse.Namespace) -> int:
                 warnings=found.warnings,
                 limits=limits_for(base=found.limits, overrides={}),
             )
-            page = _drawn(report, snapshot, args.title, prog)
+            page = _drawn(report, snapshot, args.title, prog, layout)
     except BadInput as exc:
         print(exc, file=sys.stderr)
         return 2
@@ -200,9 +207,10 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
-def _drawn(report: Report, journal: _Snapshot, title: str, prog: str) -> str:
-    """``html_report`` of a streamed ``report``, drawn from passes over the journal's bytes.
-    Raises ``BadInput`` when the file was replaced, truncated or rewritten in between."""
+def _drawn(report: Report, journal: _Snapshot, title: str, prog: str, layout: Layout) -> str:
+    """``html_report`` of a streamed ``report``, drawn from the ``layout`` noted while it was
+    judged and one more pass over the journal's bytes. Raises ``BadInput`` when the file was
+    replaced, truncated or rewritten in between."""
     from .htmlreport import html_report
 
     changed = BadInput(
@@ -213,7 +221,7 @@ def _drawn(report: Report, journal: _Snapshot, title: str, prog: str) -> str:
         raise changed
     try:
         with paused_gc():
-            page = html_report(report, title=title, entries=journal.entries)
+            page = html_report(report, title=title, entries=journal.entries, layout=layout)
     except (Unordered, ValueError, KeyError, IndexError, OSError):
         raise changed from None
     if not journal.unchanged():
@@ -325,6 +333,8 @@ class _Snapshot:
     device: int
     inode: int
     size: int
+    #: What each pass's entries go through on their way (``Layout.note``), if anything.
+    note: Callable[[Iterable[EntryLike]], Iterable[EntryLike]] | None = None
 
     @classmethod
     def of(cls, path: str) -> _Snapshot | None:
@@ -342,7 +352,8 @@ class _Snapshot:
         """The entries in the snapshot's bytes in ``order_entries``'s order (``in_seq_order``),
         as records (``iter_records``), read and put in order a block of the file at a time.
         Raises ``Unordered`` where ``in_seq_order`` does."""
-        return itertools.chain.from_iterable(self.batches())
+        entries = itertools.chain.from_iterable(self.batches())
+        return entries if self.note is None else self.note(entries)
 
     def batches(self) -> Iterable[list[EntryLike]]:
         """``entries`` in the lists they are read and put in order in."""

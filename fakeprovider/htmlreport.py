@@ -10,6 +10,7 @@ per rule, the run headers, the metrics and the warnings come first.
 
 from __future__ import annotations
 
+import collections
 import html
 import math
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
@@ -22,7 +23,7 @@ from .entries import EntryLike
 from .invariants import Report, Violation
 from .journal import order_entries
 
-__all__ = ["COLOURS", "html_report", "write_html_report"]
+__all__ = ["COLOURS", "Layout", "html_report", "write_html_report"]
 
 #: Every colour the report draws with, by what it means (tests look for them in screenshots).
 COLOURS: dict[str, str] = {
@@ -161,24 +162,68 @@ class _Shape:
         return min(max(self.x(t), LABEL_W), LABEL_W + PLOT_W)
 
 
-def _runs(entries: Iterable[EntryLike]) -> Iterator[tuple[int, dict[str, Any] | None, EntryLike]]:
-    """Each entry of a run with its run's number and header, as ``runs_with_headers`` splits
-    them (in ``order_entries``'s order), without keeping any."""
-    header: dict[str, Any] | None = None
-    begun = False
-    number = -1
-    for e in entries:
+class _Splitter:
+    """Which run each entry is of, as ``runs_with_headers`` splits them (entries in
+    ``order_entries``'s order), one entry at a time."""
+
+    __slots__ = ("begun", "header", "number")
+
+    def __init__(self) -> None:
+        self.header: dict[str, Any] | None = None
+        self.begun = False
+        self.number = -1
+
+    def place(self, e: EntryLike) -> int:
+        """The number of ``e``'s run (whose header is then ``header``), or -1 for an admin
+        entry (of no run; a run header, reset or scenario load ends the run before it)."""
         if e.kind == "admin":
             if e.run is not None or e.path in _RUN_STARTS:
-                if begun:
-                    header, begun = e.run, False
+                if self.begun:
+                    self.header, self.begun = e.run, False
                 elif e.run is not None:
-                    header = e.run
-            continue
-        if not begun:
-            begun = True
-            number += 1
-        yield number, header, e
+                    self.header = e.run
+            return -1
+        if not self.begun:
+            self.begun = True
+            self.number += 1
+        return self.number
+
+
+class Layout:
+    """The first of ``html_report``'s two passes: each run's header, span and lanes, noted as
+    the entries go by (``note`` hands each one on), so that it can ride along another pass
+    over the same entries (``fakeprovider report`` notes it while it judges the journal)."""
+
+    def __init__(self) -> None:
+        self.shapes: list[_Shape] = []
+        #: Whether the last ``note`` saw its entries to the end (else the shapes are partial).
+        self.complete = False
+
+    def note(self, entries: Iterable[EntryLike]) -> Iterator[EntryLike]:
+        """``entries``, each noted on its way through; starts the layout afresh."""
+        shapes: list[_Shape] = []
+        self.shapes = shapes
+        self.complete = False
+        splitter = _Splitter()
+        for e in entries:
+            number = splitter.place(e)
+            if number >= 0:
+                if number == len(shapes):
+                    shapes.append(_Shape(splitter.header))
+                shapes[number].add(e)
+            yield e
+        for shape in shapes:
+            shape.finish()
+        self.complete = True
+
+
+def _runs(entries: Iterable[EntryLike]) -> Iterator[tuple[int, EntryLike]]:
+    """Each entry of a run with its run's number."""
+    splitter = _Splitter()
+    for e in entries:
+        number = splitter.place(e)
+        if number >= 0:
+            yield number, e
 
 
 def _mark(kind: str, cx: float, cy: float, colour: str, dropped: bool) -> str:
@@ -634,6 +679,7 @@ def html_report(
     *,
     title: str = "fakeprovider report",
     entries: Callable[[], Iterable[EntryLike]] | None = None,
+    layout: Layout | None = None,
 ) -> str:
     """The report as one self-contained HTML page.
 
@@ -642,17 +688,16 @@ def html_report(
     page is drawn from two passes over them (the runs' lanes and spans, then what the drawn
     lanes show), keeping no more than it draws, so a journal of millions of entries makes its
     page in memory that does not grow with them. Default: the report's own entries.
+    ``layout``: the first pass, already noted over the same entries (``Layout.note``): only
+    the second is made.
     """
     read: Callable[[], Iterable[EntryLike]] = (
         (lambda: order_entries(report.entries)) if entries is None else entries
     )
-    shapes: list[_Shape] = []
-    for number, header, e in _runs(read()):
-        if number == len(shapes):
-            shapes.append(_Shape(header))
-        shapes[number].add(e)
-    for shape in shapes:
-        shape.finish()
+    if layout is None or not layout.complete:
+        layout = Layout()
+        collections.deque(layout.note(read()), maxlen=0)
+    shapes = layout.shapes
     numbered = list(enumerate(report.violations, start=1))
     mine: list[list[tuple[int, Violation]]] = [[] for _ in shapes]
     for n, v in numbered:
@@ -662,7 +707,7 @@ def html_report(
         _Paint(shape, mine[number], report.limits.poll_tolerance)
         for number, shape in enumerate(shapes)
     ]
-    for number, _, e in _runs(read()):
+    for number, e in _runs(read()):
         paints[number].add(e)
     if report.ok:
         verdict = '<div class="verdict ok">No invariant violations</div>'

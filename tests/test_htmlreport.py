@@ -189,6 +189,25 @@ def test_a_journal_file_is_not_read_whole_for_its_report(
     )
 
 
+def test_a_journal_files_page_takes_two_reads_of_it_the_judges_and_the_drawings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = _file(tmp_path / "run.jsonl", OVERLAPPING)
+    expected = _read_whole(path)
+    reads: list[str] = []
+    read = _check_cli.iter_record_batches
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        reads.append(str(args[0]))
+        return read(*args, **kwargs)
+
+    monkeypatch.setattr(_check_cli, "iter_record_batches", counted)
+    assert main(["report", str(path), "-o", str(tmp_path / "r.html")]) == 0
+    assert (tmp_path / "r.html").read_text(encoding="utf-8") == expected
+    # the runs' lanes noted as the journal is judged: one pass more, for the drawn lanes
+    assert reads == [str(path), str(path)]
+
+
 def test_a_journal_too_far_out_of_order_to_stream_is_read_whole(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
