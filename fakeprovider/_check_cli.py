@@ -185,13 +185,7 @@ def cmd_report(args: argparse.Namespace) -> int:
             report, page = judge(args.journal, args, prog=prog), None
         else:
             assert snapshot is not None  # streamed from a regular file
-            report = Report(
-                violations=found.violations,
-                metrics=found.metrics,
-                coverage=found.coverage,
-                warnings=found.warnings,
-                limits=limits_for(base=found.limits, overrides={}),
-            )
+            report = _as_report(found)
             page = _drawn(report, snapshot, args.title, prog, layout)
     except BadInput as exc:
         print(exc, file=sys.stderr)
@@ -209,10 +203,21 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def _drawn(report: Report, journal: _Snapshot, title: str, prog: str, layout: Layout) -> str:
     """``html_report`` of a streamed ``report``, drawn from the ``layout`` noted while it was
-    judged and one more pass over the journal's bytes. Raises ``BadInput`` when the file was
-    replaced, truncated or rewritten in between."""
+    judged and one more pass over the journal's bytes (``_again``)."""
     from .htmlreport import html_report
 
+    return _again(
+        journal,
+        prog,
+        lambda: html_report(report, title=title, entries=journal.entries, layout=layout),
+    )
+
+
+def _again(journal: _Snapshot, prog: str, make: Callable[[], str]) -> str:
+    """What ``make`` makes from another pass over ``journal``'s bytes. Raises ``BadInput``
+    when the file was replaced, truncated or rewritten since the first: its entries may then
+    be others, out of order, or not there (what that pass meets instead: ``Unordered``,
+    ``ValueError``, a lookup that fails, ``OSError``)."""
     changed = BadInput(
         f"{prog}: {journal.path} changed while it was being checked (replaced,"
         " truncated or rewritten); check a copy of it"
@@ -221,12 +226,12 @@ def _drawn(report: Report, journal: _Snapshot, title: str, prog: str, layout: La
         raise changed
     try:
         with paused_gc():
-            page = html_report(report, title=title, entries=journal.entries, layout=layout)
+            made = make()
     except (Unordered, ValueError, KeyError, IndexError, OSError):
         raise changed from None
     if not journal.unchanged():
         raise changed
-    return page
+    return made
 
 
 def add_limit_options(parser: argparse.ArgumentParser) -> None:
@@ -462,15 +467,11 @@ def _check(args: argparse.Namespace) -> int:
                 print(exc, file=sys.stderr)
                 return 2
         else:
-            streamed = Report(
-                violations=found.violations,
-                metrics=found.metrics,
-                coverage=found.coverage,
-                warnings=found.warnings,
-                limits=limits_for(base=found.limits, overrides={}),
-            )
             text = format_report(
-                streamed, args.format, max_violations=args.max_violations, name=_name(found.headers)
+                _as_report(found),
+                args.format,
+                max_violations=args.max_violations,
+                name=_name(found.headers),
             )
         print(text)
         return _exit(args, 0 if not found.total else 1)
@@ -486,6 +487,17 @@ def _check(args: argparse.Namespace) -> int:
 #: How many seqs the violations a text report shows may name for the judges to be held while
 #: it is drawn: each costs the drawing some 40 bytes (its timeline keeps a few dozen entries).
 _HOLD_PAST = 1 << 20
+
+
+def _as_report(found: StreamReport) -> Report:
+    """What a streamed check found, as the in-memory check's ``Report`` (without entries)."""
+    return Report(
+        violations=found.violations,
+        metrics=found.metrics,
+        coverage=found.coverage,
+        warnings=found.warnings,
+        limits=limits_for(base=found.limits, overrides={}),
+    )
 
 
 def _let_go(found: StreamReport) -> None:
@@ -518,22 +530,12 @@ def _measured() -> bool:
 
 
 def _render_streamed(found: StreamReport, journal: _Snapshot, max_violations: int | None) -> str:
-    """The text report; its timelines come from a second pass over the same bytes. Raises
-    ``BadInput`` when the file was replaced, truncated or rewritten in between."""
-    changed = BadInput(
-        f"fakeprovider check: {journal.path} changed while it was being checked (replaced,"
-        " truncated or rewritten); check a copy of it"
+    """The text report; its timelines come from a second pass over the same bytes (``_again``)."""
+    return _again(
+        journal,
+        "fakeprovider check",
+        lambda: render_streamed(found, journal.entries, max_violations, batches=journal.batches),
     )
-    if not journal.unchanged():
-        raise changed
-    try:
-        with paused_gc():
-            text = render_streamed(found, journal.entries, max_violations, batches=journal.batches)
-    except (Unordered, ValueError, OSError):
-        raise changed from None
-    if not journal.unchanged():
-        raise changed
-    return text
 
 
 def _run_limits(args: argparse.Namespace, headers: list[dict[str, Any] | None]) -> list[Limits]:
