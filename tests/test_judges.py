@@ -285,17 +285,7 @@ def jittered_reads(draw: st.DrawFn) -> list[Entry]:
     for seq in range(1, draw(st.integers(0, 400)) + 1):
         at += draw(st.sampled_from((0.0, 0.01, 0.05, 0.2)))
         back = draw(st.sampled_from((0.0,) * 20 + (0.03, 0.5, 30.0)))
-        out.append(
-            Entry(
-                seq=seq,
-                kind="status",
-                job_id="j_1",
-                method="GET",
-                path="/v1/jobs/j_1",
-                client="c",
-                received_at=max(0.0, at - back),
-            )
-        )
+        out.append(_status_read(seq, max(0.0, at - back)))
     return out
 
 
@@ -402,18 +392,7 @@ def test_a_read_far_back_in_time_is_judged_against_the_reads_let_go() -> None:
     """1,000 reads 0.1 s apart, then one whose clock reads 5 s: its window reaches back past
     the reads kept, so the reads let go are counted and named too."""
     limits = Limits(status_rate=20.0, status_rate_window=1.0)
-    reads = [
-        Entry(
-            seq=seq,
-            kind="status",
-            job_id="j_1",
-            method="GET",
-            path="/v1/jobs/j_1",
-            client="c",
-            received_at=seq / 10 if seq <= 1000 else 5.0,
-        )
-        for seq in range(1, 1002)
-    ]
+    reads = [_status_read(seq, seq / 10 if seq <= 1000 else 5.0) for seq in range(1, 1002)]
     judge = _judges.BoundedStatusRate(limits)
     for e in reads[:1000]:
         judge.add(e)
@@ -681,18 +660,7 @@ def test_judges_given_one_dict_of_codes_count_every_clients_codes_in_it() -> Non
     second = _judges.ClientJudge(Limits(), codes=codes)
     alone = _judges.ClientJudge(Limits())
     for judge, code in ((first, 200), (second, 503), (first, 503), (alone, 404)):
-        judge.add(
-            Entry(
-                seq=1,
-                kind="status",
-                job_id="j_1",
-                method="GET",
-                path="/v1/jobs/j_1",
-                client="c",
-                received_at=0.0,
-                status_code=code,
-            )
-        )
+        judge.add(_status_read(1, 0.0, status_code=code))
     assert codes == {200: 1, 503: 2}
     assert first.codes is second.codes is codes
     assert alone.codes == {404: 1}
@@ -706,19 +674,10 @@ def test_a_bounded_judge_makes_its_status_rate_judge_at_the_second_read_with_the
     so that a breach names it as the rule does."""
     limits = Limits(status_rate=1.0, status_rate_window=2.0)  # two reads in 2 s allowed
 
-    def read(seq: int, at: float) -> Entry:
-        return Entry(
-            seq=seq,
-            kind="status",
-            job_id="j_1",
-            method="GET",
-            path="/v1/jobs/j_1",
-            client="c",
-            received_at=at,
-            status_code=200,
-        )
-
-    reads = [read(1, 0.0), read(2, 0.5), read(3, 1.0), read(4, 9.0)]
+    reads = [
+        _status_read(seq, at, status_code=200)
+        for seq, at in ((1, 0.0), (2, 0.5), (3, 1.0), (4, 9.0))
+    ]
     judge = _judges.ClientJudge(limits, bounded=True)
     judge.add(reads[0])
     assert (judge.rates, judge.rates_first, judge.rates_seq) == (None, 0.0, 1)
