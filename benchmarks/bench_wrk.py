@@ -608,6 +608,20 @@ def probe_answers(answers: Path, journal: Path) -> None:
     )
 
 
+def _status_path(server: Server, port: int) -> str:
+    """The path the status reads ask for: a job the fake has just made, the bare app's any."""
+    if server.kind != "fake":
+        return "/v1/jobs/job_bench"
+    return f"/v1/jobs/{json.loads(_request(port, 'POST', '/v1/jobs', SUBMIT_BODY)[1])['job_id']}"
+
+
+def _retained(before: int | None, after: int | None, reads: LoadResult) -> float | None:
+    """The server's RSS growth over the measured reads, per read."""
+    if before is None or after is None or reads.requests <= 0:
+        return None
+    return (after - before) / reads.requests
+
+
 def measure(
     server: Server,
     load: Load,
@@ -620,19 +634,13 @@ def measure(
     submits: bool,
 ) -> Sample:
     with running(server, answers, journal, cores) as (process, port, startup):
-        if server.kind == "fake":
-            job = json.loads(_request(port, "POST", "/v1/jobs", SUBMIT_BODY)[1])["job_id"]
-        else:
-            job = "job_bench"
-        path = f"/v1/jobs/{job}"
+        path = _status_path(server, port)
         if warmup > 0:
             load.run(port, "GET", path, warmup)
         before, cpu = _rss_bytes(process.pid), _cpu_seconds(process.pid)
         get = load.run(port, "GET", path, duration)
         after, get_cpu = _rss_bytes(process.pid), _cpu_seconds(process.pid)
-        retained = None
-        if before is not None and after is not None and get.requests > 0:
-            retained = (after - before) / get.requests
+        retained = _retained(before, after, get)
         post = post_cpu = None
         if submits:
             post = load.run(port, "POST", "/v1/jobs", duration)
@@ -694,11 +702,7 @@ def measure_interleaved(
         for server in servers:
             journal = folder / f"{server.name}-interleaved.jsonl"
             process, port, startup = stack.enter_context(running(server, answers, journal, cores))
-            if server.kind == "fake":
-                job = json.loads(_request(port, "POST", "/v1/jobs", SUBMIT_BODY)[1])["job_id"]
-            else:
-                job = "job_bench"
-            live[server.name] = (process, port, startup, f"/v1/jobs/{job}")
+            live[server.name] = (process, port, startup, _status_path(server, port))
         for _process, port, _startup, path in live.values():
             if warmup > 0:
                 load.run(port, "GET", path, warmup)
@@ -717,7 +721,7 @@ def measure_interleaved(
             for name in live:
                 run = combine(slices[name])
                 cpu = _sum_or_none(cpus[name])
-                out[name] = (run, None if cpu is None or run.requests <= 0 else cpu / run.requests)
+                out[name] = (run, _per_request(0.0, cpu, run))
             return out
 
         before_rss = {name: _rss_bytes(live[name][0].pid) for name in live}
@@ -730,10 +734,7 @@ def measure_interleaved(
     samples = []
     for server in servers:
         get, get_cpu = reads[server.name]
-        first, last = before_rss[server.name], after_rss[server.name]
-        retained = None
-        if first is not None and last is not None and get.requests > 0:
-            retained = (last - first) / get.requests
+        retained = _retained(before_rss[server.name], after_rss[server.name], get)
         post, post_cpu = posts.get(server.name, (None, None))
         startup = live[server.name][2]
         samples.append(Sample(server.name, startup, get, post, retained, get_cpu, post_cpu))
