@@ -8,6 +8,7 @@ import gc
 import hashlib
 import http.client as http_client
 import json
+import logging
 import os
 import queue
 import re
@@ -15,7 +16,7 @@ import signal
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
@@ -527,14 +528,108 @@ def test_the_coalescing_transport_has_every_method_of_a_transport_of_its_own() -
     assert "__getattr__" not in own
 
 
-def test_lines_and_the_end_of_writing_go_out_after_the_held_head() -> None:
+def test_lines_and_the_end_of_writing_go_out_after_what_is_held() -> None:
     transport, raw, loop = _coalescing()
     transport.write(b"HTTP/1.1 200 OK\r\n\r\n")
     transport.writelines([b"a", b"b"])
     transport.write(b"HTTP/1.1 200 OK\r\n\r\n")
     transport.write_eof()
+    assert raw.writes == [b"HTTP/1.1 200 OK\r\n\r\nabHTTP/1.1 200 OK\r\n\r\n", b"<eof>"]
     _end_turn(loop)
-    assert raw.writes == [b"HTTP/1.1 200 OK\r\n\r\nab", b"HTTP/1.1 200 OK\r\n\r\n", b"<eof>"]
+    assert len(raw.writes) == 2
+
+
+class _CountingLoop:
+    """Just enough of an event loop to count the callbacks a turn's answers schedule."""
+
+    def __init__(self) -> None:
+        self.callbacks: list[Callable[[], object]] = []
+
+    def call_soon(self, callback: Callable[[], object]) -> None:
+        self.callbacks.append(callback)
+
+    def end_turn(self) -> None:
+        callbacks, self.callbacks = self.callbacks, []
+        for callback in callbacks:
+            callback()
+
+
+def _connections(
+    loop: _CountingLoop, count: int
+) -> list[tuple[server_module._CoalescingTransport, _RecordingTransport]]:
+    made = []
+    for _ in range(count):
+        raw = _RecordingTransport()
+        protocol = _Protocol(_Cycle(started=True))
+        transport = server_module._CoalescingTransport(raw, loop, protocol)  # type: ignore[arg-type]
+        made.append((transport, raw))
+    return made
+
+
+def test_the_answers_of_one_turn_go_out_together_when_it_ends_from_one_callback() -> None:
+    loop = _CountingLoop()
+    connections = _connections(loop, 3)
+    for number, (transport, raw) in enumerate(connections):
+        transport.write(b"HTTP/1.1 200 OK\r\ncontent-length: 1\r\n\r\n")
+        transport.write(b"%d" % number)
+        assert raw.writes == []
+    assert len(loop.callbacks) == 1
+    loop.end_turn()
+    assert [raw.writes for _, raw in connections] == [
+        [b"HTTP/1.1 200 OK\r\ncontent-length: 1\r\n\r\n%d" % number] for number in range(3)
+    ]
+    connections[0][0].write(b"HTTP/1.1 200 OK\r\n\r\n")  # the next turn: a callback again
+    connections[0][0].write(b"{}")
+    assert len(loop.callbacks) == 1
+
+
+def test_each_event_loop_sends_its_own_connections_answers() -> None:
+    first, second = _CountingLoop(), _CountingLoop()
+    ((one, one_raw),) = _connections(first, 1)
+    ((other, other_raw),) = _connections(second, 1)
+    for transport in (one, other):
+        transport.write(b"HTTP/1.1 204 No Content\r\n\r\n")
+        transport.answered()
+    first.end_turn()
+    assert one_raw.writes == [b"HTTP/1.1 204 No Content\r\n\r\n"]
+    assert other_raw.writes == []
+    second.end_turn()
+    assert other_raw.writes == [b"HTTP/1.1 204 No Content\r\n\r\n"]
+
+
+class _RefusingTransport(_RecordingTransport):
+    def write(self, data: bytes) -> None:
+        raise RuntimeError("the loop refuses")
+
+
+def test_a_connection_that_cannot_send_is_aborted_and_the_turns_others_still_go_out(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    loop = _CountingLoop()
+    refusing = _RefusingTransport()
+    broken = server_module._CoalescingTransport(refusing, loop)  # type: ignore[arg-type]
+    ((fine, fine_raw),) = _connections(loop, 1)
+    broken.write(b"HTTP/1.1 200 OK\r\n\r\n")
+    fine.write(b"HTTP/1.1 200 OK\r\n\r\n")
+    fine.write(b"{}")
+    with caplog.at_level(logging.ERROR, logger="fakeprovider.server"):
+        loop.end_turn()
+    assert refusing.aborted
+    assert fine_raw.writes == [b"HTTP/1.1 200 OK\r\n\r\n{}"]
+    assert [r.getMessage() for r in caplog.records] == ["an answer could not be sent"]
+
+
+def test_what_is_held_goes_out_before_a_write_too_large_to_join() -> None:
+    loop = _CountingLoop()
+    ((transport, raw),) = _connections(loop, 1)
+    transport.write(b"HTTP/1.1 200 OK\r\n\r\n")
+    transport.write(b"x" * 100)
+    large = b"v" * server_module._CoalescingTransport.JOIN
+    transport.write(large)
+    assert raw.writes[0] == b"HTTP/1.1 200 OK\r\n\r\n" + b"x" * 100
+    assert raw.writes[1] is large
+    loop.end_turn()  # nothing left held
+    assert len(raw.writes) == 2
 
 
 def _read_answers(stream: BinaryIO, count: int) -> list[tuple[int, object]]:
