@@ -112,23 +112,38 @@ class _Turn:
     Sending every answer of a turn together, after the turn's work, rather than each as soon
     as it is made, keeps a server under load doing one thing at a time (parse and answer the
     requests that came in, then send), which the processor's caches reward: some 5% more
-    submits a second than sending each at once (``benchmarks/bench_wrk.py``), and no answer
-    waits beyond the turn it was made in.
+    submits a second at 16 connections (``benchmarks/bench_wrk.py``). It costs a client that
+    waits for each answer before it asks again a turn of latency an answer, though (some
+    10 us on loopback: a tenth of a status read's round trip at one connection). So a turn
+    holds its answers only when the turn before it answered more than one: a sequential
+    client's answers go out as they are made, a busy server's when the turn ends, and no
+    answer waits beyond the turn it was made in.
     """
 
-    __slots__ = ("_due", "_loop")
+    __slots__ = ("_answers", "_due", "_holding", "_loop")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
         self._due: list[_CoalescingTransport] = []
+        #: Answers made in this turn so far (0: the turn's ``_end`` is not scheduled yet).
+        self._answers = 0
+        #: Whether this turn holds its answers (the turn before it answered more than one).
+        self._holding = False
 
     def add(self, transport: _CoalescingTransport) -> None:
-        due = self._due
-        if not due:
-            self._loop.call_soon(self._send)
-        due.append(transport)
+        """``transport`` has an answer to send: at once, or when the turn ends."""
+        if not self._answers:
+            self._loop.call_soon(self._end)
+        self._answers += 1
+        if self._holding:
+            self._due.append(transport)
+        else:
+            transport._due = False
+            transport._release()
 
-    def _send(self) -> None:
+    def _end(self) -> None:
+        self._holding = self._answers > 1
+        self._answers = 0
         due, self._due = self._due, []
         for transport in due:
             transport._due = False

@@ -289,10 +289,26 @@ class _RecordingTransport:
         self.writes.append(b"<eof>")
 
 
+def _answer_two_connections(loop: object) -> None:
+    """Two answers in the loop's turn, on connections of their own: the next turn holds its
+    answers until it ends (a busy server's)."""
+    for _ in range(2):
+        transport = server_module._CoalescingTransport(_RecordingTransport(), loop)  # type: ignore[arg-type]
+        transport.write(b"HTTP/1.1 200 OK\r\n\r\n")
+
+
+def _busy(loop: asyncio.AbstractEventLoop) -> asyncio.AbstractEventLoop:
+    """``loop`` after a turn that answered two connections."""
+    _answer_two_connections(loop)
+    loop.run_until_complete(asyncio.sleep(0))
+    return loop
+
+
 def _coalescing() -> tuple[
     server_module._CoalescingTransport, _RecordingTransport, asyncio.AbstractEventLoop
 ]:
-    loop = asyncio.new_event_loop()
+    """A connection on a busy server's loop (``_busy``)."""
+    loop = _busy(asyncio.new_event_loop())
     raw = _RecordingTransport()
     return server_module._CoalescingTransport(raw, loop), raw, loop  # type: ignore[arg-type]
 
@@ -374,7 +390,7 @@ class _Protocol:
 def _answering(
     cycle: _Cycle | None,
 ) -> tuple[server_module._CoalescingTransport, _RecordingTransport, asyncio.AbstractEventLoop]:
-    loop = asyncio.new_event_loop()
+    loop = _busy(asyncio.new_event_loop())
     raw = _RecordingTransport()
     protocol = _Protocol(cycle)
     return server_module._CoalescingTransport(raw, loop, protocol), raw, loop  # type: ignore[arg-type]
@@ -566,8 +582,15 @@ def _connections(
     return made
 
 
-def test_the_answers_of_one_turn_go_out_together_when_it_ends_from_one_callback() -> None:
+def _busy_counting_loop() -> _CountingLoop:
     loop = _CountingLoop()
+    _answer_two_connections(loop)
+    loop.end_turn()
+    return loop
+
+
+def test_the_answers_of_one_turn_go_out_together_when_it_ends_from_one_callback() -> None:
+    loop = _busy_counting_loop()
     connections = _connections(loop, 3)
     for number, (transport, raw) in enumerate(connections):
         transport.write(b"HTTP/1.1 200 OK\r\ncontent-length: 1\r\n\r\n")
@@ -583,8 +606,39 @@ def test_the_answers_of_one_turn_go_out_together_when_it_ends_from_one_callback(
     assert len(loop.callbacks) == 1
 
 
+def test_a_sequential_clients_answers_go_out_as_they_are_made() -> None:
+    loop = _CountingLoop()
+    ((transport, raw),) = _connections(loop, 1)
+    for number in range(3):  # a turn of one answer each: the next turn holds nothing
+        transport.write(b"HTTP/1.1 200 OK\r\ncontent-length: 1\r\n\r\n")
+        transport.write(b"%d" % number)
+        assert raw.writes[-1] == b"HTTP/1.1 200 OK\r\ncontent-length: 1\r\n\r\n%d" % number
+        loop.end_turn()
+    assert len(raw.writes) == 3
+
+
+def test_a_turn_holds_its_answers_only_after_a_turn_that_answered_more_than_one() -> None:
+    loop = _CountingLoop()
+    (one, one_raw), (other, other_raw) = _connections(loop, 2)
+
+    def answer(transport: server_module._CoalescingTransport) -> None:
+        transport.write(b"HTTP/1.1 200 OK\r\n\r\n")
+        transport.write(b"{}")
+
+    answer(one)
+    answer(other)  # the first turn: sent at once, both
+    assert (len(one_raw.writes), len(other_raw.writes)) == (1, 1)
+    loop.end_turn()
+    answer(one)  # after a turn of two answers: held until the turn ends
+    assert len(one_raw.writes) == 1
+    loop.end_turn()
+    assert len(one_raw.writes) == 2
+    answer(one)  # after a turn of one answer: sent at once again
+    assert len(one_raw.writes) == 3
+
+
 def test_each_event_loop_sends_its_own_connections_answers() -> None:
-    first, second = _CountingLoop(), _CountingLoop()
+    first, second = _busy_counting_loop(), _busy_counting_loop()
     ((one, one_raw),) = _connections(first, 1)
     ((other, other_raw),) = _connections(second, 1)
     for transport in (one, other):
@@ -605,7 +659,7 @@ class _RefusingTransport(_RecordingTransport):
 def test_a_connection_that_cannot_send_is_aborted_and_the_turns_others_still_go_out(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    loop = _CountingLoop()
+    loop = _busy_counting_loop()
     refusing = _RefusingTransport()
     broken = server_module._CoalescingTransport(refusing, loop)  # type: ignore[arg-type]
     ((fine, fine_raw),) = _connections(loop, 1)
