@@ -123,7 +123,8 @@ class _Turn:
     __slots__ = ("_answers", "_due", "_holding", "_loop")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = loop
+        # (weakly: ``_TURNS`` keeps a loop's turn only while something else keeps the loop)
+        self._loop = weakref.ref(loop)
         self._due: list[_CoalescingTransport] = []
         #: Answers made in this turn so far (0: the turn's ``_end`` is not scheduled yet).
         self._answers = 0
@@ -133,7 +134,9 @@ class _Turn:
     def add(self, transport: _CoalescingTransport) -> None:
         """``transport`` has an answer to send: at once, or when the turn ends."""
         if not self._answers:
-            self._loop.call_soon(self._end)
+            loop = self._loop()
+            assert loop is not None  # a transport of the loop keeps it
+            loop.call_soon(self._end)
         self._answers += 1
         if self._holding:
             self._due.append(transport)

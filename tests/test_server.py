@@ -16,6 +16,7 @@ import signal
 import socket
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
@@ -752,3 +753,13 @@ def test_a_client_is_journaled_as_its_peer_whatever_x_forwarded_for_says() -> No
         )
     assert answer.status_code == 202
     assert [e.client for e in provider.entries if e.kind == "submit"] == ["127.0.0.1"]
+
+
+def test_an_event_loops_turn_does_not_keep_the_loop() -> None:
+    loop = _CountingLoop()
+    server_module._CoalescingTransport(_RecordingTransport(), loop)  # type: ignore[arg-type]
+    assert loop in server_module._TURNS
+    gone = weakref.ref(loop)
+    del loop
+    gc.collect()
+    assert gone() is None
