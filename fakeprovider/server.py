@@ -169,15 +169,16 @@ def _turn(loop: asyncio.AbstractEventLoop) -> _Turn:
 
 
 class _CoalescingTransport:
-    """A connection's transport that sends each answer in one write, when the event loop's
-    turn ends.
+    """A connection's transport that sends each answer in one write: once it is whole, or on
+    a busy server when the event loop's turn ends.
 
     uvicorn writes the status line and headers as soon as the app starts its response, then
     the body in a second write: two syscalls and two TCP segments per answer (with
     ``TCP_NODELAY``), which cost a loopback server as much as a third of a status read.
-    Here small writes are held and joined, and go out in one write when the event loop's
-    current turn ends, with every other connection's answers of that turn (``_Turn``): an
-    answer leaves in one segment, and nothing waits beyond the turn it was written in. The
+    Here small writes are held and joined, and handed to the event loop's ``_Turn``, which
+    sends them at once or, on a busy server, when the turn ends with every other connection's
+    answers of that turn: an answer leaves in one segment, and nothing waits beyond the turn
+    it was written in. The
     head of the response ``protocol``'s cycle has in progress is held for its body, or for
     the response's end (``_IdleTimeout.on_response_complete``: a ``HEAD`` answer's). Large
     writes are never copied: what is held goes out first, then them. Closing sends what is
@@ -201,7 +202,8 @@ class _CoalescingTransport:
         self._turn = _turn(loop)
         #: Whose ``cycle`` tells a response's head (None: every write held until the turn ends).
         self._protocol = protocol
-        #: What is held: sent when the turn ends if ``_due``, else when the next write comes.
+        #: What is held: handed to the turn if ``_due`` (sent at once or when the turn ends),
+        #: else waiting for the next write (a response's head, for its body).
         self._held: bytes | None = None
         self._due = False
 
