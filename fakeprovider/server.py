@@ -139,9 +139,9 @@ class _Turn:
             loop.call_soon(self._end)
         self._answers += 1
         if self._holding:
+            transport._due = True
             self._due.append(transport)
         else:
-            transport._due = False
             transport._release()
 
     def _end(self) -> None:
@@ -202,8 +202,8 @@ class _CoalescingTransport:
         self._turn = _turn(loop)
         #: Whose ``cycle`` tells a response's head (None: every write held until the turn ends).
         self._protocol = protocol
-        #: What is held: handed to the turn if ``_due`` (sent at once or when the turn ends),
-        #: else waiting for the next write (a response's head, for its body).
+        #: What is held: waiting for the turn's end if ``_due`` (the turn sets it), else for
+        #: the next write (a response's head, for its body).
         self._held: bytes | None = None
         self._due = False
 
@@ -213,7 +213,6 @@ class _CoalescingTransport:
             if len(held) + len(data) <= _JOIN:
                 self._held = held + data
                 if not self._due:
-                    self._due = True
                     self._turn.add(self)
                 return
             self._held = None
@@ -233,13 +232,11 @@ class _CoalescingTransport:
             or cycle.response_complete
             or data[:5] != b"HTTP/"
         ):
-            self._due = True
             self._turn.add(self)
 
     def answered(self) -> None:
         """The response in progress is complete: what is held goes out when the turn ends."""
         if self._held is not None and not self._due:
-            self._due = True
             self._turn.add(self)
 
     def _release(self) -> None:
