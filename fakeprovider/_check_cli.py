@@ -7,14 +7,16 @@ JSONL line, a bad limit or an unknown scenario).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import itertools
 import os
 import stat
 import sys
+import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from ._formats import FORMATS, format_report
 from ._judges import Unjudgeable
@@ -93,6 +95,7 @@ def add_check_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
             "fakeprovider check run.jsonl --deadline 5m --max-retries 3 --json",
             "fakeprovider check run.jsonl --format junit > junit.xml   # one case per rule",
             "fakeprovider check run.jsonl --format github   # annotations in GitHub Actions",
+            "gunzip -c run.jsonl.gz | fakeprovider check -   # stdin, copied to TMPDIR first",
             "curl -s 'http://127.0.0.1:8000/__admin/report?deadline=5m'  # same, from the server",
         ),
     )
@@ -167,14 +170,20 @@ def add_report_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
 def cmd_report(args: argparse.Namespace) -> int:
     """The HTML report. A journal file is judged as it streams by (``judge_streamed``) and
     drawn from two more passes over the same bytes (``html_report``'s ``entries``), so that
-    what is held grows with the violations and jobs, not with the entries; stdin, or a file too
-    far out of seq order to stream, is read whole."""
+    what is held grows with the violations and jobs, not with the entries (standard input or
+    a pipe is copied to a temporary file first: ``_snapshot``); a file too far out of seq
+    order to stream is read whole."""
+    with contextlib.ExitStack() as stack:
+        return _report(args, stack)
+
+
+def _report(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
     from .htmlreport import Layout, html_report
 
     prog = "fakeprovider report"
     layout = Layout()  # the page's first pass, noted while the journal is judged
     try:
-        snapshot = None if args.journal == "-" else _Snapshot.of(args.journal)
+        snapshot = _snapshot(args.journal, prog, stack)
         # (judged as ``check --format json`` is: every violation kept, no timelines noted)
         streamed = argparse.Namespace(**{**vars(args), "format": "json", "ends_process": False})
         found = None
@@ -182,7 +191,7 @@ def cmd_report(args: argparse.Namespace) -> int:
             noted = dataclasses.replace(snapshot, note=layout.note)
             found = judge_streamed(noted, streamed, prog=prog)
         if found is None:
-            report, page = judge(args.journal, args, prog=prog), None
+            report, page = judge(args.journal, args, prog=prog, snapshot=snapshot), None
         else:
             assert snapshot is not None  # streamed from a regular file
             report = _as_report(found)
@@ -219,7 +228,7 @@ def _again(journal: _Snapshot, prog: str, make: Callable[[], str]) -> str:
     be others, out of order, or not there (what that pass meets instead: ``Unordered``,
     ``ValueError``, a lookup that fails, ``OSError``)."""
     changed = BadInput(
-        f"{prog}: {journal.path} changed while it was being checked (replaced,"
+        f"{prog}: {journal.called} changed while it was being checked (replaced,"
         " truncated or rewritten); check a copy of it"
     )
     if not journal.unchanged():
@@ -285,15 +294,24 @@ class NothingTested(BadInput):
     """The journal holds no client request."""
 
 
-def judge(journal: str, args: argparse.Namespace, prog: str = "fakeprovider check") -> Report:
-    """Read ``journal`` and judge it with the limits ``args`` ask for (see ``_run_limits``).
+def judge(
+    journal: str,
+    args: argparse.Namespace,
+    prog: str = "fakeprovider check",
+    snapshot: _Snapshot | None = None,
+) -> Report:
+    """Read ``journal`` and judge it with the limits ``args`` ask for (see ``_run_limits``);
+    from ``snapshot``'s file when given (``_snapshot``'s: for ``-``, standard input's copy).
 
     Raises ``BadInput`` with the line to print for an unreadable file, a bad entry, bad limits
     or a journal with no client request in it (nothing was tested).
     """
     try:
-        source = getattr(sys.stdin, "buffer", sys.stdin) if journal == "-" else journal
-        entries = read_journal(source)
+        if snapshot is not None:
+            entries = read_journal(snapshot.path, name=snapshot.name)
+        else:
+            source = getattr(sys.stdin, "buffer", sys.stdin) if journal == "-" else journal
+            entries = read_journal(source)
     except OSError as exc:
         raise BadInput(f"{prog}: cannot read {journal}: {exc.strerror or exc}") from None
     except (ValueError, UnicodeDecodeError) as exc:
@@ -340,11 +358,19 @@ class _Snapshot:
     size: int
     #: What each pass's entries go through on their way (``Layout.note``), if anything.
     note: Callable[[Iterable[EntryLike]], Iterable[EntryLike]] | None = None
+    #: What messages call the journal, and a bad line's error (None: its path): ``-`` and
+    #: ``<stdin>`` for a copy of standard input, the path given for a pipe's (``_snapshot``).
+    label: str | None = None
+    name: str | None = None
+
+    @property
+    def called(self) -> str:
+        return self.path if self.label is None else self.label
 
     @classmethod
     def of(cls, path: str) -> _Snapshot | None:
-        """None for what cannot be read twice (a pipe, ``/dev/stdin``, a FIFO) or not stat'ed:
-        ``judge`` reads that once, and says why it cannot be read."""
+        """None for what cannot be read twice (a pipe, ``/dev/stdin``, a FIFO: ``_snapshot``
+        copies it) or not stat'ed (``judge`` says why it cannot be read)."""
         try:
             found = os.stat(path)
         except (OSError, ValueError):
@@ -362,7 +388,7 @@ class _Snapshot:
 
     def batches(self) -> Iterable[list[EntryLike]]:
         """``entries`` in the lists they are read and put in order in."""
-        return in_seq_order_batches(iter_record_batches(self.path, limit=self.size))
+        return in_seq_order_batches(iter_record_batches(self.path, limit=self.size, name=self.name))
 
     def unchanged(self) -> bool:
         """Whether the file at ``path`` is still this one, holding at least these bytes."""
@@ -373,6 +399,57 @@ class _Snapshot:
         return (found.st_dev, found.st_ino) == (self.device, self.inode) and (
             found.st_size >= self.size
         )
+
+
+#: How many bytes ``_snapshot`` copies at a time.
+_COPY_BLOCK = 1 << 20
+
+
+def _snapshot(journal: str, prog: str, stack: contextlib.ExitStack) -> _Snapshot | None:
+    """What ``journal`` is streamed from: the regular file it names, or a copy of what cannot
+    be read twice (standard input for ``-``, a pipe, a FIFO) in a temporary file (``TMPDIR``'s)
+    removed when ``stack`` closes, so that a journal piped in is judged in bounded memory, as a
+    file is, and called as before (``-``, ``<stdin>`` for its lines, else the path given).
+    None for what ``judge`` reads whole: what cannot be opened (it says why), a standard input
+    of text alone. Raises ``BadInput`` when what is copied cannot be read or written."""
+    if journal == "-":
+        source: IO[bytes] | None = getattr(sys.stdin, "buffer", None)
+        if source is None:  # a text stream put in its place (no bytes to copy): read whole
+            return None
+        label, name, what = "-", "<stdin>", "standard input"
+    else:
+        found = _Snapshot.of(journal)
+        if found is not None:
+            return found
+        try:
+            source = stack.enter_context(open(journal, "rb"))  # noqa: SIM115 - closed by stack
+        except (OSError, ValueError):  # not there, a folder...: ``judge`` says why
+            return None
+        label = name = what = journal
+    reading = False  # (which side an OSError came from)
+    try:
+        folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="fakeprovider-"))
+        path = os.path.join(folder, "journal.jsonl")
+        with open(path, "wb") as copy:
+            while True:
+                reading = True
+                block = source.read(_COPY_BLOCK)
+                reading = False
+                if not block:
+                    break
+                copy.write(block)
+    except OSError as exc:
+        why = exc.strerror or exc
+        if reading:
+            raise BadInput(f"{prog}: cannot read {label}: {why}") from None
+        raise BadInput(
+            f"{prog}: cannot copy {what} to a temporary file, to judge it in bounded memory:"
+            f" {why}; set TMPDIR to a folder with room, or give a regular file's path"
+        ) from None
+    copied = _Snapshot.of(path)
+    if copied is None:  # pragma: no cover - the file was just written
+        raise BadInput(f"{prog}: cannot read the copy of {label} at {path}")
+    return dataclasses.replace(copied, label=label, name=name)
 
 
 def judge_streamed(
@@ -420,7 +497,7 @@ def judge_streamed(
     except Unjudgeable:
         return None
     except OSError as exc:
-        raise BadInput(f"{prog}: cannot read {journal.path}: {exc.strerror or exc}") from None
+        raise BadInput(f"{prog}: cannot read {journal.called}: {exc.strerror or exc}") from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise BadInput(f"{prog}: {exc}") from None
     _warn_headerless(args, list(found.headers))
@@ -430,7 +507,7 @@ def judge_streamed(
         raise BadInput(f"{prog}: {errors[0]}")
     if not found.tested:
         raise NothingTested(
-            f"{prog}: {journal.path} holds no client request, so nothing was tested;"
+            f"{prog}: {journal.called} holds no client request, so nothing was tested;"
             " did the client reach the fake?"
         )
     return found
@@ -447,12 +524,17 @@ def _check(args: argparse.Namespace) -> int:
     """The check; with ``args.ends_process`` (``cli.main`` run as the program), the process
     ends here once the report is out (``_exit``): what was judged is never freed, judge by
     judge (``check_stream``'s ``hold``), only let go with the process."""
+    with contextlib.ExitStack() as stack:  # standard input's copy, if any (``_snapshot``)
+        return _checked(args, stack)
+
+
+def _checked(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
     try:
-        snapshot = None if args.journal == "-" else _Snapshot.of(args.journal)
+        snapshot = _snapshot(args.journal, "fakeprovider check", stack)
         # the text report details the first --max-violations and counts the rest
         shown = args.max_violations if args.format == "text" and args.max_violations else None
         found = None if snapshot is None else judge_streamed(snapshot, args, shown)
-        report = judge(args.journal, args) if found is None else None
+        report = judge(args.journal, args, snapshot=snapshot) if found is None else None
     except BadInput as exc:
         print(exc, file=sys.stderr)
         return 2
@@ -474,14 +556,14 @@ def _check(args: argparse.Namespace) -> int:
                 name=_name(found.headers),
             )
         print(text)
-        return _exit(args, 0 if not found.total else 1)
+        return _exit(args, 0 if not found.total else 1, stack)
     assert report is not None  # judged in memory
     print(
         format_report(
             report, args.format, max_violations=args.max_violations, name=report_name(report)
         )
     )
-    return _exit(args, 0 if report.ok else 1)
+    return _exit(args, 0 if report.ok else 1, stack)
 
 
 #: How many seqs the violations a text report shows may name for the judges to be held while
@@ -508,15 +590,17 @@ def _let_go(found: StreamReport) -> None:
         run.release()
 
 
-def _exit(args: argparse.Namespace, code: int) -> int:
+def _exit(args: argparse.Namespace, code: int, stack: contextlib.ExitStack) -> int:
     """``code``; with ``args.ends_process``, the process ends with it instead, once standard
     output and error are flushed (a flush's ``BrokenPipeError`` goes to ``cli.main`` as a
-    print's would), without freeing what it holds nor running ``atexit`` (the check opens no
-    journal sink, the one thing those flush). Not while coverage measures the process: its
-    data is saved at exit, by ``atexit``."""
+    print's would) and ``stack`` is closed (standard input's copy removed), without freeing
+    what it holds nor running ``atexit`` (the check opens no journal sink, the one thing those
+    flush). Not while coverage measures the process: its data is saved at exit, by
+    ``atexit``."""
     if getattr(args, "ends_process", False) and not _measured():
         sys.stdout.flush()
         sys.stderr.flush()
+        stack.close()
         os._exit(code)
     return code
 

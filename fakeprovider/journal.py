@@ -1162,6 +1162,7 @@ def iter_journal(
     *,
     share_strings: bool = False,
     limit: int | None = None,
+    name: str | None = None,
 ) -> Iterator[Entry]:
     """Entries from a JSONL file (or open text or binary stream) one at a time, in file order,
     run headers included: what ``read_journal`` sorts, without holding more than a block of
@@ -1169,7 +1170,8 @@ def iter_journal(
     closed when it ends (or when the iterator is closed). ``share_strings`` holds equal strings
     once between entries (``iter_entries``), for a reader that keeps many of them. ``limit``:
     read only the first that many bytes of a path (what it held at some moment, while a server
-    may go on appending to it).
+    may go on appending to it). ``name``: what errors call the source (else its path, or the
+    stream's name).
 
     A path or a binary stream is read in blocks (``entry_batches``: msgspec takes thousands of
     lines at once), a text stream line by line (``iter_entries``); the entries and errors are
@@ -1181,12 +1183,12 @@ def iter_journal(
     if isinstance(source, (str, Path)):
         with open(source, "rb") as handle:
             batches = entry_batches(
-                _blocks(handle, limit), str(source), share_strings=share_strings
+                _blocks(handle, limit), name or str(source), share_strings=share_strings
             )
             for batch in batches:
                 yield from batch
         return
-    name = str(getattr(source, "name", "<journal>"))
+    name = name or str(getattr(source, "name", "<journal>"))
     read = getattr(source, "read", None)
     if callable(read) and isinstance(read(0), bytes):
         for batch in entry_batches(_blocks(source, None), name, share_strings=share_strings):
@@ -1207,16 +1209,20 @@ def iter_records(
 
 
 def iter_record_batches(
-    source: str | Path | IO[str] | IO[bytes], *, limit: int | None = None
+    source: str | Path | IO[str] | IO[bytes],
+    *,
+    limit: int | None = None,
+    name: str | None = None,
 ) -> Iterator[list[EntryLike]]:
     """``iter_records`` in the lists it reads them in (a block of the file at a time, some of
     them empty): what ``fakeprovider check`` streams a file with, a list at a time. A bad line's
-    ``JournalError`` is raised after a list of the entries before it."""
+    ``JournalError`` is raised after a list of the entries before it, naming the source as
+    ``iter_journal`` does."""
     if isinstance(source, (str, Path)):
         with open(source, "rb") as handle:
-            yield from record_batches(_blocks(handle, limit), str(source))
+            yield from record_batches(_blocks(handle, limit), name or str(source))
         return
-    name = str(getattr(source, "name", "<journal>"))
+    name = name or str(getattr(source, "name", "<journal>"))
     read = getattr(source, "read", None)
     if callable(read) and isinstance(read(0), bytes):
         yield from record_batches(_blocks(source, None), name)
@@ -1245,12 +1251,15 @@ def _blocks(handle: IO[Any], limit: int | None) -> Iterator[bytes]:
         yield block
 
 
-def read_journal(source: str | Path | IO[str] | IO[bytes]) -> list[Entry]:
+def read_journal(
+    source: str | Path | IO[str] | IO[bytes], *, name: str | None = None
+) -> list[Entry]:
     """Entries from a JSONL file (or open text or binary stream), sorted by ``seq``
     (``order_entries``). The file is read in blocks (``iter_journal``).
 
     Raises ``ValueError`` as ``FILE:LINE: field: what was expected`` for the first line that
-    is not an entry (not UTF-8, not JSON, a field missing or of the wrong type).
+    is not an entry (not UTF-8, not JSON, a field missing or of the wrong type); ``FILE`` is
+    ``name``, else the path or the stream's name.
     """
     with paused_gc():
-        return order_entries(iter_journal(source, share_strings=True))
+        return order_entries(iter_journal(source, share_strings=True, name=name))

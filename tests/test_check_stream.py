@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import hashlib
 import heapq
 import io
 import os
+import subprocess
 import sys
+import tempfile
 import threading
 import tracemalloc
 from collections import Counter
@@ -727,6 +730,139 @@ def test_a_journal_piped_in_gets_the_report_of_the_same_file(
     assert from_file[0] == 1
     assert "timeline of job job_1" in from_file[1]
     assert _check_piped(_journal(entries), capsys) == from_file
+
+
+def _on_stdin(monkeypatch: pytest.MonkeyPatch, content: bytes) -> None:
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(content)))
+
+
+@pytest.fixture
+def copies(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The folder the temporary files go to (``TMPDIR``), empty."""
+    folder = tmp_path / "tmp"
+    folder.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(folder))
+    return folder
+
+
+def _not_read_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_check_cli, "judge", lambda *args, **kwargs: pytest.fail("read whole"))
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_journal_on_standard_input_is_copied_and_judged_as_it_streams_not_read_whole(
+    fmt: str,
+    tmp_path: Path,
+    copies: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    path = tmp_path / "run.jsonl"
+    path.write_bytes(_journal(OVERLAPPING))
+    from_file = _run_check(["check", str(path), "--format", fmt], capsys)
+    _on_stdin(monkeypatch, _journal(OVERLAPPING))
+    _not_read_whole(monkeypatch)
+    assert _run_check(["check", "-", "--format", fmt], capsys) == from_file
+    assert from_file[0] == 1
+    assert list(copies.iterdir()) == []  # the copy is gone
+
+
+@pytest.mark.skipif(not Path("/dev/fd").is_dir(), reason="needs /dev/fd")
+def test_a_journal_piped_in_by_path_is_copied_and_judged_as_it_streams(
+    tmp_path: Path,
+    copies: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from_file = _check_file(tmp_path, _journal(OVERLAPPING), capsys)
+    _not_read_whole(monkeypatch)
+    assert _check_piped(_journal(OVERLAPPING), capsys) == from_file
+    assert list(copies.iterdir()) == []
+
+
+def test_a_journal_on_standard_input_too_far_out_of_order_is_read_whole_from_its_copy(
+    tmp_path: Path,
+    copies: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    path = tmp_path / "run.jsonl"
+    path.write_bytes(_journal(OVERLAPPING))
+    monkeypatch.setattr(_check_cli, "judge_streamed", lambda journal, args, shown: None)
+    from_file = _run_check(["check", str(path)], capsys)
+    _on_stdin(monkeypatch, _journal(OVERLAPPING))
+    assert _run_check(["check", "-"], capsys) == from_file
+    assert list(copies.iterdir()) == []
+
+
+@pytest.mark.parametrize("streamed", [True, False], ids=["streamed", "read-whole"])
+def test_a_bad_line_on_standard_input_is_named_as_standard_inputs(
+    streamed: bool,
+    copies: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    if not streamed:
+        monkeypatch.setattr(_check_cli, "judge_streamed", lambda journal, args, shown: None)
+    _on_stdin(monkeypatch, _journal(OVERLAPPING[:2]) + b'{"seq": 2, "kind": "status"}\n')
+    assert _run_check(["check", "-"], capsys) == (
+        2,
+        "",
+        "fakeprovider check: <stdin>:5: method: missing; every entry has seq, kind, method,"
+        " path, client and received_at\n",
+    )
+    assert list(copies.iterdir()) == []
+
+
+def test_standard_input_that_cannot_be_copied_is_refused_with_what_to_do(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "gone"))
+    _on_stdin(monkeypatch, _journal(OVERLAPPING))
+    assert _run_check(["check", "-"], capsys) == (
+        2,
+        "",
+        "fakeprovider check: cannot copy standard input to a temporary file, to judge it in"
+        " bounded memory: No such file or directory; set TMPDIR to a folder with room, or give"
+        " a regular file's path\n",
+    )
+
+
+def test_standard_input_that_cannot_be_read_is_refused_as_before(
+    copies: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class Failing(io.RawIOBase):
+        def readable(self) -> bool:
+            return True
+
+        def readinto(self, buffer: Any) -> int:
+            raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BufferedReader(Failing())))
+    assert _run_check(["check", "-"], capsys) == (
+        2,
+        "",
+        "fakeprovider check: cannot read -: Input/output error\n",
+    )
+    assert list(copies.iterdir()) == []
+
+
+def test_check_run_as_the_program_removes_its_copy_of_standard_input_before_it_ends(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "tmp"
+    folder.mkdir()
+    child = subprocess.run(
+        [sys.executable, "-m", "fakeprovider", "check", "-"],
+        input=_journal(OVERLAPPING),
+        capture_output=True,
+        timeout=120,
+        check=False,
+        env={**os.environ, "TMPDIR": str(folder)},
+    )
+    assert (child.returncode, child.stderr) == (1, b"")
+    assert b"timeline of job job_1" in child.stdout
+    assert list(folder.iterdir()) == []
 
 
 def test_lines_appended_while_the_check_runs_are_neither_judged_nor_shown(

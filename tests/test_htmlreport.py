@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import shutil
 import struct
 import subprocess
+import sys
 import tempfile
 import tracemalloc
 import zlib
@@ -187,6 +189,25 @@ def test_a_journal_file_is_not_read_whole_for_its_report(
         f"fakeprovider report: wrote {tmp_path / 'r.html'} (1 invariant violation(s):"
         " no_overlap x1)\n"
     )
+
+
+def test_a_journal_on_standard_input_is_copied_and_drawn_as_it_streams_not_read_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _file(tmp_path / "run.jsonl", OVERLAPPING)
+    expected = _read_whole(path, "--title", "t")
+    copies = tmp_path / "tmp"
+    copies.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(copies))
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(path.read_bytes())))
+    monkeypatch.setattr(_check_cli, "judge", lambda *args, **kwargs: pytest.fail("read whole"))
+    assert main(["report", "-", "-o", str(tmp_path / "r.html"), "--title", "t"]) == 0
+    assert (tmp_path / "r.html").read_text(encoding="utf-8") == expected
+    assert capsys.readouterr().err == (
+        f"fakeprovider report: wrote {tmp_path / 'r.html'} (1 invariant violation(s):"
+        " no_overlap x1)\n"
+    )
+    assert list(copies.iterdir()) == []  # the copy is gone
 
 
 def test_a_journal_files_page_takes_two_reads_of_it_the_judges_and_the_drawings(
