@@ -224,7 +224,7 @@ def test_stdin_is_read_as_bytes_and_named(
     monkeypatch.setattr("sys.stdin", stdin)
     assert main(["check", "-"]) == 2
     assert capsys.readouterr().err == (
-        "fakeprovider check: <journal>:3: not UTF-8 text (byte 0xff at column 1); a journal is"
+        "fakeprovider check: <stdin>:3: not UTF-8 text (byte 0xff at column 1); a journal is"
         " JSON lines\n"
     )
 
