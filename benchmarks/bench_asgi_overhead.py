@@ -1,9 +1,14 @@
 """Server-side cost per status read and submit: fakeprovider's ASGI app vs a bare Starlette app.
 
 Calls each ASGI app directly in one event loop (no network, no client library), so the number
-is the cost of the app itself: routing, engine, rendering and journal (to a JSONL file). Rounds
-alternate between the apps; each reports wall-clock rate and CPU microseconds per request (the
-CPU time of this process, which a busy machine disturbs less than the wall clock).
+is the cost of the app itself: routing, engine, rendering and journal (to a JSONL file, through
+the ``BatchedSink`` that ``fakeprovider serve --journal`` writes with). Each submit has a body
+of its own and of its own length (``bench_instructions._prompt``: the prompts wrk sends in
+``bench_wrk.py``, up to some 3 kB) and the ``Content-Length`` field uvicorn puts in its scope;
+the bare app reads the same bodies. Rounds alternate between the apps; each reports wall-clock
+rate and CPU microseconds per request (the CPU time of this process, which a busy machine
+disturbs less than the wall clock). The collector runs with the interpreter's thresholds for
+both (``serve`` raises them: ``bench_instructions.py`` measures the fake that way).
 
     python benchmarks/bench_asgi_overhead.py [--requests 5000] [--rounds 5]
 """
@@ -12,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import statistics
 import sys
@@ -21,12 +27,14 @@ from pathlib import Path
 from typing import Any
 
 from _asgi import call
+from bench_instructions import BODIES, _prompt, _with_length
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from fakeprovider.app import create_app
+from fakeprovider.journal import BatchedSink
 from fakeprovider.provider import FakeProvider
 
 
@@ -90,24 +98,29 @@ def _scope(method: str, path: str, body: bool = False) -> dict[str, Any]:
     }
 
 
-async def _rate(app: Any, scope: dict[str, Any], body: bytes, count: int) -> tuple[float, float]:
-    """Requests per second (wall clock) and CPU microseconds per request."""
+Requests = list[tuple[dict[str, Any], bytes]]
+
+
+async def _rate(app: Any, requests: Requests, count: int) -> tuple[float, float]:
+    """Requests per second (wall clock) and CPU microseconds per request: ``count`` of
+    ``requests`` (each a scope and a body), in turn."""
+    sent = itertools.islice(itertools.cycle(requests), count)
     start, cpu = time.perf_counter(), time.process_time()
-    for _ in range(count):
+    for scope, body in sent:
         await call(app, scope, body)
     wall, cpu = time.perf_counter() - start, time.process_time() - cpu
     return count / wall, cpu / count * 1e6
 
 
 async def _compare(
-    fake: Any, fake_scope: dict[str, Any], bare_scope: dict[str, Any], body: bytes, args: Any
+    fake: Any, fake_requests: Requests, bare_requests: Requests, args: Any
 ) -> dict[str, Any]:
-    await _rate(BARE, bare_scope, body, 500)
-    await _rate(fake, fake_scope, body, 500)
+    await _rate(BARE, bare_requests, 500)
+    await _rate(fake, fake_requests, 500)
     bare, ours = [], []
     for _ in range(args.rounds):
-        bare.append(await _rate(BARE, bare_scope, body, args.requests))
-        ours.append(await _rate(fake, fake_scope, body, args.requests))
+        bare.append(await _rate(BARE, bare_requests, args.requests))
+        ours.append(await _rate(fake, fake_requests, args.requests))
     b_rate, o_rate = (statistics.median(r for r, _ in runs) for runs in (bare, ours))
     b_cpu, o_cpu = (statistics.median(c for _, c in runs) for runs in (bare, ours))
     return {
@@ -121,15 +134,22 @@ async def _compare(
 
 
 async def _main(args: Any, journal: Path) -> dict[str, Any]:
-    with journal.open("a", encoding="utf-8") as sink:
+    with journal.open("a", encoding="utf-8") as stream, BatchedSink(stream) as sink:
         provider = FakeProvider("long-render", journal_sink=sink)
         fake = create_app(provider)
         submit = _scope("POST", "/v1/jobs", body=True)
-        job = json.loads(await call(fake, submit, SUBMIT))["job_id"]
+        job = json.loads(await call(fake, _with_length(submit, len(SUBMIT)), SUBMIT))["job_id"]
         status = await _compare(
-            fake, _scope("GET", f"/v1/jobs/{job}"), _scope("GET", "/v1/jobs/x"), b"", args
+            fake,
+            [(_scope("GET", f"/v1/jobs/{job}"), b"")],
+            [(_scope("GET", "/v1/jobs/x"), b"")],
+            args,
         )
-        submits = await _compare(fake, submit, submit, SUBMIT, args) if args.submit else None
+        submits = None
+        if args.submit:
+            bodies = [_prompt(n) for n in range(BODIES)]
+            requests = [(_with_length(submit, len(body)), body) for body in bodies]
+            submits = await _compare(fake, requests, requests, args)
     return {
         "status": status,
         "submit": submits,
