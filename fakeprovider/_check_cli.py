@@ -11,12 +11,15 @@ import contextlib
 import dataclasses
 import itertools
 import os
+import signal
 import stat
 import sys
 import tempfile
+import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from types import FrameType
+from typing import IO, TYPE_CHECKING, Any, cast
 
 from ._formats import FORMATS, format_report
 from ._judges import Unjudgeable
@@ -308,6 +311,8 @@ def judge(
     """
     try:
         if snapshot is not None:
+            if snapshot.tee is not None:
+                snapshot.tee.rest()
             entries = read_journal(snapshot.path, name=snapshot.name)
         else:
             source = getattr(sys.stdin, "buffer", sys.stdin) if journal == "-" else journal
@@ -362,6 +367,8 @@ class _Snapshot:
     #: ``<stdin>`` for a copy of standard input, the path given for a pipe's (``_snapshot``).
     label: str | None = None
     name: str | None = None
+    #: The input read once through it into the file at ``path`` (``_snapshot``), if any.
+    tee: _Tee | None = None
 
     @property
     def called(self) -> str:
@@ -388,10 +395,23 @@ class _Snapshot:
 
     def batches(self) -> Iterable[list[EntryLike]]:
         """``entries`` in the lists they are read and put in order in."""
-        return in_seq_order_batches(iter_record_batches(self.path, limit=self.size, name=self.name))
+        tee = self.tee
+        if tee is None:
+            return in_seq_order_batches(
+                iter_record_batches(self.path, limit=self.size, name=self.name)
+            )
+        if not tee.begun:  # the first pass: judged as it is read, and copied
+            tee.begun = True
+            stream = cast(IO[bytes], tee)  # (what it reads of a binary stream: read, read1)
+            return in_seq_order_batches(iter_record_batches(stream, name=self.name))
+        tee.rest()
+        return in_seq_order_batches(iter_record_batches(self.path, limit=tee.size, name=self.name))
 
     def unchanged(self) -> bool:
-        """Whether the file at ``path`` is still this one, holding at least these bytes."""
+        """Whether the file at ``path`` is still this one, holding at least these bytes (a
+        ``_Tee``'s copy is this command's own: nothing else writes it)."""
+        if self.tee is not None:
+            return True
         try:
             found = os.stat(self.path)
         except OSError:
@@ -401,22 +421,88 @@ class _Snapshot:
         )
 
 
-#: How many bytes ``_snapshot`` copies at a time.
+#: How many bytes ``_Tee.rest`` reads at a time.
 _COPY_BLOCK = 1 << 20
 
 
+def _copy_refused(prog: str, what: str, exc: OSError) -> BadInput:
+    return BadInput(
+        f"{prog}: cannot copy {what} to a temporary file, to judge it in bounded memory:"
+        f" {exc.strerror or exc}; set TMPDIR to a folder with room, or give a regular file's path"
+    )
+
+
+class _Tee:
+    """A journal that cannot be read twice (standard input, a pipe), read once: each block the
+    first pass reads is written to ``copy`` (a temporary file at ``path``) on its way, so that
+    the first pass judges as it reads (a bad line is told at once, as when it was read whole)
+    and the passes after it read the copy. A binary stream to ``iter_record_batches``."""
+
+    def __init__(self, source: IO[bytes], copy: IO[bytes], path: str, what: str, prog: str):
+        self.source = source
+        self.copy = copy
+        self.path = path
+        self.what = what
+        self.prog = prog
+        #: Bytes copied; whether the source has ended (the copy then holds it all, closed).
+        self.size = 0
+        self.ended = False
+        #: Whether the first pass has begun (it reads through the tee, the others the copy).
+        self.begun = False
+
+    def read(self, size: int = -1) -> bytes:
+        """At most ``size`` bytes more of the source (what it has at once), copied."""
+        if self.ended:
+            return b""
+        read = getattr(self.source, "read1", None) or self.source.read
+        block: bytes = read(size)  # an OSError goes to the pass: "cannot read ..."
+        if not block:
+            if size != 0:
+                self._end()
+            return b""
+        try:
+            self.copy.write(block)
+        except OSError as exc:
+            raise _copy_refused(self.prog, self.what, exc) from None
+        self.size += len(block)
+        return block
+
+    read1 = read
+
+    def rest(self) -> None:
+        """Copy what the first pass left unread (it stopped early, or never began)."""
+        while not self.ended:
+            self.read(_COPY_BLOCK)
+
+    def _end(self) -> None:
+        try:
+            self.copy.close()
+        except OSError as exc:
+            raise _copy_refused(self.prog, self.what, exc) from None
+        self.ended = True
+
+
 def _snapshot(journal: str, prog: str, stack: contextlib.ExitStack) -> _Snapshot | None:
-    """What ``journal`` is streamed from: the regular file it names, or a copy of what cannot
-    be read twice (standard input for ``-``, a pipe, a FIFO) in a temporary file (``TMPDIR``'s)
-    removed when ``stack`` closes, so that a journal piped in is judged in bounded memory, as a
-    file is, and called as before (``-``, ``<stdin>`` for its lines, else the path given).
-    None for what ``judge`` reads whole: what cannot be opened (it says why), a standard input
-    of text alone. Raises ``BadInput`` when what is copied cannot be read or written."""
+    """What ``journal`` is streamed from: the regular file it names (or that standard input
+    is, for ``-``, nothing of it read yet, by the name the system gives it:
+    ``/proc/self/fd/N``), else, for what cannot be read twice (standard input, a pipe, a
+    FIFO), that input read once through a ``_Tee`` into a temporary file (``TMPDIR``'s),
+    removed when ``stack`` closes (also when SIGTERM or SIGHUP ends the command:
+    ``_removed_on_signals``). So a journal piped in is judged in bounded memory, as a file is,
+    and called as before (``-``, ``<stdin>`` for its lines, else the path given). None for
+    what ``judge`` reads whole: what cannot be opened (it says why), a standard input of text
+    alone. Raises ``BadInput`` for a closed standard input, or when no temporary file can be
+    made."""
     if journal == "-":
+        if sys.stdin is None:
+            raise BadInput(f"{prog}: cannot read -: standard input is closed")
         source: IO[bytes] | None = getattr(sys.stdin, "buffer", None)
         if source is None:  # a text stream put in its place (no bytes to copy): read whole
             return None
         label, name, what = "-", "<stdin>", "standard input"
+        found = _unread_file(source)
+        if found is not None:
+            return dataclasses.replace(found, label=label, name=name)
     else:
         found = _Snapshot.of(journal)
         if found is not None:
@@ -426,30 +512,54 @@ def _snapshot(journal: str, prog: str, stack: contextlib.ExitStack) -> _Snapshot
         except (OSError, ValueError):  # not there, a folder...: ``judge`` says why
             return None
         label = name = what = journal
-    reading = False  # (which side an OSError came from)
     try:
         folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="fakeprovider-"))
         path = os.path.join(folder, "journal.jsonl")
-        with open(path, "wb") as copy:
-            while True:
-                reading = True
-                block = source.read(_COPY_BLOCK)
-                reading = False
-                if not block:
-                    break
-                copy.write(block)
+        copy = stack.enter_context(open(path, "wb"))  # noqa: SIM115 - closed by stack
     except OSError as exc:
-        why = exc.strerror or exc
-        if reading:
-            raise BadInput(f"{prog}: cannot read {label}: {why}") from None
-        raise BadInput(
-            f"{prog}: cannot copy {what} to a temporary file, to judge it in bounded memory:"
-            f" {why}; set TMPDIR to a folder with room, or give a regular file's path"
-        ) from None
-    copied = _Snapshot.of(path)
-    if copied is None:  # pragma: no cover - the file was just written
-        raise BadInput(f"{prog}: cannot read the copy of {label} at {path}")
-    return dataclasses.replace(copied, label=label, name=name)
+        raise _copy_refused(prog, what, exc) from None
+    _removed_on_signals(stack)
+    made = _Snapshot.of(path)
+    if made is None:  # pragma: no cover - the file was just made
+        raise BadInput(f"{prog}: cannot read the copy of {what} at {path}")
+    return dataclasses.replace(
+        made, label=label, name=name, tee=_Tee(source, copy, path, what, prog)
+    )
+
+
+def _unread_file(source: IO[bytes]) -> _Snapshot | None:
+    """The regular file ``source`` reads, while nothing of it is read yet, by a name that
+    opens it afresh where the system gives one (``/proc/self/fd/N``); else None."""
+    try:
+        fd = source.fileno()
+        if not stat.S_ISREG(os.fstat(fd).st_mode) or os.lseek(fd, 0, os.SEEK_CUR) != 0:
+            return None
+    except (OSError, ValueError):  # no descriptor (io.UnsupportedOperation is both)
+        return None
+    return _Snapshot.of(f"/proc/self/fd/{fd}")
+
+
+def _removed_on_signals(stack: contextlib.ExitStack) -> None:
+    """Until ``stack`` closes, SIGTERM and SIGHUP end the command by ``SystemExit`` (exit
+    128 + the signal's number), which closes ``stack`` on its way: its temporary file is not
+    left behind (SIGINT does that already, by ``KeyboardInterrupt``). Only in the main thread,
+    where Python runs signal handlers."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    caught = [s for s in (signal.SIGTERM, getattr(signal, "SIGHUP", None)) if s is not None]
+
+    def end(number: int, frame: FrameType | None) -> None:
+        for each in caught:  # a second signal (``timeout`` sends two) must not cut the cleanup
+            signal.signal(each, signal.SIG_IGN)
+        raise SystemExit(128 + number)
+
+    before = {each: signal.signal(each, end) for each in caught}
+
+    def restore() -> None:
+        for each, handler in before.items():
+            signal.signal(each, handler)
+
+    stack.callback(restore)
 
 
 def judge_streamed(

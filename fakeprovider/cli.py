@@ -185,6 +185,9 @@ def cmd_journal(args: argparse.Namespace) -> int:
     from ._table import journal_table
     from .journal import read_journal
 
+    if args.journal == "-" and sys.stdin is None:
+        print("fakeprovider journal: cannot read -: standard input is closed", file=sys.stderr)
+        return 2
     try:
         source = getattr(sys.stdin, "buffer", sys.stdin) if args.journal == "-" else args.journal
         entries = read_journal(source)

@@ -16,10 +16,12 @@ import hashlib
 import heapq
 import io
 import os
+import signal
 import subprocess
 import sys
 import tempfile
 import threading
+import time
 import tracemalloc
 from collections import Counter
 from collections.abc import Iterator
@@ -845,6 +847,112 @@ def test_standard_input_that_cannot_be_read_is_refused_as_before(
         "fakeprovider check: cannot read -: Input/output error\n",
     )
     assert list(copies.iterdir()) == []
+
+
+class _Chunks(io.RawIOBase):
+    """A stream that hands over ``chunks`` one read at a time, then fails the next read."""
+
+    def __init__(self, chunks: list[bytes]) -> None:
+        self.chunks = chunks
+        self.reads = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        self.reads += 1
+        if not self.chunks:
+            raise AssertionError("read past the end")
+        chunk = self.chunks.pop(0)
+        buffer[: len(chunk)] = chunk
+        return len(chunk)
+
+
+def test_a_bad_first_line_on_standard_input_is_told_before_the_rest_is_read(
+    copies: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``yes | fakeprovider check -`` ends at once, as when standard input was read whole."""
+    stream = _Chunks([b"y\ny\ny\n"])  # and nothing after: a read past it fails the test
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BufferedReader(stream)))
+    assert _run_check(["check", "-"], capsys) == (
+        2,
+        "",
+        "fakeprovider check: <stdin>:1: not JSON (Expecting value at column 1); each line must"
+        " be one journal entry\n",
+    )
+    assert stream.reads == 1
+    assert list(copies.iterdir()) == []
+
+
+def test_a_copy_that_cannot_be_written_is_refused_with_what_to_do() -> None:
+    class Full(io.BytesIO):
+        def write(self, data: Any) -> int:
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    tee = _check_cli._Tee(io.BytesIO(b"{}\n"), Full(), "copy", "standard input", "prog")
+    with pytest.raises(_check_cli.BadInput) as refused:
+        tee.read(10)
+    assert str(refused.value) == (
+        "prog: cannot copy standard input to a temporary file, to judge it in bounded memory:"
+        " No space left on device; set TMPDIR to a folder with room, or give a regular file's"
+        " path"
+    )
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc/self/fd")
+def test_standard_input_that_is_a_file_unread_yet_is_streamed_from_it_without_a_copy(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "run.jsonl"
+    path.write_bytes(_journal(OVERLAPPING))
+    from_file = _run_check(["check", str(path)], capsys)
+    _not_read_whole(monkeypatch)
+    monkeypatch.setattr(tempfile, "TemporaryDirectory", lambda **kwargs: pytest.fail("copied"))
+    with path.open("rb") as given:
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(given))
+        assert _run_check(["check", "-"], capsys) == from_file
+
+
+@pytest.mark.parametrize("command", [["check", "-"], ["report", "-", "-o", "r.html"]])
+def test_a_closed_standard_input_is_refused_in_one_line(
+    command: list[str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys, "stdin", None)
+    assert _run_check(command, capsys) == (
+        2,
+        "",
+        f"fakeprovider {command[0]}: cannot read -: standard input is closed\n",
+    )
+
+
+def test_sigterm_while_standard_input_is_copied_removes_the_copy(tmp_path: Path) -> None:
+    folder = tmp_path / "tmp"
+    folder.mkdir()
+    child = subprocess.Popen(
+        [sys.executable, "-m", "fakeprovider", "check", "-"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "TMPDIR": str(folder)},
+    )
+    assert child.stdin is not None
+    assert child.stderr is not None
+    try:
+        child.stdin.write(_journal(OVERLAPPING))  # and more to come: the copy waits for it
+        child.stdin.flush()
+        deadline = time.monotonic() + 60
+        while not list(folder.glob("*/journal.jsonl")) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert list(folder.glob("*/journal.jsonl")), "no copy was made"
+        child.send_signal(signal.SIGTERM)
+        assert child.wait(timeout=60) == 128 + signal.SIGTERM
+        assert child.stderr.read() == b""
+    finally:
+        child.kill()
+        child.wait()
+        child.stdin.close()
+        child.stderr.close()
+    assert list(folder.iterdir()) == []
 
 
 def test_check_run_as_the_program_removes_its_copy_of_standard_input_before_it_ends(

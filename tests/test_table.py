@@ -59,6 +59,16 @@ def test_the_journal_command_refuses_a_missing_file(
     )
 
 
+def test_the_journal_command_refuses_a_closed_standard_input_in_one_line(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys, "stdin", None)
+    assert main(["journal", "-"]) == 2
+    assert capsys.readouterr().err == (
+        "fakeprovider journal: cannot read -: standard input is closed\n"
+    )
+
+
 def test_request_lines_are_printed_as_requests_are_answered() -> None:
     stream = io.StringIO()
     provider = FakeProvider(
