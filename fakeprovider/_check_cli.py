@@ -98,7 +98,7 @@ def add_check_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
             "fakeprovider check run.jsonl --deadline 5m --max-retries 3 --json",
             "fakeprovider check run.jsonl --format junit > junit.xml   # one case per rule",
             "fakeprovider check run.jsonl --format github   # annotations in GitHub Actions",
-            "gunzip -c run.jsonl.gz | fakeprovider check -   # stdin, copied to TMPDIR first",
+            "gunzip -c run.jsonl.gz | fakeprovider check -   # stdin, streamed (a copy in TMPDIR)",
             "curl -s 'http://127.0.0.1:8000/__admin/report?deadline=5m'  # same, from the server",
         ),
     )
