@@ -174,8 +174,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     """The HTML report. A journal file is judged as it streams by (``judge_streamed``) and
     drawn from two more passes over the same bytes (``html_report``'s ``entries``), so that
     what is held grows with the violations and jobs, not with the entries (standard input or
-    a pipe is copied to a temporary file first: ``_snapshot``); a file too far out of seq
-    order to stream is read whole."""
+    a pipe is judged as it is read, and copied for the passes after: ``_snapshot``); a file
+    too far out of seq order to stream is read whole."""
     with contextlib.ExitStack() as stack:
         return _report(args, stack)
 
@@ -364,7 +364,7 @@ class _Snapshot:
     #: What each pass's entries go through on their way (``Layout.note``), if anything.
     note: Callable[[Iterable[EntryLike]], Iterable[EntryLike]] | None = None
     #: What messages call the journal, and a bad line's error (None: its path): ``-`` and
-    #: ``<stdin>`` for a copy of standard input, the path given for a pipe's (``_snapshot``).
+    #: ``<stdin>`` for standard input, the path given for a pipe (``_snapshot``).
     label: str | None = None
     name: str | None = None
     #: The input read once through it into the file at ``path`` (``_snapshot``), if any.
@@ -377,7 +377,7 @@ class _Snapshot:
     @classmethod
     def of(cls, path: str) -> _Snapshot | None:
         """None for what cannot be read twice (a pipe, ``/dev/stdin``, a FIFO: ``_snapshot``
-        copies it) or not stat'ed (``judge`` says why it cannot be read)."""
+        reads it through a ``_Tee``) or not stat'ed (``judge`` says why it cannot be read)."""
         try:
             found = os.stat(path)
         except (OSError, ValueError):
@@ -434,14 +434,13 @@ def _copy_refused(prog: str, what: str, exc: OSError) -> BadInput:
 
 class _Tee:
     """A journal that cannot be read twice (standard input, a pipe), read once: each block the
-    first pass reads is written to ``copy`` (a temporary file at ``path``) on its way, so that
+    first pass reads is written to ``copy`` (a temporary file) on its way, so that
     the first pass judges as it reads (a bad line is told at once, as when it was read whole)
     and the passes after it read the copy. A binary stream to ``iter_record_batches``."""
 
-    def __init__(self, source: IO[bytes], copy: IO[bytes], path: str, what: str, prog: str):
+    def __init__(self, source: IO[bytes], copy: IO[bytes], what: str, prog: str):
         self.source = source
         self.copy = copy
-        self.path = path
         self.what = what
         self.prog = prog
         #: Bytes copied; whether the source has ended (the copy then holds it all, closed).
@@ -522,9 +521,7 @@ def _snapshot(journal: str, prog: str, stack: contextlib.ExitStack) -> _Snapshot
     made = _Snapshot.of(path)
     if made is None:  # pragma: no cover - the file was just made
         raise BadInput(f"{prog}: cannot read the copy of {what} at {path}")
-    return dataclasses.replace(
-        made, label=label, name=name, tee=_Tee(source, copy, path, what, prog)
-    )
+    return dataclasses.replace(made, label=label, name=name, tee=_Tee(source, copy, what, prog))
 
 
 def _unread_file(source: IO[bytes]) -> _Snapshot | None:

@@ -889,7 +889,7 @@ def test_a_copy_that_cannot_be_written_is_refused_with_what_to_do() -> None:
         def write(self, data: Any) -> int:
             raise OSError(errno.ENOSPC, "No space left on device")
 
-    tee = _check_cli._Tee(io.BytesIO(b"{}\n"), Full(), "copy", "standard input", "prog")
+    tee = _check_cli._Tee(io.BytesIO(b"{}\n"), Full(), "standard input", "prog")
     with pytest.raises(_check_cli.BadInput) as refused:
         tee.read(10)
     assert str(refused.value) == (
