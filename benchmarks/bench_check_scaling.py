@@ -114,6 +114,23 @@ def resubmitter(n: int) -> list[Entry]:
     return out
 
 
+def blind_resubmitter(n: int) -> list[Entry]:
+    """The same request submitted over and over, no job ever read: every submit leaves one
+    more job open for ``no_resubmission`` to look at (a load generator's POST loop)."""
+    return [
+        _entry(
+            k,
+            "submit",
+            f"j_{k}",
+            k * 0.01,
+            status_code=202,
+            job_status="queued",
+            request_digest="same",
+        )
+        for k in range(1, n + 1)
+    ]
+
+
 def many_jobs(n: int) -> list[Entry]:
     jobs = max(1, n // 6)
     out: list[Entry] = []
@@ -204,6 +221,7 @@ def auth_churn(n: int) -> list[Entry]:
 SHAPES: dict[str, Callable[[int], list[Entry]]] = {
     "tight-poller": tight_poller,
     "resubmitter": resubmitter,
+    "blind-resubmitter": blind_resubmitter,
     "many-jobs": many_jobs,
     "many-clients": many_clients,
     "retry-storm": retry_storm,

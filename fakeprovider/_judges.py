@@ -1780,12 +1780,16 @@ class ClientJudge(Judge):
                 return
         jobs = self.jobs
         key, credential = s.idempotency_key, s.credential
-        for job_id in list(candidates):
+        # the jobs the client had seen end, let go after the loop: the loop stops at the
+        # first job this submit repeats, and a copy of the keys to loop over would cost a
+        # client that resubmits one request n times O(n) a submit (each one leaves a job open)
+        seen_end: list[str] = []
+        for job_id in candidates:
             job = jobs[job_id]
             # what the entries of the seqs before this submit's told
             before = job.rs_seq == seq
             if (job.rs_old_ended if before else job.rs_ended) <= s.received_at:
-                del candidates[job_id]  # the client had seen the job end
+                seen_end.append(job_id)  # the client had seen the job end
                 continue
             if job_id == s.job_id:
                 continue
@@ -1818,6 +1822,8 @@ class ClientJudge(Judge):
                 seqs = (origin[0], s.seq)
             self._resubmission(Violation("no_resubmission", job_id, seqs, message, s.client))
             break
+        for job_id in seen_end:
+            del candidates[job_id]
 
     def _resubmission(self, found: Violation) -> None:
         if self.rs_found is _NO_LIST:

@@ -683,11 +683,31 @@ def _resubmitted(
                 s.client,
             )
             return
-    for job_id in list(candidates):
+    # the jobs the client had seen end, let go once the loop stops (at the first job ``s``
+    # repeats): no copy of the keys for each submit, O(n) for a client that resubmits one
+    # request n times and leaves each job open
+    seen_end: list[str] = []
+    try:
+        yield from _repeated(s, candidates, ended, reads_of, seen_end)
+    finally:
+        for job_id in seen_end:
+            del candidates[job_id]
+
+
+def _repeated(
+    s: Entry,
+    candidates: dict[str, list[Entry]],
+    ended: dict[str, tuple[list[int], list[float]]],
+    reads_of: dict[str, tuple[list[int], list[Entry]]],
+    seen_end: list[str],
+) -> Iterator[Violation]:
+    """``_resubmitted``'s look at the jobs earlier submits of the request made: the first
+    one ``s`` repeats, and in ``seen_end`` those the client had seen end before it."""
+    for job_id in candidates:
         seqs_seen, first = ended.get(job_id, ([], []))
         shown = bisect.bisect_left(seqs_seen, s.seq)  # answers received before s
         if shown and first[shown - 1] <= s.received_at:
-            del candidates[job_id]  # the client had seen the job end
+            seen_end.append(job_id)  # the client had seen the job end
             continue
         if job_id == s.job_id:
             continue

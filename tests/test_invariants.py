@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from fakeprovider import _rules
 from fakeprovider.clock import VirtualClock
 from fakeprovider.engine import Engine
 from fakeprovider.errors import InvariantViolation
@@ -411,6 +412,28 @@ def test_a_lost_submit_response_must_be_retried_with_its_idempotency_key() -> No
             " which the client had not seen end",
         )
     ]
+
+
+def test_each_blind_resubmit_is_held_to_the_first_job_it_repeats_while_every_job_stays_open() -> (
+    None
+):
+    # a POST loop: one request over and over, no job ever read, so every job stays open and
+    # each submit is judged against all the jobs before it (``benchmarks/bench_check_scaling.py
+    # --shape blind-resubmitter`` measures that this stays linear)
+    entries = [
+        e(k, "submit", k * 0.01, job=f"j_{k}", code=202, status="queued", request_digest="d1")
+        for k in range(1, 2001)
+    ]
+    found = check(entries).violations
+    assert [(v.invariant, v.job_id, v.seqs) for v in found] == [
+        ("no_resubmission", "j_1", (1, k)) for k in range(2, 2001)
+    ]
+    assert found[-1].message == (
+        "submit #2000 at 20.000 s created job j_2000 for the same request as job j_1"
+        " (submit #1), which the client had not seen end"
+    )
+    alone = list(_rules.no_resubmission(entries, Limits()))
+    assert alone == list(found)
 
 
 def test_resubmitting_after_the_job_was_seen_to_fail_is_a_new_request() -> None:
