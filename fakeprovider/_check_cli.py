@@ -197,7 +197,7 @@ def _report(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
             report, page = judge(args.journal, args, prog=prog, snapshot=snapshot), None
         else:
             assert snapshot is not None  # streamed from a regular file
-            report = _as_report(found)
+            report = found.as_report()
             page = _drawn(report, snapshot, args.title, prog, layout)
     except BadInput as exc:
         print(exc, file=sys.stderr)
@@ -657,7 +657,7 @@ def _checked(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
                 return 2
         else:
             text = format_report(
-                _as_report(found),
+                found.as_report(),
                 args.format,
                 max_violations=args.max_violations,
                 name=_name(found.headers),
@@ -676,17 +676,6 @@ def _checked(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
 #: How many seqs the violations a text report shows may name for the judges to be held while
 #: it is drawn: each costs the drawing some 40 bytes (its timeline keeps a few dozen entries).
 _HOLD_PAST = 1 << 20
-
-
-def _as_report(found: StreamReport) -> Report:
-    """What a streamed check found, as the in-memory check's ``Report`` (without entries)."""
-    return Report(
-        violations=found.violations,
-        metrics=found.metrics,
-        coverage=found.coverage,
-        warnings=found.warnings,
-        limits=limits_for(base=found.limits, overrides={}),
-    )
 
 
 def _let_go(found: StreamReport) -> None:

@@ -41,13 +41,15 @@ from ._report import (
 from ._rules import _REJECT, EPSILON, Violation, _answer_of, webhook_ack
 from ._runs import _RUN_STARTS
 from .entries import EntryLike
-from .invariants import INVARIANTS
-from .limits import Limits
+from .invariants import INVARIANTS, Report
+from .journal import Journal, paused_gc
+from .limits import Limits, limits_for
 from .scenario import TERMINAL_STATUSES
 
 __all__ = [
     "StreamReport",
     "Unordered",
+    "check_run",
     "check_stream",
     "in_seq_order",
     "in_seq_order_batches",
@@ -82,15 +84,17 @@ _SEQ = operator.attrgetter("seq")
 
 
 def in_seq_order_batches(
-    batches: Iterable[list[_Entry]], window: int = WINDOW
+    batches: Iterable[list[_Entry]], window: int = WINDOW, *, after: int = -1
 ) -> Iterator[list[_Entry]]:
     """``in_seq_order`` of the entries of ``batches`` (lists, as ``journal.iter_record_batches``
     reads them), given in lists: the same entries in the same order, ``Unordered`` raised after
     the same entries. A list whose seqs follow on from the last let through, one by one, while
     nothing waits (a file in seq order: nearly every list) is given as it is, checked in C
-    (its seqs against a ``range``); any other list is put in order entry by entry."""
+    (its seqs against a ``range``); any other list is put in order entry by entry.
+    ``after``: the seq before the first expected (a run read from its start in a server's
+    file, ``Journal.run_batches``: its first seq less one)."""
     heap: list[tuple[int, int, _Entry]] = []
-    last = -1  # the last seq let through in this part
+    last = after  # the last seq let through in this part
     headers = 0
     position = 0  # of the next entry in the file
     for batch in batches:
@@ -198,6 +202,16 @@ class StreamReport:
                 webhook_sent=totals.sent,
                 gave_up=totals.gave_up,
             )
+        )
+
+    def as_report(self) -> Report:
+        """What was found, as ``invariants.check``'s ``Report`` (without entries)."""
+        return Report(
+            violations=self.violations,
+            metrics=self.metrics,
+            coverage=self.coverage,
+            warnings=self.warnings,
+            limits=limits_for(base=self.limits, overrides={}),
         )
 
     @functools.cached_property
@@ -426,6 +440,29 @@ def check_stream(
         runs=len(runs),
         held=tuple(runs[-1:]) if hold else (),
     )
+
+
+def check_run(journal: Journal, limits: Limits) -> Report:
+    """``invariants.check(journal.run_entries(), limits)``, the same report, for a server's
+    current run: judged as it is read from the journal's file when ``memory`` made the
+    journal forget part of the run (``Journal.run_batches``), so that what is held grows with
+    the violations and clients, not with the entries; in memory otherwise, and for a file
+    too far out of seq order to stream (a request held in flight while thousands of others
+    were answered)."""
+    from .invariants import check
+
+    read = journal.run_batches()
+    if read is not None:
+        first, batches = read
+        try:
+            with paused_gc():
+                entries = itertools.chain.from_iterable(
+                    in_seq_order_batches(batches, WINDOW, after=first - 1)
+                )
+                return check_stream(entries, lambda _header: limits, timelines=False).as_report()
+        except Unjudgeable:  # Unordered, or a read far back in time: judged in memory
+            pass
+    return check(journal.run_entries(), limits)
 
 
 def _status_facts(run: _Run, e: EntryLike) -> None:

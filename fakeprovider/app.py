@@ -17,7 +17,7 @@ import json
 import socket
 import struct
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, MutableMapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, MutableMapping, Sequence
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl
@@ -28,6 +28,7 @@ from starlette.requests import Request as StarletteRequest
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from ._rules import Violation
 from ._suggest import did_you_mean
 from .dialects import Dialect
 from .errors import ScenarioError
@@ -40,6 +41,7 @@ from .http import (
     fast_constructor,
     format_http_date,
 )
+from .invariants import Report
 from .journal import Entry
 from .messages import ApiError, Reply, Request
 from .provider import (
@@ -824,6 +826,9 @@ def _raw_headers(response: HttpResponse, date: bytes) -> list[tuple[bytes, bytes
 
 
 if TYPE_CHECKING:
+    from ._rules import Violation
+    from .invariants import Report
+
     _http_request = HttpRequest
 else:
     #: An ``HttpRequest`` from the scope's parts (positional, in field order): the same request,
@@ -924,7 +929,7 @@ def _admin_app(provider: FakeProvider) -> Starlette:
         return StreamingResponse(_json_array(entries), media_type="application/json")
 
     async def report(request: StarletteRequest) -> Response:
-        from .invariants import check
+        from ._stream import check_run
         from .limits import limits_for
 
         try:
@@ -936,12 +941,9 @@ def _admin_app(provider: FakeProvider) -> Starlette:
         except ValueError as exc:
             return _error(400, "invalid_limits", f"{exc}.")
 
-        def judge() -> bytes:
-            report = check(provider.journal.run_entries(), limits).to_dict()
-            return json.dumps(report, ensure_ascii=False, separators=(",", ":")).encode()
-
         # The checker runs in a worker thread: health and the API are answered meanwhile.
-        return Response(await run_in_threadpool(judge), media_type="application/json")
+        report = await run_in_threadpool(check_run, provider.journal, limits)
+        return StreamingResponse(_report_json(report), media_type="application/json")
 
     def _admin_entry(
         request: StarletteRequest,
@@ -1059,6 +1061,27 @@ async def _json_array(entries: list[Entry]) -> AsyncIterator[bytes]:
     for start in range(0, len(entries), _CHUNK):
         yield await run_in_threadpool(encode, entries[start : start + _CHUNK], start == 0)
     yield b"]"
+
+
+async def _report_json(report: Report) -> AsyncIterator[bytes]:
+    """``json.dumps(report.to_dict(), ensure_ascii=False, separators=(",", ":"))``, encoded,
+    the same bytes, made ``_CHUNK`` violations at a time in a worker thread: never the whole
+    text, nor a dict for every violation, at once (a soak's report may list millions)."""
+
+    def dumps(value: Any) -> str:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+    def encode(part: Sequence[Violation], first: bool) -> bytes:
+        text = ",".join(dumps(v.to_dict()) for v in part)
+        return (text if first else "," + text).encode()
+
+    violations = report.violations
+    yield f'{{"ok":{dumps(report.ok)},"violations":['.encode()
+    for start in range(0, len(violations), _CHUNK):
+        yield await run_in_threadpool(encode, violations[start : start + _CHUNK], start == 0)
+    tail: dict[str, Any] = {"metrics": report.metrics, "coverage": report.coverage}
+    tail |= {"warnings": list(report.warnings), "limits": report.limits.to_dict()}
+    yield ("]," + dumps(tail)[1:]).encode()
 
 
 def create_app(provider: FakeProvider, *, admin_token: str | None = None) -> FakeProviderApp:

@@ -22,7 +22,7 @@ import itertools
 import json
 import math
 import operator
-from collections.abc import Callable, Generator, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
@@ -1521,8 +1521,8 @@ def _batch_of_lines(
     return batch
 
 
-def readable_entries(lines: list[str]) -> list[Entry]:
-    """The entries of those of ``lines`` (text, each with its line break) that are entries,
+def readable_entries(lines: Sequence[str | bytes]) -> list[Entry]:
+    """The entries of those of ``lines`` (text or UTF-8 bytes, with or without a line break) that are entries,
     the others skipped: ``entry_from_line`` of each line that does not raise ``ValueError``
     (or ``TypeError``), in order. The lines msgspec reads are decoded together (``_chunk_reader``), any other
     alone (``entry_from_line``): what ``Journal.run_entries`` reads its file with."""

@@ -990,6 +990,51 @@ class Journal(Sequence[Entry]):
             found.setdefault(entry.seq, entry)
         return sorted(found.values(), key=_SEQ)
 
+    def run_batches(self) -> tuple[int, Iterator[list[Entry]]] | None:
+        """The current run's first seq, and its entries as ``run_entries`` gives them but never
+        all at once:
+        for a run that ``memory`` made it forget part of, read from the sink's file a block
+        (some 64 KiB) at a time. None when ``run_entries`` would not read the file from where
+        the run starts (the run is all in memory, there is no file, a write failed, the file
+        cannot be trusted): take ``run_entries()`` then. Reads a file, so iterate it off the
+        event loop.
+
+        The entries come as the file holds them, in the order their answers went out, not
+        sorted: ``_stream.in_seq_order_batches(..., after=first - 1)`` puts them in order.
+        What the file holds is read up to where its lines stood at the call; an entry then
+        still in flight comes, as it was then, in the block where its seq falls (or last).
+        Lines that are not entries are skipped, as ``run_entries`` skips them."""
+        with self._lock:
+            sink = self.sink
+            mark = self._run_mark
+            if (
+                not self.store.forgotten
+                or sink is None
+                or self.sink_error is not None
+                or mark is None
+                or mark[0] is not sink
+                or sink.name is None
+            ):
+                return None
+            start = self._run_start
+            live = _as_entries(self._pending.values())  # as they are now
+            position = getattr(sink, "position", None)
+            end = position() if callable(position) else None
+        if not isinstance(end, int) or end < mark[1]:
+            return None
+        self.flush()  # the lines counted in ``end`` onto the file
+        written_end = getattr(sink, "written_end", None)
+        written = written_end() if callable(written_end) else None
+        if (
+            self.sink_error is not None
+            or not isinstance(written, int)
+            or written < end
+            or not _starts_line(sink.name, mark[1], sink)
+        ):
+            return None
+        waiting = sorted((e for e in live if e.seq >= start), key=_SEQ)
+        return start, _run_blocks(sink.name, mark[1], end, start, waiting)
+
     @property
     def in_flight(self) -> int:
         """How many entries wait for their answer to go out (this run's and earlier ones')."""
@@ -1114,6 +1159,37 @@ def _starts_line(path: str, offset: int, sink: JournalSink) -> bool:
             return handle.read(1) == b"\n"
     except OSError:
         return False
+
+
+def _run_blocks(
+    path: str, offset: int, end: int, start: int, waiting: list[Entry]
+) -> Iterator[list[Entry]]:
+    """``Journal.run_batches``' blocks: the entries of seq ``start`` on that the file at
+    ``path`` holds from byte ``offset`` to ``end`` (lines that are not entries, or not UTF-8,
+    skipped), a block of lines at a time, each of ``waiting`` (sorted by seq) added to the
+    first block that holds a higher seq, the rest after the last."""
+    at = 0
+    with open(path, "rb") as handle:
+        handle.seek(offset)
+        rest = b""
+        for data in _blocks(handle, end - offset):
+            cut = data.rfind(b"\n") + 1
+            if not cut:
+                rest += data
+                continue
+            lines = (rest + data[:cut]).split(b"\n")
+            rest = data[cut:]
+            lines.pop()  # the empty bytes after the last line break
+            batch = [e for e in readable_entries(lines) if e.seq >= start]
+            if at < len(waiting) and batch:
+                top = max(map(_SEQ, batch))
+                while at < len(waiting) and waiting[at].seq < top:
+                    batch.append(waiting[at])
+                    at += 1
+            if batch:
+                yield batch
+    if at < len(waiting):
+        yield waiting[at:]
 
 
 def _as_sink(sink: IO[str] | JournalSink) -> JournalSink:
