@@ -13,13 +13,14 @@ example); ``--client-per-example`` builds one per example as the worked example 
 httpx's TLS context (tens of milliseconds of loading certificates) to every example.
 
     python benchmarks/bench_hypothesis.py [--examples 200] [--rounds 3] [--max-seconds 120]
-        [--client-per-example]
+        [--client-per-example] [--seed N]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import random
 import statistics
 import subprocess
 import sys
@@ -34,7 +35,7 @@ import time as _time
 from pathlib import Path
 
 import httpx
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, given, seed, settings
 
 from fakeprovider.strategies import scenarios
 
@@ -91,6 +92,7 @@ def generate_video(client, prompt, deadline=900.0):
     return None
 
 
+@seed(SEED)
 @settings(max_examples=EXAMPLES, deadline=None, database=None,
           suppress_health_check=list(HealthCheck),
           phases=[Phase.explicit, Phase.reuse, Phase.generate])
@@ -128,10 +130,11 @@ def teardown_module(module):
 '''
 
 
-def _round(examples: int, budget: float, tmp: Path, per_example: bool) -> dict[str, Any]:
+def _round(examples: int, budget: float, tmp: Path, per_example: bool, seed: int) -> dict[str, Any]:
     out = tmp / "split.json"
     test = tmp / "test_property_bench.py"
     source = TEST.replace("EXAMPLES", str(examples)).replace("OUT", repr(str(out)))
+    source = source.replace("SEED", str(seed))
     test.write_text(source.replace("PER_EXAMPLE", str(per_example)))
     started = time.perf_counter()
     done = subprocess.run(
@@ -156,10 +159,23 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--max-seconds", type=float, default=120.0, help="per round")
     parser.add_argument("--client-per-example", action="store_true")
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="Hypothesis's seed, the same in every round (default: a new one each round, as"
+        " a test run draws; the examples, and so the requests, differ from round to round)",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         rounds = [
-            _round(args.examples, args.max_seconds, Path(tmp), args.client_per_example)
+            _round(
+                args.examples,
+                args.max_seconds,
+                Path(tmp),
+                args.client_per_example,
+                random.randrange(1 << 32) if args.seed is None else args.seed,
+            )
             for _ in range(args.rounds)
         ]
     keys = ("total", "cpu", "enter", "client", "check", "exit", "pytest_process_s")
@@ -172,6 +188,7 @@ def main() -> int:
         "client": "one per example" if args.client_per_example else "one for the test",
         "seconds_median": median,
         "seconds_per_round": [round(r["total"], 2) for r in rounds],
+        "cpu_seconds_per_round": [round(r["cpu"], 2) for r in rounds],
         "requests_per_round": [r["requests"] for r in rounds],
         "violations_per_round": [r["violations"] for r in rounds],
     }
