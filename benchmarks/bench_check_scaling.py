@@ -261,6 +261,44 @@ def write_journal(path: Path, entries: list[Entry]) -> int:
 JSON_LOADS = "import json, sys\nfor line in open(sys.argv[1], 'rb'):\n    json.loads(line)"
 
 
+#: Starts each command it is sent (a JSON line: the command and its environment) and answers
+#: a JSON line: wall seconds, CPU seconds, peak RSS in bytes and the exit status. It runs in a
+#: small process of its own, started before any journal is built (``_launcher``): a child
+#: started from this script itself would report this script's peak RSS as its own (Linux
+#: keeps a process's peak across the fork, or vfork, and the exec), and this script holds a
+#: million entries when it starts a check.
+LAUNCHER = """
+import json, os, subprocess, sys, time
+for line in sys.stdin:
+    command, env = json.loads(line)
+    start = time.perf_counter()
+    child = subprocess.Popen(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
+    )
+    _, status, usage = os.wait4(child.pid, 0)
+    wall = time.perf_counter() - start
+    cpu = usage.ru_utime + usage.ru_stime
+    code = os.waitstatus_to_exitcode(status)
+    print(json.dumps([wall, cpu, usage.ru_maxrss * 1024, code]), flush=True)
+"""
+_launched: list[subprocess.Popen[str]] = []
+
+
+def _launcher() -> subprocess.Popen[str]:
+    """The process that starts ``cli_in_child``'s commands (``LAUNCHER``), started at the first
+    call: ``main`` calls this before it builds anything."""
+    if not _launched:
+        _launched.append(
+            subprocess.Popen(
+                [sys.executable, "-c", LAUNCHER],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+        )
+    return _launched[0]
+
+
 def cli_in_child(path: Path, command: list[str] | None = None) -> tuple[float, float, int, int]:
     """``fakeprovider check PATH`` (or ``command``) in a child process: wall seconds, CPU
     seconds (user + system), peak RSS in bytes and the exit status."""
@@ -269,12 +307,13 @@ def cli_in_child(path: Path, command: list[str] | None = None) -> tuple[float, f
     # as installed: the package's bytecode cached (``cli_table`` warms it), even where the
     # environment says not to write it (which makes every run compile the package anew)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    start = time.perf_counter()
-    child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-    _, status, usage = os.wait4(child.pid, 0)
-    wall = time.perf_counter() - start
-    child.returncode = os.waitstatus_to_exitcode(status)
-    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024, child.returncode
+    launcher = _launcher()
+    assert launcher.stdin is not None
+    assert launcher.stdout is not None
+    launcher.stdin.write(json.dumps([command, env]) + "\n")
+    launcher.stdin.flush()
+    wall, cpu, rss, code = json.loads(launcher.stdout.readline())
+    return float(wall), float(cpu), int(rss), int(code)
 
 
 def _load() -> str:
@@ -382,6 +421,7 @@ def read_table(shapes: list[str], n: int, rounds: int, stop: float) -> None:
 
 
 def main() -> None:
+    _launcher()  # while this process is small (see ``LAUNCHER``)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--entries", type=int, default=10_000, help="N (default 10,000)")
     parser.add_argument("--rounds", type=int, default=3)
