@@ -23,6 +23,7 @@ import functools
 import heapq
 import itertools
 import operator
+import sys
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
@@ -40,9 +41,9 @@ from ._report import (
 )
 from ._rules import _REJECT, EPSILON, Violation, _answer_of, webhook_ack
 from ._runs import _RUN_STARTS
-from .entries import EntryLike
+from .entries import Entry, EntryLike
 from .invariants import INVARIANTS, Report
-from .journal import Journal, paused_gc
+from .journal import Journal, RunFile, paused_gc
 from .limits import Limits, limits_for
 from .scenario import TERMINAL_STATUSES
 
@@ -51,6 +52,7 @@ __all__ = [
     "Unordered",
     "check_run",
     "check_stream",
+    "in_run_order",
     "in_seq_order",
     "in_seq_order_batches",
     "render_streamed",
@@ -451,18 +453,35 @@ def check_run(journal: Journal, limits: Limits) -> Report:
     were answered)."""
     from .invariants import check
 
-    read = journal.run_batches()
-    if read is not None:
-        first, batches = read
+    run = journal.run_batches()
+    if run is not None:
         try:
             with paused_gc():
-                entries = itertools.chain.from_iterable(
-                    in_seq_order_batches(batches, WINDOW, after=first - 1)
-                )
-                return check_stream(entries, lambda _header: limits, timelines=False).as_report()
-        except Unjudgeable:  # Unordered, or a read far back in time: judged in memory
+                try:
+                    found = check_stream(in_run_order(run), lambda _header: limits, timelines=False)
+                except Unordered:
+                    raise
+                except Unjudgeable:
+                    # a status read far back in time: judged again keeping every read let go
+                    # (numbers in arrays), as ``check FILE`` does
+                    found = check_stream(
+                        in_run_order(run),
+                        lambda _header: limits,
+                        keep_gone=sys.maxsize,
+                        timelines=False,
+                    )
+            return found.as_report()
+        except Unordered:  # too far out of seq order to stream: read whole
             pass
     return check(journal.run_entries(), limits)
+
+
+def in_run_order(run: RunFile) -> Iterator[Entry]:
+    """The entries of ``run`` in seq order (``in_seq_order_batches``); raises ``Unordered``
+    for a file too far out of order (a request answered after ``WINDOW`` later ones)."""
+    return itertools.chain.from_iterable(
+        in_seq_order_batches(run.batches(), WINDOW, after=run.first - 1)
+    )
 
 
 def _status_facts(run: _Run, e: EntryLike) -> None:

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import dataclasses
 import hmac
+import itertools
 import json
 import socket
 import struct
@@ -42,7 +43,7 @@ from .http import (
     format_http_date,
 )
 from .invariants import Report
-from .journal import Entry
+from .journal import Entry, Journal, RunFile
 from .messages import ApiError, Reply, Request
 from .provider import (
     CHECKED_STATUSES as _CHECKED,
@@ -925,6 +926,11 @@ def _admin_app(provider: FakeProvider) -> Starlette:
     async def journal(request: StarletteRequest) -> Response:
         # Read (perhaps from the file) and serialised off the event loop, in chunks, so a big
         # journal neither blocks other requests nor needs all of its JSON in memory at once.
+        # Under --journal-memory the run is sent as it is read back from the file, once a
+        # first reading found it in seq order (else, or from memory, read whole as before).
+        run = await run_in_threadpool(_streamable, provider.journal)
+        if run is not None:
+            return StreamingResponse(_json_run(run), media_type="application/json")
         entries = await run_in_threadpool(provider.journal.run_entries)
         return StreamingResponse(_json_array(entries), media_type="application/json")
 
@@ -1050,17 +1056,53 @@ def _admin_app(provider: FakeProvider) -> Starlette:
 _CHUNK = 2000
 
 
-async def _json_array(entries: list[Entry]) -> AsyncIterator[bytes]:
-    def encode(part: list[Entry], first: bool) -> bytes:
-        text = ",".join(json.dumps(e.to_dict(), separators=(",", ":")) for e in part)
-        return (("[" if first else ",") + text).encode()
+def _encoded(part: Sequence[Entry], first: bool) -> bytes:
+    """``part`` as the next piece of a JSON array of entries (the first with its ``[``)."""
+    text = ",".join(json.dumps(e.to_dict(), separators=(",", ":")) for e in part)
+    return (("[" if first else ",") + text).encode()
 
+
+async def _json_array(entries: list[Entry]) -> AsyncIterator[bytes]:
     if not entries:
         yield b"[]"
         return
     for start in range(0, len(entries), _CHUNK):
-        yield await run_in_threadpool(encode, entries[start : start + _CHUNK], start == 0)
+        yield await run_in_threadpool(_encoded, entries[start : start + _CHUNK], start == 0)
     yield b"]"
+
+
+def _streamable(journal: Journal) -> RunFile | None:
+    """The run ``/__admin/journal`` can send as it reads it from the file
+    (``Journal.run_batches``): None when there is none, or when it is too far out of seq order
+    to be put in order as it streams (found by reading it through once first)."""
+    from ._stream import Unordered, in_run_order
+
+    run = journal.run_batches()
+    if run is None:
+        return None
+    try:
+        for _ in in_run_order(run):
+            pass
+    except Unordered:
+        return None
+    return run
+
+
+async def _json_run(run: RunFile) -> AsyncIterator[bytes]:
+    """``_json_array`` of ``run``'s entries, read from its file ``_CHUNK`` at a time."""
+    from ._stream import in_run_order
+
+    entries = in_run_order(run)
+
+    def encode(first: bool) -> bytes | None:
+        part = list(itertools.islice(entries, _CHUNK))
+        return _encoded(part, first) if part else None
+
+    first = True
+    while (piece := await run_in_threadpool(encode, first)) is not None:
+        yield piece
+        first = False
+    yield b"]" if not first else b"[]"
 
 
 async def _report_json(report: Report) -> AsyncIterator[bytes]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import atexit
 import codecs
 import contextlib
+import dataclasses
 import gc
 import itertools
 import logging
@@ -50,6 +51,7 @@ __all__ = [
     "JournalStore",
     "MemoryStore",
     "RetryAfterRecord",
+    "RunFile",
     "StreamSink",
     "iter_journal",
     "iter_record_batches",
@@ -990,9 +992,9 @@ class Journal(Sequence[Entry]):
             found.setdefault(entry.seq, entry)
         return sorted(found.values(), key=_SEQ)
 
-    def run_batches(self) -> tuple[int, Iterator[list[Entry]]] | None:
-        """The current run's first seq, and its entries as ``run_entries`` gives them but never
-        all at once:
+    def run_batches(self) -> RunFile | None:
+        """The current run's entries as ``run_entries`` gives them but never all at once
+        (``RunFile.batches``, as often as wanted, the same each time):
         for a run that ``memory`` made it forget part of, read from the sink's file a block
         (some 64 KiB) at a time. None when ``run_entries`` would not read the file from where
         the run starts (the run is all in memory, there is no file, a write failed, the file
@@ -1000,7 +1002,8 @@ class Journal(Sequence[Entry]):
         event loop.
 
         The entries come as the file holds them, in the order their answers went out, not
-        sorted: ``_stream.in_seq_order_batches(..., after=first - 1)`` puts them in order.
+        sorted: ``_stream.in_seq_order_batches(..., after=RunFile.first - 1)`` puts them in
+        order.
         What the file holds is read up to where its lines stood at the call; an entry then
         still in flight comes, as it was then, in the block where its seq falls (or last).
         Lines that are not entries are skipped, as ``run_entries`` skips them."""
@@ -1033,7 +1036,7 @@ class Journal(Sequence[Entry]):
         ):
             return None
         waiting = sorted((e for e in live if e.seq >= start), key=_SEQ)
-        return start, _run_blocks(sink.name, mark[1], end, start, waiting)
+        return RunFile(sink.name, mark[1], end, start, tuple(waiting))
 
     @property
     def in_flight(self) -> int:
@@ -1161,13 +1164,28 @@ def _starts_line(path: str, offset: int, sink: JournalSink) -> bool:
         return False
 
 
+@dataclasses.dataclass(frozen=True)
+class RunFile:
+    """A run as ``Journal.run_batches`` found it in the sink's file: the bytes ``offset`` to
+    ``end`` of the file at ``path`` (appended to since, never changed), its first seq, and the
+    entries then in flight (sorted by seq)."""
+
+    path: str
+    offset: int
+    end: int
+    first: int
+    waiting: tuple[Entry, ...]
+
+    def batches(self) -> Iterator[list[Entry]]:
+        """The entries of seq ``first`` on that those bytes hold (lines that are not entries,
+        or not UTF-8, skipped), a block of lines at a time, each of ``waiting`` added to the
+        first block that holds a higher seq, the rest after the last."""
+        return _run_blocks(self.path, self.offset, self.end, self.first, self.waiting)
+
+
 def _run_blocks(
-    path: str, offset: int, end: int, start: int, waiting: list[Entry]
+    path: str, offset: int, end: int, start: int, waiting: tuple[Entry, ...]
 ) -> Iterator[list[Entry]]:
-    """``Journal.run_batches``' blocks: the entries of seq ``start`` on that the file at
-    ``path`` holds from byte ``offset`` to ``end`` (lines that are not entries, or not UTF-8,
-    skipped), a block of lines at a time, each of ``waiting`` (sorted by seq) added to the
-    first block that holds a higher seq, the rest after the last."""
     at = 0
     with open(path, "rb") as handle:
         handle.seek(offset)
@@ -1189,7 +1207,7 @@ def _run_blocks(
             if batch:
                 yield batch
     if at < len(waiting):
-        yield waiting[at:]
+        yield list(waiting[at:])
 
 
 def _as_sink(sink: IO[str] | JournalSink) -> JournalSink:

@@ -15,9 +15,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fakeprovider import _stream
-from fakeprovider.app import _report_json
+from fakeprovider._stream import in_run_order
+from fakeprovider.app import _report_json, _streamable
 from fakeprovider.invariants import Limits, check
 from fakeprovider.journal import BatchedSink, Entry, Journal
+from fakeprovider.limits import limits_for
 from tests.test_checker_linear import entries
 
 LIMITS = Limits(status_rate=2.0, max_retries=2, deadline=30.0)
@@ -86,14 +88,18 @@ def test_a_run_judged_as_its_file_is_read_gets_the_report_of_the_run_read_whole(
                     held.append(seq)
                 else:
                     journal.append(dataclasses.replace(drawn, seq=seq))
-        whole = check(journal.run_entries(), LIMITS)
-        streamed = journal.run_batches() is not None
+        whole_entries = journal.run_entries()
+        whole = check(whole_entries, LIMITS)
+        run = journal.run_batches()
+        streamed = run is not None
         if streamed:
             _unread(journal)
         got = _stream.check_run(journal, LIMITS)
         journal.close()
     assert got.to_dict() == whole.to_dict()
     assert streamed == (journal.forgotten > 0)
+    if streamed:
+        assert list(in_run_order(run)) == whole_entries  # the admin journal's order
 
 
 def test_a_request_in_flight_is_judged_where_its_seq_falls_not_after_the_run(
@@ -179,9 +185,11 @@ def test_a_file_too_far_out_of_seq_order_to_stream_is_judged_whole(
 
         journal.run_entries = counted  # type: ignore[method-assign]
         got = _stream.check_run(journal, LIMITS)
+        sent = _streamable(journal)
         journal.close()
     assert read_whole == [True]
     assert got.to_dict() == whole.to_dict()
+    assert sent is None  # /__admin/journal reads it whole too
 
 
 @pytest.mark.parametrize("violations", [0, 1, 5, 6, 12])
@@ -220,3 +228,35 @@ def _read(seq: int, at: float, done: float | None, client: str = "c") -> Entry:
         job_status="processing" if done is not None else None,
         poll_after=1.0 if done is not None else None,
     )
+
+
+def test_the_admin_journal_sends_a_bounded_run_as_it_reads_it_from_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import httpx
+
+    import fakeprovider.app as app_module
+    from fakeprovider.provider import FakeProvider
+    from fakeprovider.scenario import load_scenario
+    from fakeprovider.server import ServerThread
+
+    monkeypatch.setattr(app_module, "_CHUNK", 4)
+    path = tmp_path / "run.jsonl"
+    with path.open("a", encoding="utf-8") as sink:
+        provider = FakeProvider(
+            load_scenario("slow-success"), journal_sink=BatchedSink(sink), journal_memory=3
+        )
+        with ServerThread(provider) as running, httpx.Client(base_url=running.url) as http:
+            job = http.post("/v1/jobs", json={"prompt": "x"}).json()["job_id"]
+            for _ in range(10):
+                http.get(f"/v1/jobs/{job}")
+            whole = provider.journal.run_entries()
+            _unread(provider.journal)
+            sent = http.get("/__admin/journal")
+            report = http.get("/__admin/report")
+    assert sent.status_code == report.status_code == 200
+    assert sent.json() == [e.to_dict() for e in whole]
+    assert [e["seq"] for e in sent.json()] == list(range(1, 12))
+    limits = limits_for(provider.scenario.expect, time_scale=provider.settings.time_scale)
+    assert report.json() == check(whole, limits).to_dict()
+    assert report.json()["violations"]  # ten reads far sooner than slow-success's hints
