@@ -8,13 +8,15 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fakeprovider import _stream
+from fakeprovider import _judges, _stream
 from fakeprovider._stream import in_run_order
 from fakeprovider.app import _report_json, _streamable
 from fakeprovider.invariants import Limits, check
@@ -190,6 +192,36 @@ def test_a_file_too_far_out_of_seq_order_to_stream_is_judged_whole(
     assert read_whole == [True]
     assert got.to_dict() == whole.to_dict()
     assert sent is None  # /__admin/journal reads it whole too
+
+
+def test_a_read_far_back_past_the_reads_kept_is_judged_again_streamed_keeping_them_all(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    limits = Limits(status_rate=20.0, status_rate_window=1.0)
+    monkeypatch.setattr(_judges, "KEEP_GONE", 8)
+    passes: list[int] = []
+    real = _stream.check_stream
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        passes.append(kwargs.get("keep_gone", 0))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(_stream, "check_stream", counted)
+    path = tmp_path / "journal.jsonl"
+    with path.open("a", encoding="utf-8") as stream:
+        journal = Journal(memory=10)
+        journal.start_run(_header(0))
+        journal.attach(BatchedSink(stream, interval=60))
+        for n in range(1, 1001):
+            journal.append(_read(journal.next_seq(), n / 10, n / 10 + 0.01))
+        journal.append(_read(journal.next_seq(), 5.0, 5.01))  # its window reaches far back
+        whole = check(journal.run_entries(), limits)
+        _unread(journal)
+        got = _stream.check_run(journal, limits)
+        journal.close()
+    assert passes == [0, sys.maxsize]
+    assert got.to_dict() == whole.to_dict()
+    assert got.rule_counts()["status_rate"] == 1
 
 
 @pytest.mark.parametrize("violations", [0, 1, 5, 6, 12])
