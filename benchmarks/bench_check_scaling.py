@@ -52,6 +52,7 @@ json.loads / msgspec's decoding alone.
 from __future__ import annotations
 
 import argparse
+import atexit
 import contextlib
 import io
 import json
@@ -296,7 +297,19 @@ def _launcher() -> subprocess.Popen[str]:
                 text=True,
             )
         )
+        atexit.register(_stop_launcher)
     return _launched[0]
+
+
+def _stop_launcher() -> None:
+    """End the launcher (its input closed, it returns) and close its pipes."""
+    for launcher in _launched:
+        if launcher.stdin is not None:
+            launcher.stdin.close()
+        launcher.wait(timeout=30)
+        if launcher.stdout is not None:
+            launcher.stdout.close()
+    _launched.clear()
 
 
 def cli_in_child(path: Path, command: list[str] | None = None) -> tuple[float, float, int, int]:
