@@ -157,7 +157,17 @@ Parents = tuple[tuple[type, Path], ...]
 
 
 def _hints(cls: type) -> dict[str, Any]:
-    return get_type_hints(cls, include_extras=True)
+    """``cls``'s field types, worked out once per class: ``get_type_hints`` evaluates every
+    annotation's text again at each call (some 600 us for a scenario's models, each time one
+    is read or written out)."""
+    hints = _HINTS.get(cls)
+    if hints is None:
+        hints = _HINTS[cls] = get_type_hints(cls, include_extras=True)
+    return hints
+
+
+#: ``_hints`` of each model class met so far.
+_HINTS: dict[type, dict[str, Any]] = {}
 
 
 def is_model(tp: Any) -> bool:
