@@ -10,7 +10,7 @@ import dataclasses
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import pytest
 from hypothesis import given, settings
@@ -42,6 +42,15 @@ def _header(seq: int) -> Entry:
     )
 
 
+def _bounded(stream: IO[str], memory: int) -> Journal:
+    """A journal that keeps its last ``memory`` entries and writes every one to ``stream``
+    (as ``serve --journal FILE --journal-memory N`` does), its first run begun."""
+    journal = Journal(memory=memory)
+    journal.start_run(_header(0))
+    journal.attach(BatchedSink(stream, interval=60))
+    return journal
+
+
 def _unread(journal: Journal) -> None:
     """Make ``journal.run_entries`` fail: the streamed path must not read the run whole."""
 
@@ -71,9 +80,7 @@ def test_a_run_judged_as_its_file_is_read_gets_the_report_of_the_run_read_whole(
 ) -> None:
     path = tmp_path_factory.mktemp("run") / "journal.jsonl"
     with path.open("a", encoding="utf-8") as stream:
-        journal = Journal(memory=memory)
-        journal.start_run(_header(0))
-        journal.attach(BatchedSink(stream, interval=60))
+        journal = _bounded(stream, memory)
         held: list[int] = []
         for step, drawn in steps:
             if step == "reset":
@@ -111,9 +118,7 @@ def test_a_request_in_flight_is_judged_where_its_seq_falls_not_after_the_run(
     # entries around its seq, so the run streams rather than being read whole
     path = tmp_path / "journal.jsonl"
     with path.open("a", encoding="utf-8") as stream:
-        journal = Journal(memory=10)
-        journal.start_run(_header(0))
-        journal.attach(BatchedSink(stream, interval=60))
+        journal = _bounded(stream, 10)
         submit = Entry(
             seq=journal.next_seq(),
             kind="submit",
@@ -144,9 +149,7 @@ def test_a_request_in_flight_is_judged_where_its_seq_falls_not_after_the_run(
 def test_a_request_answered_after_a_reset_is_not_judged_in_the_new_run(tmp_path: Path) -> None:
     path = tmp_path / "journal.jsonl"
     with path.open("a", encoding="utf-8") as stream:
-        journal = Journal(memory=1)
-        journal.start_run(_header(0))
-        journal.attach(BatchedSink(stream, interval=60))
+        journal = _bounded(stream, 1)
         across = journal.next_seq()
         journal.append(_read(across, 0.0, None))  # in flight across the reset
         journal.clear()
@@ -169,9 +172,7 @@ def test_a_file_too_far_out_of_seq_order_to_stream_is_judged_whole(
     monkeypatch.setattr(_stream, "WINDOW", 8)
     path = tmp_path / "journal.jsonl"
     with path.open("a", encoding="utf-8") as stream:
-        journal = Journal(memory=5)
-        journal.start_run(_header(0))
-        journal.attach(BatchedSink(stream, interval=60))
+        journal = _bounded(stream, 5)
         late = journal.next_seq()
         journal.append(_read(late, 0.5, None))
         for n in range(50):
@@ -209,9 +210,7 @@ def test_a_read_far_back_past_the_reads_kept_is_judged_again_streamed_keeping_th
     monkeypatch.setattr(_stream, "check_stream", counted)
     path = tmp_path / "journal.jsonl"
     with path.open("a", encoding="utf-8") as stream:
-        journal = Journal(memory=10)
-        journal.start_run(_header(0))
-        journal.attach(BatchedSink(stream, interval=60))
+        journal = _bounded(stream, 10)
         for n in range(1, 1001):
             journal.append(_read(journal.next_seq(), n / 10, n / 10 + 0.01))
         journal.append(_read(journal.next_seq(), 5.0, 5.01))  # its window reaches far back
