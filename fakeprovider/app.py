@@ -827,9 +827,6 @@ def _raw_headers(response: HttpResponse, date: bytes) -> list[tuple[bytes, bytes
 
 
 if TYPE_CHECKING:
-    from ._rules import Violation
-    from .invariants import Report
-
     _http_request = HttpRequest
 else:
     #: An ``HttpRequest`` from the scope's parts (positional, in field order): the same request,
