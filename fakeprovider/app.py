@@ -925,10 +925,14 @@ def _admin_app(provider: FakeProvider) -> Starlette:
         # journal neither blocks other requests nor needs all of its JSON in memory at once.
         # Under --journal-memory the run is sent as it is read back from the file, once a
         # first reading found it in seq order (else, or from memory, read whole as before).
+        from ._stream import in_run_order
+
         run = await run_in_threadpool(_streamable, provider.journal)
-        if run is not None:
-            return StreamingResponse(_json_run(run), media_type="application/json")
-        entries = await run_in_threadpool(provider.journal.run_entries)
+        entries: Iterable[Entry] = (
+            in_run_order(run)
+            if run is not None
+            else await run_in_threadpool(provider.journal.run_entries)
+        )
         return StreamingResponse(_json_array(entries), media_type="application/json")
 
     async def report(request: StarletteRequest) -> Response:
@@ -1053,19 +1057,23 @@ def _admin_app(provider: FakeProvider) -> Starlette:
 _CHUNK = 2000
 
 
-def _encoded(part: Sequence[Entry], first: bool) -> bytes:
-    """``part`` as the next piece of a JSON array of entries (the first with its ``[``)."""
-    text = ",".join(json.dumps(e.to_dict(), separators=(",", ":")) for e in part)
-    return (("[" if first else ",") + text).encode()
+async def _json_array(entries: Iterable[Entry]) -> AsyncIterator[bytes]:
+    """``entries`` as one JSON array, taken and encoded ``_CHUNK`` at a time in a worker
+    thread (so entries read from a file are read as they are sent)."""
+    remaining = iter(entries)
 
+    def encode(first: bool) -> bytes | None:
+        part = list(itertools.islice(remaining, _CHUNK))
+        if not part:
+            return None
+        text = ",".join(json.dumps(e.to_dict(), separators=(",", ":")) for e in part)
+        return (("[" if first else ",") + text).encode()
 
-async def _json_array(entries: list[Entry]) -> AsyncIterator[bytes]:
-    if not entries:
-        yield b"[]"
-        return
-    for start in range(0, len(entries), _CHUNK):
-        yield await run_in_threadpool(_encoded, entries[start : start + _CHUNK], start == 0)
-    yield b"]"
+    first = True
+    while (piece := await run_in_threadpool(encode, first)) is not None:
+        yield piece
+        first = False
+    yield b"[]" if first else b"]"
 
 
 def _streamable(journal: Journal) -> RunFile | None:
@@ -1083,23 +1091,6 @@ def _streamable(journal: Journal) -> RunFile | None:
     except Unordered:
         return None
     return run
-
-
-async def _json_run(run: RunFile) -> AsyncIterator[bytes]:
-    """``_json_array`` of ``run``'s entries, read from its file ``_CHUNK`` at a time."""
-    from ._stream import in_run_order
-
-    entries = in_run_order(run)
-
-    def encode(first: bool) -> bytes | None:
-        part = list(itertools.islice(entries, _CHUNK))
-        return _encoded(part, first) if part else None
-
-    first = True
-    while (piece := await run_in_threadpool(encode, first)) is not None:
-        yield piece
-        first = False
-    yield b"]" if not first else b"[]"
 
 
 async def _report_json(report: Report) -> AsyncIterator[bytes]:
