@@ -24,7 +24,7 @@ from typing import IO, TYPE_CHECKING, Any, cast
 from ._formats import FORMATS, format_report
 from ._judges import Unjudgeable
 from ._report import MAX_VIOLATIONS
-from ._stream import StreamReport, Unordered, check_stream, in_seq_order_batches, render_streamed
+from ._stream import StreamReport, Unordered, check_streams, in_seq_order_batches, render_streamed
 from .entries import EntryLike
 from .errors import ScenarioError
 from .invariants import Limits, Report, check, runs_with_headers
@@ -584,23 +584,9 @@ def judge_streamed(
 
     try:
         with paused_gc():
-            try:
-                found = check_stream(
-                    journal.entries(), limits_of, shown=shown, timelines=timelines, hold=hold
-                )
-            except Unordered:
-                raise
-            except Unjudgeable:
-                # a status read far back in time: judge again keeping every read let go
-                # (numbers in arrays, 24 bytes a read) rather than every entry
-                found = check_stream(
-                    journal.entries(),
-                    limits_of,
-                    shown=shown,
-                    keep_gone=sys.maxsize,
-                    timelines=timelines,
-                    hold=hold,
-                )
+            found = check_streams(
+                journal.entries, limits_of, shown=shown, timelines=timelines, hold=hold
+            )
     except Unjudgeable:
         return None
     except OSError as exc:

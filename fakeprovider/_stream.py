@@ -52,6 +52,7 @@ __all__ = [
     "Unordered",
     "check_run",
     "check_stream",
+    "check_streams",
     "in_run_order",
     "in_seq_order",
     "in_seq_order_batches",
@@ -457,23 +458,30 @@ def check_run(journal: Journal, limits: Limits) -> Report:
     if run is not None:
         try:
             with paused_gc():
-                try:
-                    found = check_stream(in_run_order(run), lambda _header: limits, timelines=False)
-                except Unordered:
-                    raise
-                except Unjudgeable:
-                    # a status read far back in time: judged again keeping every read let go
-                    # (numbers in arrays), as ``check FILE`` does
-                    found = check_stream(
-                        in_run_order(run),
-                        lambda _header: limits,
-                        keep_gone=sys.maxsize,
-                        timelines=False,
-                    )
+                found = check_streams(
+                    lambda: in_run_order(run), lambda _header: limits, timelines=False
+                )
             return found.as_report()
         except Unordered:  # too far out of seq order to stream: read whole
             pass
     return check(journal.run_entries(), limits)
+
+
+def check_streams(
+    entries: Callable[[], Iterable[EntryLike]],
+    limits_of: Callable[[dict[str, Any] | None], Limits],
+    **options: Any,
+) -> StreamReport:
+    """``check_stream(entries(), limits_of, **options)``; for a status read whose window
+    reaches back past the reads each judge keeps (``Unjudgeable``), judged again from a fresh
+    ``entries()`` keeping every read let go (numbers in arrays, 24 bytes a read) rather than
+    every entry. Raises ``Unordered`` as ``check_stream`` does."""
+    try:
+        return check_stream(entries(), limits_of, **options)
+    except Unordered:
+        raise
+    except Unjudgeable:
+        return check_stream(entries(), limits_of, keep_gone=sys.maxsize, **options)
 
 
 def in_run_order(run: RunFile) -> Iterator[Entry]:

@@ -1032,7 +1032,7 @@ def test_a_read_far_back_past_the_reads_kept_is_judged_again_keeping_them_all(
         passes.append(kwargs.get("keep_gone", 0))
         return check_stream(*args, **kwargs)
 
-    monkeypatch.setattr(_check_cli, "check_stream", counted)
+    monkeypatch.setattr(_stream, "check_stream", counted)
     streamed = _check_file(tmp_path, _journal(journal), capsys)
     assert passes == [0, sys.maxsize]
     with monkeypatch.context() as patched:

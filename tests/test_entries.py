@@ -236,7 +236,7 @@ def test_an_internal_error_exits_3_with_one_line(
         raise KeyError("boom\nsecond line")
 
     monkeypatch.setattr("fakeprovider._check_cli.check", broken)
-    monkeypatch.setattr("fakeprovider._check_cli.check_stream", broken)
+    monkeypatch.setattr("fakeprovider._stream.check_stream", broken)
     code, err = run_check(tmp_path, lines(BASE), capsys)
     assert code == 3
     assert err == (
