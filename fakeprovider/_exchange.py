@@ -1,7 +1,7 @@
 """One request/answer with an in-process fake, whatever HTTP library carried it.
 
-Each interception (``inprocess`` for httpx through respx, ``_via_httpcore2`` for httpx2,
-``_via_urllib3`` for requests) turns its library's request into an ``HttpRequest``, hands it to
+Each interception (``_via_httpx`` for httpx, ``_via_httpcore2`` for httpx2, ``_via_urllib3`` for
+requests) turns its library's request into an ``HttpRequest``, hands it to
 an ``Exchange``, waits the scripted delay with ``wait``/``wait_async`` and turns the ``Answer``
 (or the ``Dropped`` connection) back into its library's response or error. ``Routes`` holds the
 fakes entered in this process, by origin, so the interceptions can tell a fake's request from

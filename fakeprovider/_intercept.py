@@ -2,10 +2,10 @@
 
 While at least one fake is entered (``enter``/``leave``):
 
-- httpx2 clients are served through the ``httpcore2`` patch (``_via_httpcore2``) and requests
-  (any urllib3 2 client) through the urllib3 patch (``_via_urllib3``), each only when that
-  library is installed: nothing here needs them;
-- httpx clients are served by respx, which ``inprocess.VirtualProvider`` starts per fake;
+- httpx clients are served through the patch of httpx's transports (``_via_httpx``), httpx2
+  clients through the ``httpcore2`` patch (``_via_httpcore2``) and requests (any urllib3 2
+  client) through the urllib3 patch (``_via_urllib3``), each only when that library is
+  installed (httpx always is: the package depends on it);
 - any other client (urllib, aiohttp, a raw socket) reaches name resolution for the fake's host,
   where ``socket.getaddrinfo`` raises ``NotInterceptedError``: in-process fakes have no
   address, and the error says which clients are served and which fixture to use instead.
@@ -29,6 +29,7 @@ SUPPORTED: Final = "httpx, httpx2, requests and urllib3"
 
 #: Interception modules, tried in order: the library they need, the module that patches it.
 _INTERCEPTIONS: Final = (
+    ("httpx", "fakeprovider._via_httpx"),
     ("httpcore2", "fakeprovider._via_httpcore2"),
     ("urllib3", "fakeprovider._via_urllib3"),
 )

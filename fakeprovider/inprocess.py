@@ -8,43 +8,33 @@ pytest::
         assert fp.journal.last.status_code == 200
 
 While the block runs, every request for ``fp.url`` is answered by the fake (other hosts pass
-through): httpx clients (sync and async) through respx, httpx2 clients (sync and async, what
-``openai`` 3.x and ``google-genai`` 3.x use) through a patch of httpcore2, requests through a
-patch of urllib3 (see ``fakeprovider._intercept``); httpx2 and requests are served when they are
-installed and not needed otherwise. Any other client fails with ``NotInterceptedError`` when it
+through): httpx clients (sync and async) through a patch of httpx's transports, httpx2 clients
+(sync and async, what ``openai`` 3.x and ``google-genai`` 3.x use) through a patch of httpcore2,
+requests through a patch of urllib3 (see ``fakeprovider._intercept``); httpx2 and requests are
+served when they are installed and not needed otherwise. Any other client fails with ``NotInterceptedError`` when it
 looks up the fake's host. ``VirtualTime`` makes the calling thread's ``time``, ``datetime`` and
 asyncio follow the fake's ``VirtualClock`` (see ``fakeprovider.virtualtime``).
 
 A scripted delay advances the clock; scripted connection drops become the errors a real socket
 gives (``httpx.ReadError`` for ``reset``, ``httpx.RemoteProtocolError`` for ``lose_response``,
 and the same in httpx2; ``requests.ConnectionError`` wrapping ``ConnectionResetError`` or
-``RemoteDisconnected``). This module needs httpx and respx (the ``pytest`` extra);
-``import fakeprovider`` does not.
+``RemoteDisconnected``). This module needs httpx, which fakeprovider depends on;
+``import fakeprovider`` does not import it.
 """
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Awaitable
 from pathlib import Path
 from types import TracebackType
 from urllib.parse import urlsplit
 
-from ._extras import missing_extra
+import httpx
 
-try:
-    import httpx
-    import respx
-except ModuleNotFoundError as _missing:
-    raise missing_extra("The in-process mode of fakeprovider", _missing) from None
-
-from . import _intercept
-from ._exchange import Answer, Dropped, Exchange, Origin
+from . import _intercept, _via_httpx
+from ._exchange import Exchange, Origin
 from .clock import DEFAULT_EPOCH, VirtualClock
 from .errors import NotInterceptedError
-from .http import HttpResponse
 from .journal import Journal
-from .messages import Reply
 from .provider import FakeProvider
 from .scenario import Scenario
 from .virtualtime import VirtualTime
@@ -68,59 +58,25 @@ class InProcessTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
     A scripted delay advances a ``VirtualClock`` (in async code under ``VirtualTime``, it is an
     ``asyncio.sleep`` on the virtual loop, so concurrent requests overlap); on a real clock it
     sleeps for real. ``httpx.Client(transport=InProcessTransport(provider))`` works without
-    respx routing or virtual time.
+    entering a fake or virtual time.
     """
 
     def __init__(self, provider: FakeProvider) -> None:
         self.provider = provider
-        #: The library-neutral half (httpx2 and requests are served through it too).
+        #: The library-neutral half (every interception serves through it).
         self.exchange = Exchange(provider)
 
-    def _receive(self, request: httpx.Request, body: bytes) -> tuple[Reply, HttpResponse]:
-        url = request.url
-        return self.exchange.receive(
-            method=request.method,
-            scheme=url.scheme,
-            host=url.host,
-            port=url.port,
-            path=url.path,
-            query=dict(url.params),
-            headers=dict(request.headers.items()),
-            body=body,
-        )
-
-    def _response(self, request: httpx.Request, answer: Answer | Dropped) -> httpx.Response:
-        if isinstance(answer, Answer):
-            return httpx.Response(
-                answer.status, headers=list(answer.headers), content=answer.body, request=request
-            )
-        if answer.action == "reset":
-            raise httpx.ReadError("[Errno 104] Connection reset by peer", request=request)
-        raise httpx.RemoteProtocolError(
-            "Server disconnected without sending a response.", request=request
-        )
-
     def handle_request(self, request: httpx.Request) -> httpx.Response:
-        reply, rendered = self._receive(request, request.read())
-        self.exchange.wait(reply)
-        return self._response(request, self.exchange.answer(reply, rendered))
+        exchange = self.exchange
+        reply, rendered = _via_httpx.receive(exchange, request, request.read())
+        exchange.wait(reply)
+        return _via_httpx.response(request, exchange.answer(reply, rendered))
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        reply, rendered = self._receive(request, await request.aread())
-        await self.exchange.wait_async(reply)
-        return self._response(request, self.exchange.answer(reply, rendered))
-
-
-def _called_from_async_respx() -> bool:
-    """True when respx is resolving an async request (its ``aresolve`` is up the stack)."""
-    frame = sys._getframe(2)
-    for _ in range(10):
-        if frame is None:
-            return False
-        if frame.f_code.co_name == "aresolve" and frame.f_globals.get("__name__") == "respx.router":
-            return True
-        frame = frame.f_back  # type: ignore[assignment]
-    return False
+        exchange = self.exchange
+        reply, rendered = _via_httpx.receive(exchange, request, await request.aread())
+        await exchange.wait_async(reply)
+        return _via_httpx.response(request, exchange.answer(reply, rendered))
 
 
 class VirtualProvider:
@@ -147,7 +103,7 @@ class VirtualProvider:
         self.transport = InProcessTransport(self.provider)
         self.patch_time = patch_time
         self._time: VirtualTime | None = None
-        self._router: respx.MockRouter | None = None
+        self._entered = False
 
     @property
     def journal(self) -> Journal:
@@ -161,44 +117,27 @@ class VirtualProvider:
         """Play ``scenario`` from now on, from scratch (same clock)."""
         self.provider.load(str(scenario) if isinstance(scenario, Path) else scenario)
 
-    def _side_effect(self, request: httpx.Request) -> httpx.Response | Awaitable[httpx.Response]:
-        if _called_from_async_respx():
-            return self.transport.handle_async_request(request)
-        return self.transport.handle_request(request)
-
     def __enter__(self) -> VirtualProvider:
-        if self._router is not None:
+        if self._entered:
             raise RuntimeError("This VirtualProvider is already active; enter it once at a time.")
         parts = urlsplit(self.url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(
                 f"base_url={self.url!r} is not an http:// or https:// URL with a host."
             )
-        router = respx.mock(assert_all_called=False, assert_all_mocked=False)
-        if parts.port is not None:
-            route = router.route(scheme=parts.scheme, host=parts.hostname, port=parts.port)
-        else:
-            route = router.route(scheme=parts.scheme, host=parts.hostname)
-        route.mock(side_effect=self._side_effect)
-        router.route().pass_through()
         if self.patch_time:
             self._time = VirtualTime(self.clock)
             self._time.__enter__()
         try:
-            router.start()
-            try:
-                _intercept.enter(
-                    Origin.of(parts.scheme, parts.hostname, parts.port), self.transport.exchange
-                )
-            except BaseException:
-                router.stop(quiet=True)
-                raise
+            _intercept.enter(
+                Origin.of(parts.scheme, parts.hostname, parts.port), self.transport.exchange
+            )
         except BaseException:
             if self._time is not None:
                 self._time.__exit__(None, None, None)
                 self._time = None
             raise
-        self._router = router
+        self._entered = True
         return self
 
     def __exit__(
@@ -207,11 +146,10 @@ class VirtualProvider:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        router, self._router = self._router, None
+        entered, self._entered = self._entered, False
         try:
-            if router is not None:
+            if entered:
                 _intercept.leave(self.transport.exchange)
-                router.stop(quiet=True)
         finally:
             if self._time is not None:
                 self._time.__exit__(exc_type, exc, tb)

@@ -73,6 +73,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "fakeprovider._exchange",
         "fakeprovider._intercept",
         "fakeprovider._via_httpcore2",
+        "fakeprovider._via_httpx",
         "fakeprovider._via_urllib3",
         "fakeprovider.app",
         "fakeprovider.dispatcher",

@@ -1,4 +1,5 @@
-"""In-process mode for httpx2 (sync and async) and requests clients, and the error for others."""
+"""In-process mode's interceptions: httpx's transports (beside a test's own respx mocks), httpx2
+(sync and async) and requests clients, and the error for others."""
 
 from __future__ import annotations
 
@@ -71,6 +72,103 @@ def _decoded(content: bytes, content_type: str) -> Any:
     import json
 
     return json.loads(content) if "json" in content_type else content
+
+
+# -- httpx -------------------------------------------------------------------------------------
+
+VIDEO = "https://storage.test/video.mp4"
+
+
+def test_httpx_requests_for_other_hosts_pass_through_and_the_patch_is_undone() -> None:
+    import httpx
+
+    real = (httpx.HTTPTransport.handle_request, httpx.AsyncHTTPTransport.handle_async_request)
+    with virtual_provider("slow-success"):
+        assert httpx.HTTPTransport.handle_request is not real[0]
+        assert httpx.AsyncHTTPTransport.handle_async_request is not real[1]
+        with pytest.raises(httpx.ConnectError):
+            httpx.get("http://127.0.0.1:9/", timeout=1)
+    assert (
+        httpx.HTTPTransport.handle_request,
+        httpx.AsyncHTTPTransport.handle_async_request,
+    ) == real
+
+
+@pytest.mark.parametrize("respx_first", [True, False], ids=["respx-first", "fake-first"])
+def test_a_tests_own_respx_mocks_answer_other_hosts_beside_the_fake(respx_first: bool) -> None:
+    """respx (its default ``assert_all_mocked``) mocks the storage host; the fake's requests
+    never reach respx's router, whichever was entered first."""
+    import httpx
+    import respx
+
+    fake = virtual_provider("slow-success")
+    mock = respx.mock()
+    first, second = (mock, fake) if respx_first else (fake, mock)
+    with first, second:
+        stored = mock.get(VIDEO).respond(200, content=b"video")
+        with httpx.Client(base_url=fake.url) as client:
+            submitted = client.post("/v1/jobs", json={"prompt": "a"})
+            downloaded = client.get(VIDEO)
+        assert (submitted.status_code, submitted.json()["status"]) == (202, "queued")
+        assert (downloaded.status_code, downloaded.content) == (200, b"video")
+        assert stored.call_count == 1
+        assert [e.kind for e in fake.journal] == ["submit"]
+
+
+def test_an_async_clients_respx_mocks_answer_other_hosts_beside_the_fake() -> None:
+    import httpx
+    import respx
+
+    async def main(url: str) -> tuple[int, bytes]:
+        async with httpx.AsyncClient(base_url=url) as client:
+            submitted = await client.post("/v1/jobs", json={"prompt": "a"})
+            downloaded = await client.get(VIDEO)
+        return submitted.status_code, downloaded.content
+
+    with virtual_provider("slow-success") as fp, respx.mock() as mock:
+        mock.get(VIDEO).respond(200, content=b"video")
+        assert asyncio.run(main(fp.url)) == (202, b"video")
+        assert [e.kind for e in fp.journal] == ["submit"]
+
+
+def test_an_httpx_clients_own_transport_runs_around_the_fake() -> None:
+    """A transport the client wraps around ``HTTPTransport`` (retries, logging) sees every
+    request and answer; the fake answers inside it."""
+    import httpx
+
+    seen: list[tuple[str, int]] = []
+
+    class Logging(httpx.BaseTransport):
+        def __init__(self) -> None:
+            self.inner = httpx.HTTPTransport()
+
+        def handle_request(self, request: httpx.Request) -> httpx.Response:
+            response = self.inner.handle_request(request)
+            seen.append((request.url.path, response.status_code))
+            return response
+
+    with (
+        virtual_provider("slow-success") as fp,
+        httpx.Client(base_url=fp.url, transport=Logging()) as client,
+    ):
+        client.post("/v1/jobs", json={"prompt": "a"})
+    assert seen == [("/v1/jobs", 202)]
+
+
+def test_an_httpx_stream_reads_the_fakes_body_as_it_comes() -> None:
+    """The body is a stream, as a socket gives it: ``iter_raw`` reads it in a ``stream`` block."""
+    import httpx
+
+    with virtual_provider("slow-success") as fp, httpx.Client(base_url=fp.url) as client:
+        job = client.post("/v1/jobs", json={"prompt": "a"}).json()
+        fp.clock.advance(600)
+        assert client.get(f"/v1/jobs/{job['job_id']}").json()["status"] == "succeeded"
+        with client.stream("GET", f"/v1/jobs/{job['job_id']}/content") as response:
+            assert not response.is_stream_consumed
+            body = b"".join(response.iter_raw())
+        assert body
+        assert len(body) == int(response.headers["content-length"])
+        assert response.http_version == "HTTP/1.1"
 
 
 # -- httpx2 ------------------------------------------------------------------------------------

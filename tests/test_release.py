@@ -95,7 +95,7 @@ def test_installed_wheel_serves_bundled_scenarios_by_name_outside_the_repo(
 
 
 def test_the_pytest_extra_brings_exactly_what_client_projects_need(wheel: Path) -> None:
-    """fixtures (pytest), in-process mode (respx, httpx), strategies (hypothesis); nothing else."""
+    """fixtures (pytest), in-process mode (httpx), strategies (hypothesis); nothing else."""
     (metadata,) = [n for n in zipfile.ZipFile(wheel).namelist() if n.endswith("METADATA")]
     text = zipfile.ZipFile(wheel).read(metadata).decode()
     wanted = [
@@ -103,7 +103,7 @@ def test_the_pytest_extra_brings_exactly_what_client_projects_need(wheel: Path) 
         for line in text.splitlines()
         if line.startswith("Requires-Dist:") and "extra == 'pytest'" in line
     ]
-    assert wanted == ["httpx>=0.27", "hypothesis>=6.100", "pytest>=8.0", "respx>=0.22"]
+    assert wanted == ["httpx>=0.27", "hypothesis>=6.100", "pytest>=8.0"]
     assert "Provides-Extra: pytest" in text
 
 

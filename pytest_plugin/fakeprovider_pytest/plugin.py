@@ -105,24 +105,12 @@ def fakeprovider(
     fakeprovider_session.raise_errors()
 
 
-def _missing_inprocess_dependency() -> str | None:
-    """The one-sentence error when in-process mode cannot be imported (respx missing)."""
-    try:
-        import fakeprovider.inprocess  # noqa: F401  (needs respx: the pytest extra)
-    except ModuleNotFoundError as exc:
-        return str(exc)
-    return None
-
-
 @pytest.fixture
 def fakeprovider_inprocess(
     request: pytest.FixtureRequest, fakeprovider_session: FakeproviderSession
 ) -> Iterator[ProviderHandle]:
     """The marker's scenario in-process for httpx, httpx2 and requests clients, with the test's
     time made virtual."""
-    missing = _missing_inprocess_dependency()
-    if missing is not None:
-        pytest.fail(missing, pytrace=False)
     scenario, play = _marker_scenario(request)
     with fakeprovider_session.example(scenario, inprocess=True, **play) as handle:
         yield handle
