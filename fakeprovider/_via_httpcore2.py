@@ -1,11 +1,12 @@
 """httpx2 clients (sync and async) reach in-process fakes through a patch of ``httpcore2``.
 
 httpx2 (the fork that ``openai`` 3.x and ``google-genai`` 3.x are built on) sends through its own
-``httpcore2``. This module does what respx's ``HTTPCoreMocker`` does for httpcore: it replaces ``ConnectionPool.handle_request`` and
-``AsyncConnectionPool.handle_async_request`` (proxies subclass the pools), answers requests for a
-fake's origin from its ``Exchange`` and passes every other request to the real method. Whatever
-the client stacked above the pool (its own transport, retry wrappers, ``mounts``) still runs,
-and httpx2 maps the scripted drops to ``httpx2.ReadError``/``RemoteProtocolError`` itself.
+``httpcore2``. This module does what respx's ``HTTPCoreMocker`` does for httpcore: it replaces
+``ConnectionPool.handle_request`` and ``AsyncConnectionPool.handle_async_request`` (proxies
+subclass the pools), answers requests for a fake's origin from its ``Exchange`` and passes every
+other request to the real method. Whatever the client stacked above the pool (its own transport,
+retry wrappers, ``mounts``) still runs, and httpx2 maps the scripted drops to
+``httpx2.ReadError``/``RemoteProtocolError`` itself.
 
 Imported only when httpcore2 is installed.
 """
