@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 import httpx
 from hypothesis import given, settings
@@ -27,6 +28,25 @@ def test_async_client_in_process(fakeprovider_inprocess):
             return (await client.get(f"/v1/jobs/{answer.json()['job_id']}")).json()["status"]
 
     assert asyncio.run(main()) == "succeeded"
+
+
+def _render_and_store(base_url: str, storage: str) -> str:
+    """The docs' client, then an upload of the video to the team's storage."""
+    with httpx.Client(base_url=base_url) as client:
+        job = client.post("/v1/jobs", json={"prompt": "x"}).json()
+        while not job["done"]:
+            time.sleep(job["poll_after_seconds"])  # virtual
+            job = client.get(f"/v1/jobs/{job['job_id']}").json()
+        video = client.get(f"/v1/jobs/{job['job_id']}/content").content
+        return "stored" if client.put(storage, content=video).status_code == 201 else "lost"
+
+
+def test_download_lands_in_storage(fakeprovider_inprocess, respx_mock):
+    stored = respx_mock.put("https://storage.test/videos/out.mp4").respond(201)
+    url = fakeprovider_inprocess.url
+    assert _render_and_store(url, "https://storage.test/videos/out.mp4") == "stored"
+    assert stored.call_count == 1
+    assert [e.kind for e in fakeprovider_inprocess.journal][-1] == "content"
 
 
 @settings(max_examples=5, deadline=None)
