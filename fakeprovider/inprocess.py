@@ -11,8 +11,8 @@ While the block runs, every request for ``fp.url`` is answered by the fake (othe
 through): httpx clients (sync and async) through a patch of httpx's transports, httpx2 clients
 (sync and async, what ``openai`` 3.x and ``google-genai`` 3.x use) through a patch of httpcore2,
 requests through a patch of urllib3 (see ``fakeprovider._intercept``); httpx2 and requests are
-served when they are installed and not needed otherwise. Any other client fails with ``NotInterceptedError`` when it
-looks up the fake's host. ``VirtualTime`` makes the calling thread's ``time``, ``datetime`` and
+served when they are installed and not needed otherwise. Any other client fails with
+``NotInterceptedError`` when it looks up the fake's host. ``VirtualTime`` makes the calling thread's ``time``, ``datetime`` and
 asyncio follow the fake's ``VirtualClock`` (see ``fakeprovider.virtualtime``).
 
 A scripted delay advances the clock; scripted connection drops become the errors a real socket
