@@ -115,6 +115,26 @@ def test_a_tests_own_respx_mocks_answer_other_hosts_beside_the_fake(respx_first:
         assert [e.kind for e in fake.journal] == ["submit"]
 
 
+@pytest.mark.parametrize("respx_first", [True, False], ids=["respx-first", "fake-first"])
+def test_a_respx_router_that_mocks_everything_leaves_the_fakes_requests_to_the_fake(
+    respx_first: bool,
+) -> None:
+    """``assert_all_mocked=False`` answers every unrouted request with an empty 200: not the
+    fake's (through respx, the fake's requests got that 200 and never reached the fake)."""
+    import httpx
+    import respx
+
+    fake = virtual_provider("slow-success")
+    mock = respx.mock(assert_all_mocked=False)
+    first, second = (mock, fake) if respx_first else (fake, mock)
+    with first, second:
+        submitted = httpx.post(f"{fake.url}/v1/jobs", json={"prompt": "a"})
+        elsewhere = httpx.get(VIDEO)
+    assert (submitted.status_code, submitted.json()["status"]) == (202, "queued")
+    assert (elsewhere.status_code, elsewhere.content) == (200, b"")
+    assert [e.kind for e in fake.journal] == ["submit"]
+
+
 def test_an_async_clients_respx_mocks_answer_other_hosts_beside_the_fake() -> None:
     import httpx
     import respx
