@@ -282,7 +282,8 @@ KEY_CELLS = [
     ("fal-client", "retry-after-seconds"),  # an app 503 is not retried
     ("openai", "auth-revoked"),  # 401 raised, not retried
     ("lumaai", "deadline-expiry"),  # the poll loop gives up at the deadline
-    ("volcengine-ark", "transient-5xx"),  # retries that never read Retry-After
+    # retries that never read Retry-After (transient-5xx shows the same at scale 0.34: 21 s)
+    ("volcengine-ark", "retry-after-seconds"),
     ("dashscope", "ambiguous-submit"),  # the v2 transport retries a lost create, no key
 ]
 
