@@ -4,14 +4,20 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 import time
+import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from typing import Any
 
+import httpx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from fakeprovider.dialects import DIALECTS
 from fakeprovider.errors import NotInterceptedError
 from fakeprovider.inprocess import virtual_provider
 from fakeprovider.invariants import assert_invariants
@@ -80,7 +86,6 @@ VIDEO = "https://storage.test/video.mp4"
 
 
 def test_httpx_requests_for_other_hosts_pass_through_and_the_patch_is_undone() -> None:
-    import httpx
 
     real = (httpx.HTTPTransport.handle_request, httpx.AsyncHTTPTransport.handle_async_request)
     with virtual_provider("slow-success"):
@@ -98,7 +103,6 @@ def test_httpx_requests_for_other_hosts_pass_through_and_the_patch_is_undone() -
 def test_a_tests_own_respx_mocks_answer_other_hosts_beside_the_fake(respx_first: bool) -> None:
     """respx (its default ``assert_all_mocked``) mocks the storage host; the fake's requests
     never reach respx's router, whichever was entered first."""
-    import httpx
     import respx
 
     fake = virtual_provider("slow-success")
@@ -121,7 +125,6 @@ def test_a_respx_router_that_mocks_everything_leaves_the_fakes_requests_to_the_f
 ) -> None:
     """``assert_all_mocked=False`` answers every unrouted request with an empty 200: not the
     fake's (through respx, the fake's requests got that 200 and never reached the fake)."""
-    import httpx
     import respx
 
     fake = virtual_provider("slow-success")
@@ -136,7 +139,6 @@ def test_a_respx_router_that_mocks_everything_leaves_the_fakes_requests_to_the_f
 
 
 def test_an_async_clients_respx_mocks_answer_other_hosts_beside_the_fake() -> None:
-    import httpx
     import respx
 
     async def main(url: str) -> tuple[int, bytes]:
@@ -154,7 +156,6 @@ def test_an_async_clients_respx_mocks_answer_other_hosts_beside_the_fake() -> No
 def test_an_httpx_clients_own_transport_runs_around_the_fake() -> None:
     """A transport the client wraps around ``HTTPTransport`` (retries, logging) sees every
     request and answer; the fake answers inside it."""
-    import httpx
 
     seen: list[tuple[str, int]] = []
 
@@ -177,7 +178,6 @@ def test_an_httpx_clients_own_transport_runs_around_the_fake() -> None:
 
 def test_an_httpx_stream_reads_the_fakes_body_as_it_comes() -> None:
     """The body is a stream, as a socket gives it: ``iter_raw`` reads it in a ``stream`` block."""
-    import httpx
 
     with virtual_provider("slow-success") as fp, httpx.Client(base_url=fp.url) as client:
         job = client.post("/v1/jobs", json={"prompt": "a"}).json()
@@ -410,7 +410,6 @@ def test_aiohttp_gets_an_error_naming_the_supported_clients() -> None:
 
 
 def test_an_httpx_client_reaches_a_fake_whose_base_url_has_a_port() -> None:
-    import httpx
 
     with virtual_provider("slow-success", base_url="http://fake.test:8080") as fp:
         answer = httpx.post(f"{fp.url}/v1/jobs", json={"prompt": "x"})
@@ -433,3 +432,92 @@ def test_the_name_lookup_guard_minds_the_fakes_port() -> None:
             NotInterceptedError, match=r"^A request for the in-process fake at '127\.0\.0\.1'"
         ):
             urllib.request.urlopen("http://127.0.0.1:8080/v1/jobs", timeout=5)
+
+
+# -- hostile requests through httpx in-process --------------------------------------------------
+
+#: Each dialect's routes (submit, status, content), a prefix of which the drawn paths start with.
+_FUZZ_PATHS = {
+    "generic": ["/v1/jobs", "/v1/jobs/j_1", "/v1/jobs/j_1/content"],
+    "openai-videos": ["/v1/videos", "/v1/videos/v_1/content"],
+    "runway": ["/v1/text_to_video", "/v1/tasks/t_1"],
+    "replicate": ["/v1/models/o/n/predictions", "/v1/predictions/p_1"],
+    "fal": ["/fal-ai/veo3", "/fal-ai/veo3/requests/r_1/status"],
+    "google-veo": ["/v1beta1/publishers/google/models/veo-3:predictLongRunning"],
+    "gemini": ["/v1beta/interactions", "/v1beta/interactions/i_1"],
+    "luma": ["/dream-machine/v1/generations", "/dream-machine/v1/generations/g_1"],
+    "ark": ["/api/v3/contents/generations/tasks", "/api/v3/contents/generations/tasks/t_1"],
+    "dashscope": ["/api/v1/services/aigc/video-generation/video-synthesis", "/api/v1/tasks/t_1"],
+}
+_SEGMENT = st.text(max_size=12).map(lambda s: urllib.parse.quote(s, safe=""))
+_HEADER_NAMES = st.sampled_from(
+    [
+        "x-client-id",
+        "idempotency-key",
+        "authorization",
+        "content-type",
+        "x-runway-version",
+        "x-dashscope-async",
+        "x-request-id",
+        "prefer",
+        "x-anything",
+    ]
+)
+#: Any byte a header value may hold on the wire (httpx takes bytes as they are; a str only ASCII).
+_HEADER_VALUES = st.text(
+    st.characters(min_codepoint=0x20, max_codepoint=0xFF, exclude_characters="\x7f"), max_size=24
+).map(lambda value: value.strip().encode("latin-1"))
+_BODIES = st.one_of(
+    st.binary(max_size=64),
+    st.dictionaries(
+        st.sampled_from(["prompt", "promptText", "model", "input", "instances", "callback_url"]),
+        st.recursive(
+            st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+            lambda inner: (
+                st.lists(inner, max_size=3)
+                | st.dictionaries(st.text(max_size=4), inner, max_size=3)
+            ),
+            max_leaves=6,
+        ),
+        max_size=4,
+    ).map(lambda d: json.dumps(d).encode()),
+)
+
+
+@st.composite
+def _requests(
+    draw: st.DrawFn, prefixes: list[str]
+) -> tuple[str, str, dict[str, str], dict[str, bytes], bytes]:
+    method = draw(st.sampled_from(["GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS"]))
+    prefix = draw(st.sampled_from([*prefixes, ""]))
+    path = prefix + "".join(f"/{s}" for s in draw(st.lists(_SEGMENT, max_size=3)))
+    query = draw(st.dictionaries(st.text(max_size=6), st.text(max_size=6), max_size=2))
+    headers = draw(st.dictionaries(_HEADER_NAMES, _HEADER_VALUES, max_size=3))
+    return method, path or "/", query, headers, draw(_BODIES)
+
+
+@pytest.mark.parametrize("dialect", sorted(DIALECTS))
+def test_hostile_httpx_requests_in_process_get_a_journaled_answer_never_a_crash(
+    dialect: str,
+) -> None:
+    """Any method, percent-encoded path, query, header and body, sent by httpx to an in-process
+    fake of each dialect: an answer under 500 with one ``Date`` (JSON when refused), journaled
+    with the status sent; nothing raised."""
+    prefixes = sorted({p.rsplit("/", 1)[0] for p in _FUZZ_PATHS.get(dialect, [])} | {"/v1/jobs"})
+
+    @settings(max_examples=30, deadline=None, database=None)
+    @given(st.lists(_requests(prefixes), min_size=1, max_size=6))
+    def run(requests: list[tuple[str, str, dict[str, str], dict[str, bytes], bytes]]) -> None:
+        with (
+            virtual_provider("quick-preview", dialect=dialect, patch_time=False) as fp,
+            httpx.Client(base_url=fp.url) as client,
+        ):
+            for method, path, query, headers, body in requests:
+                answer = client.request(method, path, params=query, headers=headers, content=body)
+                assert answer.status_code < 500, (method, path, answer.status_code, answer.text)
+                assert len(answer.headers.get_list("date")) == 1
+                if answer.status_code >= 400 and method != "HEAD":
+                    assert json.loads(answer.content) is not None
+                assert fp.journal.last.status_code == answer.status_code
+
+    run()
