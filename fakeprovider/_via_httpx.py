@@ -39,9 +39,13 @@ _AsyncHandler = Callable[
 ]
 
 _routes: Routes | None = None
-#: What the methods were when ``install`` replaced them (httpx's own, or a test's patch of them),
-#: which every request for another host goes to and ``uninstall`` puts back.
-_previous: tuple[_SyncHandler, _AsyncHandler] | None = None
+#: The methods ``install`` replaces (httpx's own, or a test's patch of them): every request for
+#: another host goes to them, and ``uninstall`` puts them back. Never cleared, so that a request
+#: another thread sent into the patch just before ``uninstall`` still reaches them.
+_previous: tuple[_SyncHandler, _AsyncHandler] = (
+    httpx.HTTPTransport.handle_request,
+    httpx.AsyncHTTPTransport.handle_async_request,
+)
 
 
 def receive(exchange: Exchange, request: httpx.Request, body: bytes) -> tuple[Reply, HttpResponse]:
@@ -87,7 +91,6 @@ def _find(request: httpx.Request) -> Exchange | None:
 def _handle_request(self: httpx.HTTPTransport, request: httpx.Request) -> httpx.Response:
     exchange = _find(request)
     if exchange is None:
-        assert _previous is not None
         return _previous[0](self, request)
     reply, rendered = receive(exchange, request, request.read())
     exchange.wait(reply)
@@ -99,7 +102,6 @@ async def _handle_async_request(
 ) -> httpx.Response:
     exchange = _find(request)
     if exchange is None:
-        assert _previous is not None
         return await _previous[1](self, request)
     reply, rendered = receive(exchange, request, await request.aread())
     await exchange.wait_async(reply)
@@ -109,15 +111,16 @@ async def _handle_async_request(
 def install(routes: Routes) -> None:
     global _routes, _previous
     _routes = routes
-    _previous = (httpx.HTTPTransport.handle_request, httpx.AsyncHTTPTransport.handle_async_request)
+    current = (httpx.HTTPTransport.handle_request, httpx.AsyncHTTPTransport.handle_async_request)
+    if current[0] is not _handle_request:  # (never this module's own as what to pass on to)
+        _previous = current
     httpx.HTTPTransport.handle_request = _handle_request  # type: ignore[method-assign]
     httpx.AsyncHTTPTransport.handle_async_request = _handle_async_request  # type: ignore[method-assign]
 
 
 def uninstall() -> None:
-    global _routes, _previous
-    if _previous is not None:
-        sync, async_ = _previous
-        httpx.HTTPTransport.handle_request = sync  # type: ignore[method-assign,assignment]
-        httpx.AsyncHTTPTransport.handle_async_request = async_  # type: ignore[method-assign,assignment]
-    _routes = _previous = None
+    global _routes
+    sync, async_ = _previous
+    httpx.HTTPTransport.handle_request = sync  # type: ignore[method-assign,assignment]
+    httpx.AsyncHTTPTransport.handle_async_request = async_  # type: ignore[method-assign,assignment]
+    _routes = None

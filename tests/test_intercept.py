@@ -99,6 +99,15 @@ def test_httpx_requests_for_other_hosts_pass_through_and_the_patch_is_undone() -
     ) == real
 
 
+def test_a_request_in_the_httpx_patch_when_the_last_fake_leaves_still_passes_through() -> None:
+    """Another thread's request that entered the patch just before the last fake left (a
+    webhook sender's, say) goes on to httpx's own method, not to an error."""
+    with virtual_provider("slow-success"):
+        patched = httpx.HTTPTransport.handle_request  # as a thread already inside it holds it
+    with httpx.HTTPTransport() as transport, pytest.raises(httpx.ConnectError):
+        patched(transport, httpx.Request("GET", "http://127.0.0.1:9/"))
+
+
 @pytest.mark.parametrize("respx_first", [True, False], ids=["respx-first", "fake-first"])
 def test_a_tests_own_respx_mocks_answer_other_hosts_beside_the_fake(respx_first: bool) -> None:
     """respx (its default ``assert_all_mocked``) mocks the storage host; the fake's requests
