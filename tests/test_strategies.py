@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
-from hypothesis import HealthCheck, event, find, given, seed, settings
+from hypothesis import HealthCheck, Phase, event, find, given, seed, settings
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
@@ -265,8 +265,18 @@ def test_arguments_narrow_what_is_drawn() -> None:
 # -- shrinking toward the simplest case -------------------------------------------------------------
 
 
+#: Every phase but ``explain``, for searches whose failure these tests read only for its
+#: shrunk value and notes: ``explain`` traces every line the failing example's variants run
+#: (``sys.settrace``), most of such a search's time.
+_FIND_PHASES = tuple(phase for phase in Phase if phase is not Phase.explain)
+
+
 def _find(strategy: st.SearchStrategy[Any], condition: Callable[[Any], bool]) -> Any:
-    return find(strategy, condition, settings=settings(database=None, max_examples=2000))
+    return find(
+        strategy,
+        condition,
+        settings=settings(database=None, max_examples=2000, phases=_FIND_PHASES),
+    )
 
 
 def test_the_simplest_scenario_is_one_job_that_succeeds_at_once() -> None:
@@ -455,7 +465,7 @@ def test_a_falsifying_example_reports_and_saves_the_minimal_scenario_as_yaml() -
         # resets only: the search is quick, and the shrink still has jobs, steps and the
         # fault's fields to simplify (test_a_fault_shrinks_to_a_503_on_the_first_status_read
         # shrinks across every fault kind)
-        @settings(database=None, max_examples=200)
+        @settings(database=None, max_examples=200, phases=_FIND_PHASES)
         @given(scenarios(fault_kinds=["reset"]))
         def client_never_sees_a_reset(scenario: Scenario) -> None:
             note_scenario(scenario, save_to=target)
