@@ -440,7 +440,7 @@ class ClientJudge(Judge):
         # one job as the pair of its id and those, one request body as the pair of it and its
         # jobs (``_submitted``)
         self.rs_open: Any = _NO_DICT
-        self.rs_found: list[Violation] = _NO_LIST
+        self.rs_found: list[Found] = _NO_LIST
         self.rs_held: _Job | None = None  # the job that last kept a failed read as its old one
         # credential -> heap of (headers at, index, seq, kind, job, status code), or one of
         # them as itself
@@ -1767,14 +1767,11 @@ class ClientJudge(Judge):
             failed = previous
             if s.idempotency_key != failed.idempotency_key:
                 self._resubmission(
-                    Violation(
-                        "no_resubmission",
-                        s.job_id,
-                        (failed.seq, s.seq),
-                        f"submit #{s.seq} at {fmt_time(s.received_at)} retried failed submit"
-                        f" #{failed.seq} ({_answer(failed)}) without its Idempotency-Key"
-                        f" {failed.idempotency_key!r}",
-                        s.client,
+                    (
+                        s.seq,
+                        7,
+                        _keyless_retry,
+                        (s.job_id, s.seq, s.received_at, s.client, failed),
                     )
                 )
                 return
@@ -1804,28 +1801,21 @@ class ClientJudge(Judge):
             )
             if origin is None:
                 continue
+            # (its message is written only if it is shown: ``_resubmission_of``)
             read = job.rs_old_read if before else job.rs_read
-            made = f"created job {s.job_id}" if s.job_id is not None else "was sent"
-            if read is not None:
-                message = (
-                    f"submit #{s.seq} at {fmt_time(s.received_at)} {made} for the same request"
-                    f" as job {job_id} after status read #{read[0]} of that job failed"
-                    f" ({_answer_of(read[3], read[4])}); a failed status read does not mean the"
-                    " job failed"
+            self._resubmission(
+                (
+                    s.seq,
+                    7,
+                    _resubmission_of,
+                    (job_id, origin[0], read, s.seq, s.received_at, s.job_id, s.client),
                 )
-                seqs: tuple[int, ...] = (origin[0], read[0], s.seq)
-            else:
-                message = (
-                    f"submit #{s.seq} at {fmt_time(s.received_at)} {made} for the same request"
-                    f" as job {job_id} (submit #{origin[0]}), which the client had not seen end"
-                )
-                seqs = (origin[0], s.seq)
-            self._resubmission(Violation("no_resubmission", job_id, seqs, message, s.client))
+            )
             break
         for job_id in seen_end:
             del candidates[job_id]
 
-    def _resubmission(self, found: Violation) -> None:
+    def _resubmission(self, found: Found) -> None:
         if self.rs_found is _NO_LIST:
             self.rs_found = []
         self.rs_found.append(found)
@@ -1902,7 +1892,7 @@ class ClientJudge(Judge):
             _made([v for _, v in sorted(self.ra_found, key=_FIRST)], 4),
             list(self._close_poll_after(hooks)),
             list(self._close_ended()),
-            _made(self.rs_found, 7),
+            list(self.rs_found),
             _made(self._close_auth(), 8),
             _made([job.dl_found for job in self.entry_jobs if job.dl_found is not None], 9),
             [] if self.rates is None else _made(self.rates.close(hooks), 10),
@@ -1934,7 +1924,7 @@ class ClientJudge(Judge):
             yield from self._close_poll_after(hooks)
             yield from self._close_ended()
         if self.rs_found:
-            yield from _made(self.rs_found, 7)
+            yield from self.rs_found
         if self.au_retried:
             yield from _made(self._close_auth(), 8)
         if found and jobs and self.deadline is not None:
@@ -2078,6 +2068,54 @@ def _as_is(v: Violation) -> Violation:
 def found_as_is(v: Violation, index: int) -> Found:
     """``Found`` for a violation already made (of the rule at ``index``)."""
     return (v.seqs[-1], index, _as_is, (v,))
+
+
+def _keyless_retry(
+    job_id: str | None, seq: int, received: float, client: str, failed: EntryLike
+) -> Violation:
+    """``no_resubmission``'s violation for submit ``seq`` (of ``job_id``, at ``received``), a
+    retry of the ``failed`` submit without its Idempotency-Key."""
+    return Violation(
+        "no_resubmission",
+        job_id,
+        (failed.seq, seq),
+        f"submit #{seq} at {fmt_time(received)} retried failed submit"
+        f" #{failed.seq} ({_answer(failed)}) without its Idempotency-Key"
+        f" {failed.idempotency_key!r}",
+        client,
+    )
+
+
+def _resubmission_of(
+    job_id: str,
+    origin: int,
+    read: Held | None,
+    seq: int,
+    received: float,
+    made_id: str | None,
+    client: str,
+) -> Violation:
+    """``no_resubmission``'s violation for submit ``seq`` (at ``received``; the job it made,
+    ``made_id``), sent for the request of ``job_id`` (made by submit ``origin``), which the
+    client had not seen end; ``read``: a failed status read of that job it followed, if any.
+    Made only for a violation that is shown (a load generator's POST loop finds one a
+    submit)."""
+    made = f"created job {made_id}" if made_id is not None else "was sent"
+    if read is not None:
+        message = (
+            f"submit #{seq} at {fmt_time(received)} {made} for the same request"
+            f" as job {job_id} after status read #{read[0]} of that job failed"
+            f" ({_answer_of(read[3], read[4])}); a failed status read does not mean the"
+            " job failed"
+        )
+        seqs: tuple[int, ...] = (origin, read[0], seq)
+    else:
+        message = (
+            f"submit #{seq} at {fmt_time(received)} {made} for the same request"
+            f" as job {job_id} (submit #{origin}), which the client had not seen end"
+        )
+        seqs = (origin, seq)
+    return Violation("no_resubmission", job_id, seqs, message, client)
 
 
 def _made(violations: list[Violation], index: int) -> list[Found]:

@@ -652,6 +652,60 @@ def test_a_request_bodys_one_job_is_kept_as_a_pair_and_two_as_a_dict_with_the_ru
     assert [v for v in judge.close({}) if v.invariant == "no_resubmission"] == expected
 
 
+def test_a_resubmission_is_kept_unwritten_until_its_violation_is_asked_for(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A load generator's POST loop makes a no_resubmission violation with each submit: the
+    judge keeps each as its numbers (``Found``) and writes no message, nor makes a
+    ``Violation``, until the violation is asked for (a text report shows the first 20 of a
+    million); those it then makes are the rule's, word for word."""
+    journal = [
+        Entry(
+            seq=k,
+            kind="submit",
+            job_id=f"j_{k}",
+            method="POST",
+            path="/v1/jobs",
+            client="c",
+            received_at=k * 0.01,
+            response_started_at=k * 0.01 + 0.005,
+            completed_at=k * 0.01 + 0.005,
+            status_code=202 if k != 3 else 503,
+            job_status="queued" if k != 3 else None,
+            request_digest="same",
+            idempotency_key=None if k < 3 else f"k{k}",
+        )
+        for k in range(1, 201)
+    ]
+    made: list[str] = []
+
+    class Counted(_judges.Violation):
+        def __init__(self, *args: Any) -> None:
+            made.append(args[3])
+            super().__init__(*args)
+
+    monkeypatch.setattr(_judges, "Violation", Counted)
+    judge = _judges.ClientJudge(Limits())
+    judge.extend(journal)
+    assert len(judge.rs_found) == 199
+    assert made == []
+    found = list(judge.iter_found({}))
+    assert made == []
+    assert [f[0] for f in found] == list(range(2, 201))
+    rules = dict(_rules.CLIENT_RULES)
+    expected = list(rules["no_resubmission"](_rules.ClientEntries(journal), Limits()))
+    as_made = [dataclasses.astuple(_judges.violation(f)) for f in found]
+    assert as_made == [dataclasses.astuple(v) for v in expected]
+    assert len(made) == 199
+    assert expected[2].message == (
+        "submit #4 at 0.040 s retried failed submit #3 (503) without its Idempotency-Key 'k3'"
+    )
+    assert expected[-1].message == (
+        "submit #200 at 2.000 s created job j_200 for the same request as job j_1 (submit #1),"
+        " which the client had not seen end"
+    )
+
+
 def test_judges_given_one_dict_of_codes_count_every_clients_codes_in_it() -> None:
     """``_stream`` hands every client's judge its one dict of status codes: each judge adds
     its entries' codes there, as it would in its own."""
