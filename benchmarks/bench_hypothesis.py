@@ -9,8 +9,9 @@ client's requests, and judging the journal (wall clock), and the CPU time of the
 (what a busy machine disturbs least). The target: 200 examples in under 10 s.
 
 The client is built once for the whole test (the in-process fake's URL is the same in every
-example); ``--client-per-example`` builds one per example as the worked example does, which adds
-httpx's TLS context (tens of milliseconds of loading certificates) to every example.
+example); ``--client-per-example`` builds one per example as the worked example does. Such a
+client loaded its CA certificates anew in every example (50-70 ms on a slow machine) until
+in-process fakes gave the clients made while entered one shared default TLS context.
 
     python benchmarks/bench_hypothesis.py [--examples 200] [--rounds 3] [--max-seconds 120]
         [--client-per-example] [--seed N]

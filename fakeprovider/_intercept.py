@@ -8,17 +8,21 @@ While at least one fake is entered (``enter``/``leave``):
   installed (httpx always is: the package depends on it);
 - any other client (urllib, aiohttp, a raw socket) reaches name resolution for the fake's host,
   where ``socket.getaddrinfo`` raises ``NotInterceptedError``: in-process fakes have no
-  address, and the error says which clients are served and which fixture to use instead.
+  address, and the error says which clients are served and which fixture to use instead;
+- httpx and httpx2 clients made meanwhile share their default TLS context (``_tls``): making
+  one no longer loads the CA certificates each time.
 """
 
 from __future__ import annotations
 
 import importlib
 import socket
+import sys
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any, Final
 
+from . import _tls
 from ._exchange import Exchange, Origin, Routes
 from .errors import NotInterceptedError
 
@@ -61,6 +65,10 @@ def _interceptions() -> list[ModuleType]:
 
 _installed: list[ModuleType] = []
 
+#: Where the transports of httpx and httpx2 look up ``create_ssl_context`` (``_tls``).
+_TLS_MODULES: Final = ("httpx._transports.default", "httpx2._transports.default")
+_tls_installed: list[ModuleType] = []
+
 
 def not_intercepted(host: str) -> NotInterceptedError:
     return NotInterceptedError(
@@ -83,11 +91,18 @@ def _install() -> None:
         install: Callable[[Routes], None] = module.install
         install(_routes)
         _installed.append(module)
+    for name in _TLS_MODULES:
+        transports = sys.modules.get(name)  # (a library not imported yet makes no client)
+        if transports is not None:
+            _tls.install(transports)
+            _tls_installed.append(transports)
     socket.getaddrinfo = _guarded_getaddrinfo
 
 
 def _uninstall() -> None:
     socket.getaddrinfo = _REAL_GETADDRINFO
+    while _tls_installed:
+        _tls.uninstall(_tls_installed.pop())
     while _installed:
         _installed.pop().uninstall()
 

@@ -72,6 +72,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "adapters": (
         "fakeprovider._exchange",
         "fakeprovider._intercept",
+        "fakeprovider._tls",
         "fakeprovider._via_httpcore2",
         "fakeprovider._via_httpx",
         "fakeprovider._via_urllib3",

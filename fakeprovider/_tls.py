@@ -1,0 +1,77 @@
+"""httpx and httpx2 clients made while an in-process fake is entered share their default TLS context.
+
+Making an ``httpx.Client()`` (or an SDK's client, which makes one) builds an ``ssl.SSLContext``
+and loads a bundle of CA certificates into it: 50-70 ms on a slow machine, more than a whole
+10-minute render costs in virtual time. A property test that makes a client in each example, as
+most code under test does, paid that 200 times for 200 examples. While a fake is entered, the
+transports' ``create_ssl_context`` is replaced by ``shared``'s wrapper: a call for the default
+context (``verify=True``, no ``cert``) returns one made earlier by the same function with the
+same ``trust_env`` and the same ``SSL_CERT_FILE``, ``SSL_CERT_DIR`` and ``SSLKEYLOGFILE``; any
+other call (``verify=False``, a context or a path of its own, a client certificate) is passed on
+untouched. The shared context is the one the library makes (same CAs, ``CERT_REQUIRED``, host
+names checked), so a request to a real host is verified as before; neither httpx nor httpx2
+changes a context after making it. The contexts are kept for the process: each example enters a
+fake anew, and a cache emptied on leaving would never be hit.
+"""
+
+from __future__ import annotations
+
+import os
+import ssl
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+__all__ = ["install", "uninstall"]
+
+#: The environment variables the libraries read when making their default context.
+_ENVIRONMENT = ("SSL_CERT_FILE", "SSL_CERT_DIR", "SSLKEYLOGFILE")
+_DEFAULT_ARGUMENTS = frozenset(("verify", "cert", "trust_env"))
+
+#: The function's name in the transports' module.
+_NAME = "create_ssl_context"
+#: The attribute of ``shared``'s wrapper that holds the function it wraps.
+_MARK = "_fakeprovider_wraps"
+
+#: Every context made for a default call, by the function that made it and what it read.
+_contexts: dict[tuple[object, ...], ssl.SSLContext] = {}
+
+
+def shared(create: Callable[..., ssl.SSLContext]) -> Callable[..., ssl.SSLContext]:
+    """``create`` (a library's ``create_ssl_context``), returning for a default call the
+    context it made for the first such call (see the module's docstring)."""
+
+    def create_ssl_context(*args: Any, **kwargs: Any) -> ssl.SSLContext:
+        if (
+            args
+            or not kwargs.keys() <= _DEFAULT_ARGUMENTS
+            or kwargs.get("verify", True) is not True
+            or kwargs.get("cert") is not None
+        ):
+            return create(*args, **kwargs)
+        trust_env = bool(kwargs.get("trust_env", True))
+        read = tuple(map(os.environ.get, _ENVIRONMENT)) if trust_env else ()
+        key = (create, trust_env, read, ssl.SSLContext)
+        context = _contexts.get(key)
+        if context is None:
+            context = _contexts[key] = create(*args, **kwargs)
+        return context
+
+    setattr(create_ssl_context, _MARK, create)
+    return create_ssl_context
+
+
+def install(module: ModuleType) -> None:
+    """Put ``shared``'s wrapper in place of ``module.create_ssl_context`` (a library's
+    ``_transports.default``, where its transports look the function up)."""
+    current = getattr(module, _NAME, None)
+    if current is None or hasattr(current, _MARK):
+        return  # (not this library's layout, or wrapped already)
+    setattr(module, _NAME, shared(current))
+
+
+def uninstall(module: ModuleType) -> None:
+    """Put back what ``install`` replaced in ``module``."""
+    wrapped = getattr(getattr(module, _NAME, None), _MARK, None)
+    if wrapped is not None:
+        setattr(module, _NAME, wrapped)

@@ -1,0 +1,211 @@
+"""httpx and httpx2 clients made while an in-process fake is entered share their default TLS context
+(``fakeprovider._tls``): one context for every default client, each made as the library makes
+it, any other TLS setting passed on untouched, and certificates still verified for real hosts."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import ipaddress
+import ssl
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from fakeprovider import _tls
+from fakeprovider.inprocess import virtual_provider
+
+
+def context_of(client: Any) -> ssl.SSLContext:
+    """The TLS context of ``client``'s own transport (httpx's or httpx2's)."""
+    context = client._transport._pool._ssl_context
+    assert isinstance(context, ssl.SSLContext)
+    return context
+
+
+def test_default_clients_made_in_a_fake_share_one_context_and_none_outside() -> None:
+    import httpx._transports.default as transports
+
+    real = transports.create_ssl_context
+    before = httpx.Client()
+    with virtual_provider("slow-success") as fake:
+        first, second = httpx.Client(), httpx.Client()
+        asynchronous = httpx.AsyncClient()
+        assert context_of(first) is context_of(second) is context_of(asynchronous)
+        assert context_of(first) is not context_of(before)
+        answer = second.post(f"{fake.url}/v1/jobs", json={"prompt": "a cat"})
+        assert answer.status_code == 202
+    after = httpx.Client()
+    assert transports.create_ssl_context is real
+    assert context_of(after) is not context_of(first)
+    with virtual_provider("slow-success"):  # the next example's clients: the same context
+        assert context_of(httpx.Client()) is context_of(first)
+    for client in (before, first, second, after):
+        client.close()
+    asyncio.run(asynchronous.aclose())
+
+
+def test_the_shared_context_is_the_one_the_library_makes() -> None:
+    own = context_of(httpx.Client())
+    with virtual_provider("slow-success"):
+        shared = context_of(httpx.Client())
+    assert shared is not own
+    assert shared.verify_mode == own.verify_mode == ssl.CERT_REQUIRED
+    assert shared.check_hostname
+    assert own.check_hostname
+    assert shared.cert_store_stats() == own.cert_store_stats()
+    assert shared.minimum_version == own.minimum_version
+    assert shared.options == own.options
+
+
+def test_a_client_with_tls_settings_of_its_own_gets_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    mine = ssl.create_default_context()
+    with virtual_provider("slow-success"):
+        default = context_of(httpx.Client())
+        unverified = context_of(httpx.Client(verify=False))
+        assert unverified is not default
+        assert unverified.verify_mode == ssl.CERT_NONE
+        assert not unverified.check_hostname
+        assert context_of(httpx.Client(verify=mine)) is mine
+        assert context_of(httpx.Client(trust_env=False)) is not default
+        # another CA bundle named by the environment: a context of its own, shared in turn
+        import certifi
+
+        monkeypatch.setenv("SSL_CERT_FILE", certifi.where())
+        bundle = context_of(httpx.Client())
+        assert bundle is not default
+        assert context_of(httpx.Client()) is bundle
+        assert context_of(httpx.Client(trust_env=False)) is context_of(
+            httpx.Client(trust_env=False)
+        )
+
+
+def test_httpx2_clients_made_in_a_fake_share_one_context() -> None:
+    httpx2 = pytest.importorskip("httpx2")
+    import httpx2._transports.default as transports
+
+    real = transports.create_ssl_context
+    with virtual_provider("slow-success") as fake:
+        first, second = httpx2.Client(), httpx2.Client()
+        assert context_of(first) is context_of(second)
+        assert context_of(httpx2.Client(verify=False)) is not context_of(first)
+        answer = first.post(f"{fake.url}/v1/jobs", json={"prompt": "a cat"})
+        assert answer.status_code == 202
+    assert transports.create_ssl_context is real
+    assert context_of(httpx2.Client()) is not context_of(first)
+
+
+def test_install_leaves_a_layout_it_does_not_know_and_uninstall_only_its_own() -> None:
+    class Transports:
+        pass
+
+    elsewhere: Any = Transports()
+    _tls.install(elsewhere)  # no create_ssl_context: nothing to wrap
+    assert not hasattr(elsewhere, "create_ssl_context")
+
+    def theirs(**_: Any) -> ssl.SSLContext:
+        return ssl.create_default_context()
+
+    elsewhere.create_ssl_context = theirs
+    _tls.uninstall(elsewhere)  # not wrapped by us: left as it is
+    assert elsewhere.create_ssl_context is theirs
+    _tls.install(elsewhere)
+    wrapped = elsewhere.create_ssl_context
+    _tls.install(elsewhere)  # wrapped once only
+    assert elsewhere.create_ssl_context is wrapped is not theirs
+    assert wrapped(verify=True, cert=None, trust_env=False) is wrapped(trust_env=False)
+    assert wrapped(verify=True, cert=None, http2=True) is not wrapped(verify=True, http2=True)
+    _tls.uninstall(elsewhere)
+    assert elsewhere.create_ssl_context is theirs
+
+
+# -- a real host's certificate is still checked ---------------------------------------------
+
+
+@pytest.fixture
+def self_signed(tmp_path: Path) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 that no CA signed, and its key (PEM files)."""
+    x509 = pytest.importorskip("cryptography.x509")
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.UTC)
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_file, key_file = tmp_path / "cert.pem", tmp_path / "key.pem"
+    cert_file.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return cert_file, key_file
+
+
+@pytest.fixture
+def https_url(self_signed: tuple[Path, Path]) -> Iterator[str]:
+    """An HTTPS server on 127.0.0.1 with the self-signed certificate, answering 200 "real"."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Length", "4")
+            self.end_headers()
+            self.wfile.write(b"real")
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    class Server(ThreadingHTTPServer):
+        def handle_error(self, request: Any, client_address: Any) -> None:
+            pass  # (the refused handshakes)
+
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(*self_signed)
+    server = Server(("127.0.0.1", 0), Handler)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"https://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+def test_a_default_client_made_in_a_fake_still_refuses_an_untrusted_certificate(
+    https_url: str, self_signed: tuple[Path, Path]
+) -> None:
+    trusting = ssl.create_default_context(cafile=str(self_signed[0]))
+    with virtual_provider("slow-success"):
+        with httpx.Client() as client, pytest.raises(httpx.ConnectError) as refused:
+            client.get(https_url)
+        assert "CERTIFICATE_VERIFY_FAILED" in str(refused.value)
+        with httpx.Client(verify=trusting) as client:
+            assert client.get(https_url).text == "real"
