@@ -31,7 +31,7 @@ def context_of(client: Any) -> ssl.SSLContext:
 def test_default_clients_made_in_a_fake_share_one_context_and_none_outside() -> None:
     import httpx._transports.default as transports
 
-    real = transports.create_ssl_context
+    real = vars(transports)["create_ssl_context"]
     before = httpx.Client()
     with virtual_provider("slow-success") as fake:
         first, second = httpx.Client(), httpx.Client()
@@ -41,7 +41,7 @@ def test_default_clients_made_in_a_fake_share_one_context_and_none_outside() -> 
         answer = second.post(f"{fake.url}/v1/jobs", json={"prompt": "a cat"})
         assert answer.status_code == 202
     after = httpx.Client()
-    assert transports.create_ssl_context is real
+    assert vars(transports)["create_ssl_context"] is real
     assert context_of(after) is not context_of(first)
     with virtual_provider("slow-success"):  # the next example's clients: the same context
         assert context_of(httpx.Client()) is context_of(first)
@@ -91,14 +91,14 @@ def test_httpx2_clients_made_in_a_fake_share_one_context() -> None:
     httpx2 = pytest.importorskip("httpx2")
     import httpx2._transports.default as transports
 
-    real = transports.create_ssl_context
+    real = vars(transports)["create_ssl_context"]
     with virtual_provider("slow-success") as fake:
         first, second = httpx2.Client(), httpx2.Client()
         assert context_of(first) is context_of(second)
         assert context_of(httpx2.Client(verify=False)) is not context_of(first)
         answer = first.post(f"{fake.url}/v1/jobs", json={"prompt": "a cat"})
         assert answer.status_code == 202
-    assert transports.create_ssl_context is real
+    assert vars(transports)["create_ssl_context"] is real
     assert context_of(httpx2.Client()) is not context_of(first)
 
 
