@@ -6,9 +6,9 @@ and loads a bundle of CA certificates into it: 50-70 ms on a slow machine, more 
 most code under test does, paid that 200 times for 200 examples. While a fake is entered, the
 transports' ``create_ssl_context`` is replaced by ``shared``'s wrapper: a call for the default
 context (``verify=True``, no ``cert``) returns one made earlier by the same function with the
-same ``trust_env`` and the same ``SSL_CERT_FILE``, ``SSL_CERT_DIR`` and ``SSLKEYLOGFILE``; any
-other call (``verify=False``, a context or a path of its own, a client certificate) is passed on
-untouched. The shared context is the one the library makes (same CAs, ``CERT_REQUIRED``, host
+same ``trust_env`` and the same ``SSL_CERT_FILE``, ``SSL_CERT_DIR`` (the files they name
+unchanged) and ``SSLKEYLOGFILE``; any other call (``verify=False``, a context or a path of its
+own, a client certificate) is passed on untouched. The shared context is the one the library makes (same CAs, ``CERT_REQUIRED``, host
 names checked), so a request to a real host is verified as before; neither httpx nor httpx2
 changes a context after making it. The contexts are kept for the process: each example enters a
 fake anew, and a cache emptied on leaving would never be hit.
@@ -37,6 +37,20 @@ _MARK = "_fakeprovider_wraps"
 _contexts: dict[tuple[object, ...], ssl.SSLContext] = {}
 
 
+def _stamp(variable: str) -> tuple[object, ...] | None:
+    """What ``variable`` names, as a context made from it depends on it: the path, and for a
+    file or directory that exists its inode, size and time of change (a CA bundle rewritten
+    at the same path, as a test suite making a CA for each test may, makes another context)."""
+    value = os.environ.get(variable)
+    if not value:
+        return None
+    try:
+        stat = os.stat(value)
+    except (OSError, ValueError):
+        return (value,)
+    return (value, stat.st_ino, stat.st_size, stat.st_mtime_ns)
+
+
 def shared(create: Callable[..., ssl.SSLContext]) -> Callable[..., ssl.SSLContext]:
     """``create`` (a library's ``create_ssl_context``), returning for a default call the
     context it made for the first such call (see the module's docstring)."""
@@ -50,7 +64,7 @@ def shared(create: Callable[..., ssl.SSLContext]) -> Callable[..., ssl.SSLContex
         ):
             return create(*args, **kwargs)
         trust_env = bool(kwargs.get("trust_env", True))
-        read = tuple(map(os.environ.get, _ENVIRONMENT)) if trust_env else ()
+        read = tuple(map(_stamp, _ENVIRONMENT)) if trust_env else ()
         key = (create, trust_env, read, ssl.SSLContext)
         context = _contexts.get(key)
         if context is None:

@@ -87,6 +87,24 @@ def test_a_client_with_tls_settings_of_its_own_gets_them(
         )
 
 
+def test_a_ca_bundle_rewritten_at_the_same_path_makes_another_context(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import certifi
+
+    bundle = tmp_path / "ca.pem"
+    certificates = Path(certifi.where()).read_bytes()
+    bundle.write_bytes(certificates)
+    monkeypatch.setenv("SSL_CERT_FILE", str(bundle))
+    with virtual_provider("slow-success"):
+        first = context_of(httpx.Client())
+        assert context_of(httpx.Client()) is first
+        bundle.write_bytes(certificates[: certificates.rindex(b"-----BEGIN CERTIFICATE-----")])
+        rewritten = context_of(httpx.Client())
+        assert rewritten is not first
+        assert rewritten.cert_store_stats()["x509_ca"] == first.cert_store_stats()["x509_ca"] - 1
+
+
 def test_httpx2_clients_made_in_a_fake_share_one_context() -> None:
     httpx2 = pytest.importorskip("httpx2")
     import httpx2._transports.default as transports
