@@ -8,7 +8,9 @@ import asyncio
 import datetime
 import ipaddress
 import ssl
+import sys
 import threading
+import types
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -48,6 +50,20 @@ def test_default_clients_made_in_a_fake_share_one_context_and_none_outside() -> 
     for client in (before, first, second, after):
         client.close()
     asyncio.run(asynchronous.aclose())
+
+
+def test_clients_share_a_context_only_with_clients_offering_the_same_protocols(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # httpcore sets the context's ALPN protocols at each connection from the pool's http2.
+    # (httpx wants h2 importable to make an http2 client; none connects here)
+    monkeypatch.setitem(sys.modules, "h2", sys.modules.get("h2") or types.ModuleType("h2"))
+    with virtual_provider("slow-success"):
+        plain = context_of(httpx.Client())
+        both = context_of(httpx.Client(http2=True))
+        assert both is not plain
+        assert context_of(httpx.Client(http2=True)) is both
+        assert context_of(httpx.AsyncClient(http2=True)) is both
 
 
 def test_the_shared_context_is_the_one_the_library_makes() -> None:
@@ -138,8 +154,16 @@ def test_install_leaves_a_layout_it_does_not_know_and_uninstall_only_its_own() -
     wrapped = elsewhere.create_ssl_context
     _tls.install(elsewhere)  # wrapped once only
     assert elsewhere.create_ssl_context is wrapped is not theirs
-    assert wrapped(verify=True, cert=None, trust_env=False) is wrapped(trust_env=False)
-    assert wrapped(verify=True, cert=None, http2=True) is not wrapped(verify=True, http2=True)
+
+    def transport(http1: bool = True, http2: bool = False, **tls: Any) -> ssl.SSLContext:
+        made: ssl.SSLContext = wrapped(**tls)  # (called as a transport's __init__ calls it)
+        return made
+
+    assert transport(verify=True, cert=None, trust_env=False) is transport(trust_env=False)
+    assert transport(http2=True) is transport(http2=True) is not transport()
+    assert transport(http1=False, http2=True) is not transport(http2=True)
+    assert wrapped(verify=True) is not wrapped(verify=True)  # not called by a transport
+    assert transport(verify=True, http2=True) is not transport(verify=True, http2=False)
     _tls.uninstall(elsewhere)
     assert elsewhere.create_ssl_context is theirs
 
