@@ -27,13 +27,14 @@ import os
 import ssl
 import sys
 from collections.abc import Callable
-from types import ModuleType
+from types import CodeType, ModuleType
 from typing import Any
 
 __all__ = ["install", "uninstall"]
 
-#: The environment variables the libraries read when making their default context.
-_ENVIRONMENT = ("SSL_CERT_FILE", "SSL_CERT_DIR", "SSLKEYLOGFILE")
+#: The environment variables naming the CA certificates the libraries load by default (a
+#: context is made again when what they name changes).
+_CERTIFICATES = ("SSL_CERT_FILE", "SSL_CERT_DIR")
 _DEFAULT_ARGUMENTS = frozenset(("verify", "cert", "trust_env"))
 
 #: The function's name in the transports' module.
@@ -41,8 +42,15 @@ _NAME = "create_ssl_context"
 #: The attribute of ``shared``'s wrapper that holds the function it wraps.
 _MARK = "_fakeprovider_wraps"
 
-#: Every context made for a default call, by the function that made it and what it read.
-_contexts: dict[tuple[object, ...], ssl.SSLContext] = {}
+#: Whether a fake is entered (``install`` to ``uninstall``). A wrapper left in place after
+#: ``uninstall`` (a test's monkeypatch of the function, undone after the fake left, puts it
+#: back) passes every call on while this is False.
+_active = False
+
+#: The last context made for a default call, by the function that made it, the caller's
+#: protocols and ``trust_env``: with what it was made from (``_made_from``). A context made
+#: again, from a CA bundle rewritten, replaces the one before: one a kind, not one a test.
+_contexts: dict[tuple[object, ...], tuple[tuple[object, ...], ssl.SSLContext]] = {}
 
 
 def _stamp(variable: str) -> tuple[object, ...] | None:
@@ -59,13 +67,26 @@ def _stamp(variable: str) -> tuple[object, ...] | None:
     return (value, stat.st_ino, stat.st_size, stat.st_mtime_ns)
 
 
-def shared(create: Callable[..., ssl.SSLContext]) -> Callable[..., ssl.SSLContext]:
-    """``create`` (a library's ``create_ssl_context``), returning for a default call the
-    context it made for the first such call (see the module's docstring)."""
+def _made_from(trust_env: bool) -> tuple[object, ...]:
+    """What a default context is made from, beyond the arguments: the CA certificates the
+    environment names (stamped), the key log file (by name: it grows with each handshake) and
+    the ``SSLContext`` class (``truststore.inject_into_ssl`` replaces it)."""
+    if not trust_env:
+        return (ssl.SSLContext,)
+    return (*map(_stamp, _CERTIFICATES), os.environ.get("SSLKEYLOGFILE"), ssl.SSLContext)
+
+
+def shared(
+    create: Callable[..., ssl.SSLContext], transports: frozenset[CodeType]
+) -> Callable[..., ssl.SSLContext]:
+    """``create`` (a library's ``create_ssl_context``), returning for a default call from one
+    of ``transports`` (the code of its transports' ``__init__``) the context it made for the
+    last such call with the same protocols (see the module's docstring)."""
 
     def create_ssl_context(*args: Any, **kwargs: Any) -> ssl.SSLContext:
         if (
-            args
+            not _active
+            or args
             or not kwargs.keys() <= _DEFAULT_ARGUMENTS
             or kwargs.get("verify", True) is not True
             or kwargs.get("cert") is not None
@@ -75,33 +96,53 @@ def shared(create: Callable[..., ssl.SSLContext]) -> Callable[..., ssl.SSLContex
         # pool's http1/http2: a context is shared only by transports that set the same ones
         # (the caller is a transport's __init__, whose arguments name them)
         caller = sys._getframe(1)
-        if "http2" not in caller.f_code.co_varnames:
+        if caller.f_code not in transports:
             return create(*args, **kwargs)
         arguments = caller.f_locals
-        protocols = (arguments.get("http1"), arguments.get("http2"))
         trust_env = bool(kwargs.get("trust_env", True))
-        read = tuple(map(_stamp, _ENVIRONMENT)) if trust_env else ()
-        key = (create, protocols, trust_env, read, ssl.SSLContext)
-        context = _contexts.get(key)
-        if context is None:
-            context = _contexts[key] = create(*args, **kwargs)
+        key = (create, arguments.get("http1"), arguments.get("http2"), trust_env)
+        made_from = _made_from(trust_env)
+        kept = _contexts.get(key)
+        if kept is not None and kept[0] == made_from:
+            return kept[1]
+        context = create(*args, **kwargs)
+        _contexts[key] = (made_from, context)
         return context
 
     setattr(create_ssl_context, _MARK, create)
     return create_ssl_context
 
 
+def _transport_code(module: ModuleType) -> frozenset[CodeType]:
+    """The code of ``module``'s transports' ``__init__``: the callers whose contexts are
+    shared (httpx's and httpx2's ``HTTPTransport`` and ``AsyncHTTPTransport``)."""
+    found = set()
+    for name in ("HTTPTransport", "AsyncHTTPTransport"):
+        code = getattr(getattr(getattr(module, name, None), "__init__", None), "__code__", None)
+        if isinstance(code, CodeType) and "http2" in code.co_varnames:
+            found.add(code)
+    return frozenset(found)
+
+
 def install(module: ModuleType) -> None:
     """Put ``shared``'s wrapper in place of ``module.create_ssl_context`` (a library's
-    ``_transports.default``, where its transports look the function up)."""
+    ``_transports.default``, where its transports look the function up), and let wrappers
+    share contexts until ``uninstall``."""
+    global _active
+    _active = True
     current = getattr(module, _NAME, None)
     if current is None or hasattr(current, _MARK):
         return  # (not this library's layout, or wrapped already)
-    setattr(module, _NAME, shared(current))
+    transports = _transport_code(module)
+    if transports:
+        setattr(module, _NAME, shared(current, transports))
 
 
 def uninstall(module: ModuleType) -> None:
-    """Put back what ``install`` replaced in ``module``."""
+    """Put back what ``install`` replaced in ``module``; a wrapper that cannot be taken out
+    (another patch is above it) passes every call on from now."""
+    global _active
+    _active = False
     wrapped = getattr(getattr(module, _NAME, None), _MARK, None)
     if wrapped is not None:
         setattr(module, _NAME, wrapped)

@@ -116,9 +116,11 @@ def test_a_ca_bundle_rewritten_at_the_same_path_makes_another_context(
         first = context_of(httpx.Client())
         assert context_of(httpx.Client()) is first
         bundle.write_bytes(certificates[: certificates.rindex(b"-----BEGIN CERTIFICATE-----")])
+        kept = len(_tls._contexts)
         rewritten = context_of(httpx.Client())
         assert rewritten is not first
         assert rewritten.cert_store_stats()["x509_ca"] == first.cert_store_stats()["x509_ca"] - 1
+        assert len(_tls._contexts) == kept  # (in place of the one before: one a kind)
 
 
 def test_httpx2_clients_made_in_a_fake_share_one_context() -> None:
@@ -136,36 +138,92 @@ def test_httpx2_clients_made_in_a_fake_share_one_context() -> None:
     assert context_of(httpx2.Client()) is not context_of(first)
 
 
-def test_install_leaves_a_layout_it_does_not_know_and_uninstall_only_its_own() -> None:
-    class Transports:
-        pass
+def layout() -> Any:
+    """A module laid out as httpx's transports are: ``create_ssl_context`` looked up by the
+    transports' ``__init__`` (which takes ``http1`` and ``http2``) at each call."""
+    module: Any = types.ModuleType("transports")
 
-    elsewhere: Any = Transports()
-    _tls.install(elsewhere)  # no create_ssl_context: nothing to wrap
-    assert not hasattr(elsewhere, "create_ssl_context")
+    def create_ssl_context(**_: Any) -> ssl.SSLContext:
+        return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
 
-    def theirs(**_: Any) -> ssl.SSLContext:
-        return ssl.create_default_context()
+    class HTTPTransport:
+        def __init__(self, http1: bool = True, http2: bool = False, **tls: Any) -> None:
+            self.context = module.create_ssl_context(**tls)
 
-    elsewhere.create_ssl_context = theirs
-    _tls.uninstall(elsewhere)  # not wrapped by us: left as it is
-    assert elsewhere.create_ssl_context is theirs
-    _tls.install(elsewhere)
-    wrapped = elsewhere.create_ssl_context
-    _tls.install(elsewhere)  # wrapped once only
-    assert elsewhere.create_ssl_context is wrapped is not theirs
+    module.create_ssl_context = create_ssl_context
+    module.HTTPTransport = HTTPTransport
+    return module
 
-    def transport(http1: bool = True, http2: bool = False, **tls: Any) -> ssl.SSLContext:
-        made: ssl.SSLContext = wrapped(**tls)  # (called as a transport's __init__ calls it)
-        return made
 
-    assert transport(verify=True, cert=None, trust_env=False) is transport(trust_env=False)
-    assert transport(http2=True) is transport(http2=True) is not transport()
-    assert transport(http1=False, http2=True) is not transport(http2=True)
-    assert wrapped(verify=True) is not wrapped(verify=True)  # not called by a transport
-    assert transport(verify=True, http2=True) is not transport(verify=True, http2=False)
-    _tls.uninstall(elsewhere)
-    assert elsewhere.create_ssl_context is theirs
+def test_only_a_transports_default_call_gets_a_shared_context() -> None:
+    module = layout()
+    real = module.create_ssl_context
+    _tls.install(module)
+    try:
+        wrapped = module.create_ssl_context
+        _tls.install(module)  # wrapped once only
+        assert module.create_ssl_context is wrapped is not real
+
+        def made(**arguments: Any) -> ssl.SSLContext:
+            context: ssl.SSLContext = module.HTTPTransport(**arguments).context
+            return context
+
+        assert made(verify=True, cert=None, trust_env=False) is made(trust_env=False)
+        assert made(http2=True) is made(http2=True) is not made()
+        assert made(http1=False, http2=True) is not made(http2=True)
+        assert made(verify=False) is not made(verify=False)
+        assert made(trust_env=True) is not made(trust_env=False)
+        # not called by a transport's __init__: not shared
+        assert wrapped(verify=True) is not wrapped(verify=True)
+    finally:
+        _tls.uninstall(module)
+    assert module.create_ssl_context is real
+
+
+def test_a_layout_without_transports_is_left_as_it_is() -> None:
+    module = layout()
+    del module.HTTPTransport
+    real = module.create_ssl_context
+    _tls.install(module)
+    assert module.create_ssl_context is real
+    _tls.uninstall(module)
+    empty: Any = types.ModuleType("empty")
+    _tls.install(empty)  # no create_ssl_context: nothing to wrap
+    assert not hasattr(empty, "create_ssl_context")
+    _tls.uninstall(empty)
+
+
+def test_a_wrapper_put_back_after_the_fake_left_shares_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A test's monkeypatch of the function while a fake is entered, undone after the fake
+    left, puts the wrapper back: it then passes every call on."""
+    import httpx._transports.default as transports
+
+    real = vars(transports)["create_ssl_context"]
+    with virtual_provider("slow-success"):
+        wrapper = vars(transports)["create_ssl_context"]
+        monkeypatch.setattr(transports, "create_ssl_context", real)
+        assert context_of(httpx.Client()) is not context_of(httpx.Client())
+    monkeypatch.undo()
+    try:
+        assert vars(transports)["create_ssl_context"] is wrapper
+        assert context_of(httpx.Client()) is not context_of(httpx.Client())
+        with virtual_provider("slow-success"):  # and it shares again while a fake is entered
+            assert context_of(httpx.Client()) is context_of(httpx.Client())
+    finally:
+        monkeypatch.setattr(transports, "create_ssl_context", real)
+
+
+def test_a_growing_key_log_makes_no_new_context(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    keys = tmp_path / "keys.log"
+    monkeypatch.setenv("SSLKEYLOGFILE", str(keys))
+    with virtual_provider("slow-success"):
+        first = context_of(httpx.Client())
+        keys.write_text("CLIENT_RANDOM 00 00\n")  # (what each handshake appends)
+        assert context_of(httpx.Client()) is first
 
 
 # -- a real host's certificate is still checked ---------------------------------------------
