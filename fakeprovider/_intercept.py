@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import importlib
 import socket
-import sys
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any, Final
@@ -65,10 +64,6 @@ def _interceptions() -> list[ModuleType]:
 
 _installed: list[ModuleType] = []
 
-#: Where the transports of httpx and httpx2 look up ``create_ssl_context`` (``_tls``).
-_TLS_MODULES: Final = ("httpx._transports.default", "httpx2._transports.default")
-_tls_installed: list[ModuleType] = []
-
 
 def not_intercepted(host: str) -> NotInterceptedError:
     return NotInterceptedError(
@@ -91,18 +86,13 @@ def _install() -> None:
         install: Callable[[Routes], None] = module.install
         install(_routes)
         _installed.append(module)
-    for name in _TLS_MODULES:
-        transports = sys.modules.get(name)  # (a library not imported yet makes no client)
-        if transports is not None:
-            _tls.install(transports)
-            _tls_installed.append(transports)
+    _tls.enter()
     socket.getaddrinfo = _guarded_getaddrinfo
 
 
 def _uninstall() -> None:
     socket.getaddrinfo = _REAL_GETADDRINFO
-    while _tls_installed:
-        _tls.uninstall(_tls_installed.pop())
+    _tls.leave()
     while _installed:
         _installed.pop().uninstall()
 

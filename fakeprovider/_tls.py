@@ -30,12 +30,17 @@ from collections.abc import Callable
 from types import CodeType, ModuleType
 from typing import Any
 
-__all__ = ["install", "uninstall"]
+__all__ = ["enter", "install", "leave", "uninstall"]
 
 #: The environment variables naming the CA certificates the libraries load by default (a
 #: context is made again when what they name changes).
 _CERTIFICATES = ("SSL_CERT_FILE", "SSL_CERT_DIR")
 _DEFAULT_ARGUMENTS = frozenset(("verify", "cert", "trust_env"))
+
+#: Where the transports of httpx and httpx2 look up ``create_ssl_context``.
+_TRANSPORT_MODULES = ("httpx._transports.default", "httpx2._transports.default")
+#: The modules ``enter`` installed into, for ``leave``.
+_entered: list[ModuleType] = []
 
 #: The function's name in the transports' module.
 _NAME = "create_ssl_context"
@@ -146,3 +151,19 @@ def uninstall(module: ModuleType) -> None:
     wrapped = getattr(getattr(module, _NAME, None), _MARK, None)
     if wrapped is not None:
         setattr(module, _NAME, wrapped)
+
+
+def enter() -> None:
+    """``install`` into the transports' modules of httpx and httpx2 that are imported (a
+    library not imported yet makes no client), until ``leave``."""
+    for name in _TRANSPORT_MODULES:
+        module = sys.modules.get(name)
+        if module is not None:
+            install(module)
+            _entered.append(module)
+
+
+def leave() -> None:
+    """``uninstall`` from every module ``enter`` installed into."""
+    while _entered:
+        uninstall(_entered.pop())
