@@ -26,6 +26,7 @@ from fakeprovider.dialects import DIALECTS
 from fakeprovider.http import HttpRequest
 from fakeprovider.provider import FakeProvider
 from fakeprovider.scenario import bundled_scenarios
+from tests.thorough import thorough
 
 from .test_app import _SUBMITS
 
@@ -605,7 +606,7 @@ _NAMES = [
 _VALUES = ["/v1/jobs/j1", "fine", " lead", "trail ", "", "a\x00b", "caf\u00e9", "\u202e", "a\tb"]
 
 
-@settings(max_examples=150, deadline=None)
+@thorough(150, deadline=None)
 @given(
     headers=st.lists(st.tuples(st.sampled_from(_NAMES), st.sampled_from(_VALUES)), max_size=4),
     status=st.sampled_from([200, 201, 202, 204, 304, 405, 429, 599, 600, 199]),

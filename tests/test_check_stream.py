@@ -30,7 +30,7 @@ from typing import Any
 from unittest import mock
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given
 from hypothesis import strategies as st
 
 from fakeprovider import _check_cli, _judges, _report, _rules, _stream
@@ -50,6 +50,7 @@ from fakeprovider.journal import Entry, order_entries
 from fakeprovider.limits import Limits
 from tests.bench_scripts import load_script
 from tests.test_judges import LIMITS, runs
+from tests.thorough import thorough
 
 STATUSES = (None, "queued", "processing", "succeeded", "failed")
 
@@ -127,7 +128,7 @@ def _limits_of(header: dict[str, object] | None) -> Limits:
     return Limits(**header["limits"])  # type: ignore[arg-type]
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@thorough(150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(journals())
 def test_a_journal_judged_as_it_streams_by_gets_the_in_memory_report(
     entries: list[Entry],
@@ -175,7 +176,7 @@ def _judged_one_after_another(
     return ordered, found, expected
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@thorough(60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     journals(),
     st.sampled_from((2, 3, 6)),
@@ -211,7 +212,7 @@ def _cut(entries: list[Entry], sizes: list[int]) -> Iterator[list[Entry]]:
     yield entries[start:]
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@thorough(80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     journals(),
     st.sampled_from((2, 3, 6)),
@@ -348,7 +349,7 @@ def numbered(draw: st.DrawFn) -> list[Entry]:
     return out
 
 
-@settings(max_examples=150, deadline=None)
+@thorough(150, deadline=None)
 @given(numbered(), st.randoms(use_true_random=False), st.integers(1, 8))
 def test_entries_put_back_in_seq_order_are_order_entries_or_refused(
     entries: list[Entry], random: object, window: int
@@ -366,7 +367,7 @@ def test_entries_put_back_in_seq_order_are_order_entries_or_refused(
     assert got == order_entries(shuffled)
 
 
-@settings(max_examples=150, deadline=None)
+@thorough(150, deadline=None)
 @given(numbered(), st.randoms(use_true_random=False), st.integers(1, 8), st.data())
 def test_entries_put_in_order_a_list_at_a_time_are_those_put_in_order_one_by_one(
     entries: list[Entry], random: Any, window: int, data: st.DataObject
@@ -425,7 +426,7 @@ def test_a_missing_seq_that_turns_up_past_the_window_is_refused() -> None:
         list(in_seq_order(entries, window=2))
 
 
-@settings(max_examples=300, deadline=None)
+@thorough(300, deadline=None)
 @given(
     st.lists(st.tuples(st.integers(0, 6), st.integers(0, 3)), max_size=40),
     st.integers(-1, 12),
@@ -441,7 +442,7 @@ def test_the_first_violations_found_are_those_nsmallest_picks_and_every_rule_is_
     assert low == [min((seq for seq, rule in keys if rule == r), default=0) for r in range(4)]
 
 
-@settings(max_examples=200, deadline=None)
+@thorough(200, deadline=None)
 @given(runs(), LIMITS)
 def test_a_judge_quiet_by_its_state_finds_nothing(run: list[Entry], limits: Limits) -> None:
     judges: dict[str, _judges.ClientJudge] = {}
@@ -463,8 +464,8 @@ def _run_check(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int
     return code, out, err
 
 
-@settings(
-    max_examples=60,
+@thorough(
+    60,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import tests.checker_reference as reference
@@ -21,6 +21,7 @@ from fakeprovider._report import _RunIndex
 from fakeprovider._rules import Violation
 from fakeprovider.invariants import Limits, check
 from fakeprovider.journal import Entry, RetryAfterRecord
+from tests.thorough import thorough
 
 JOBS = ("j_1", "j_2", "j_3")
 STATUSES = (None, "queued", "processing", "succeeded", "failed", "completed_with_errors")
@@ -111,7 +112,7 @@ LIMITS = st.builds(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@thorough(150, deadline=None)
 @given(journals(), LIMITS)
 def test_the_indexed_rules_find_what_the_scans_found(
     journal: tuple[list[Entry], list[Entry]], limits: Limits
@@ -138,7 +139,7 @@ def test_the_indexed_rules_find_what_the_scans_found(
         assert list(new) == list(old)
 
 
-@settings(max_examples=100, deadline=None)
+@thorough(100, deadline=None)
 @given(
     journals(),
     st.lists(st.integers(0, 35), min_size=1, max_size=20),

@@ -8,7 +8,7 @@ import random
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from fakeprovider.clock import DEFAULT_EPOCH
@@ -17,6 +17,7 @@ from fakeprovider.jobstore import MemoryJobStore
 from fakeprovider.journal import Entry
 from fakeprovider.messages import ApiError, Request
 from fakeprovider.scenario import load_scenario, parse_scenario
+from tests.thorough import thorough
 
 
 def engine_for(text: str) -> Engine:
@@ -369,7 +370,7 @@ requests_strategy = st.lists(
 )
 
 
-@settings(max_examples=60, deadline=None)
+@thorough(60, deadline=None)
 @given(
     requests=requests_strategy,
     scenario=st.sampled_from(["transient-5xx", "rate-limited", "rate-limit-budget"]),

@@ -34,6 +34,7 @@ from fakeprovider.entries import (
     jsonl_lines,
 )
 from fakeprovider.journal import RetryAfterRecord
+from tests.thorough import thorough
 
 
 def reference_line(entry: Entry) -> str:
@@ -95,7 +96,7 @@ FIELD_VALUES: dict[str, st.SearchStrategy[Any]] = {
 entries = st.fixed_dictionaries(FIELD_VALUES).map(lambda values: Entry(**values))
 
 
-@settings(max_examples=200, deadline=None)
+@thorough(200, deadline=None)
 @given(entries)
 def test_a_line_is_json_dumps_of_to_dict_byte_for_byte(entry: Entry) -> None:
     assert jsonl_line(entry) == reference_line(entry)
@@ -165,7 +166,7 @@ def test_a_request_line_reads_as_the_fake_writes_it() -> None:
     )
 
 
-@settings(max_examples=100, deadline=None)
+@thorough(100, deadline=None)
 @given(st.fixed_dictionaries(FIELD_VALUES), st.integers(min_value=0, max_value=len(FIELD_NAMES)))
 def test_entry_makes_what_the_dataclass_init_makes(values: dict[str, Any], positional: int) -> None:
     # the first ``positional`` fields by position, the rest by keyword, a None default left out
@@ -306,7 +307,7 @@ fake_entries = st.fixed_dictionaries(
 batches = st.lists(st.one_of(fake_entries, entries), max_size=12)
 
 
-@settings(max_examples=200, deadline=None)
+@thorough(200, deadline=None)
 @given(batches)
 def test_many_lines_are_json_dumps_of_each_to_dict_byte_for_byte(batch: list[Entry]) -> None:
     assert jsonl_lines(batch) == "".join(map(reference_line, batch))
@@ -388,7 +389,7 @@ def _as_rows(batch: list[Entry], pattern: list[bool]) -> list[Any]:
     return [list(field_values(e)) if pattern[i % len(pattern)] else e for i, e in enumerate(batch)]
 
 
-@settings(max_examples=100, deadline=None)
+@thorough(100, deadline=None)
 @given(batches, st.lists(st.booleans(), min_size=1, max_size=5))
 def test_rows_make_the_lines_of_their_entries_byte_for_byte(
     batch: list[Entry], pattern: list[bool]

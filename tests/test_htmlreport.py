@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given
 
 from fakeprovider import _check_cli
 from fakeprovider.cli import build_parser, main
@@ -24,6 +24,7 @@ from fakeprovider.entries import jsonl_line
 from fakeprovider.htmlreport import COLOURS, html_report
 from fakeprovider.invariants import Limits, check
 from fakeprovider.journal import Entry, read_journal
+from tests.thorough import thorough
 
 from .test_check_stream import OVERLAPPING, journals
 from .test_cli_check import served
@@ -163,7 +164,7 @@ def _read_whole(path: Path, *options: str) -> str:
     return html_report(report, title=args.title)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@thorough(60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(entries=journals())
 def test_a_journal_file_is_drawn_as_it_streams_by_into_the_page_of_the_whole(
     entries: list[Entry],

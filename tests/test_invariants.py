@@ -7,7 +7,7 @@ import json
 import re
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from fakeprovider import _rules
@@ -25,6 +25,7 @@ from fakeprovider.invariants import (
 from fakeprovider.journal import Entry, RetryAfterRecord
 from fakeprovider.messages import Request
 from fakeprovider.scenario import TERMINAL_STATUSES, load_scenario, parse_scenario
+from tests.thorough import thorough
 
 PATHS = {
     "submit": "/v1/jobs",
@@ -863,7 +864,7 @@ faults:
 """
 
 
-@settings(max_examples=60, deadline=None)
+@thorough(60, deadline=None)
 @given(
     hint=st.integers(1, 10),
     processing=st.integers(1, 20),

@@ -17,7 +17,7 @@ import tracemalloc
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import tests.checker_reference as reference
@@ -26,6 +26,7 @@ from fakeprovider.invariants import _judge
 from fakeprovider.journal import Entry, RetryAfterRecord
 from fakeprovider.limits import Limits
 from tests.test_checker_linear import entries, webhooks
+from tests.thorough import thorough
 
 
 @st.composite
@@ -75,7 +76,7 @@ def _hooks_of(hooks: list[Entry]) -> dict[str, list[tuple[float, str | None]]]:
     return out
 
 
-@settings(max_examples=300, deadline=None)
+@thorough(300, deadline=None)
 @given(client_entries(), st.lists(webhooks(), max_size=6), LIMITS)
 def test_each_judge_finds_what_its_rule_finds_in_the_same_order(
     mine: list[Entry], hooks: list[Entry], limits: Limits
@@ -112,7 +113,7 @@ def runs(draw: st.DrawFn) -> list[Entry]:
     return run
 
 
-@settings(max_examples=200, deadline=None)
+@thorough(200, deadline=None)
 @given(runs(), LIMITS, st.integers(0, 2))
 def test_a_run_judged_entry_by_entry_gets_the_verdict_of_the_whole_lists(
     run: list[Entry], limits: Limits, number: int
@@ -289,7 +290,7 @@ def jittered_reads(draw: st.DrawFn) -> list[Entry]:
     return out
 
 
-@settings(max_examples=200, deadline=None)
+@thorough(200, deadline=None)
 @given(
     jittered_reads(),
     st.builds(
@@ -348,7 +349,7 @@ def ordered_reads(draw: st.DrawFn) -> list[Entry]:
     return out
 
 
-@settings(max_examples=200, deadline=None)
+@thorough(200, deadline=None)
 @given(
     st.one_of(jittered_reads(), ordered_reads()),
     st.builds(

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from fakeprovider import _judges
@@ -21,6 +21,7 @@ from fakeprovider.journal import Entry
 from fakeprovider.limits import Limits
 from tests.test_checker_linear import webhooks
 from tests.test_judges import LIMITS, _hooks_of, client_entries
+from tests.thorough import thorough
 
 
 class _General(_judges.ClientJudge):
@@ -71,7 +72,7 @@ def _fed(
     return states, None
 
 
-@settings(max_examples=150, deadline=None)
+@thorough(150, deadline=None)
 @given(
     client_entries(),
     st.lists(webhooks(), max_size=6),

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from fakeprovider.clock import VirtualClock
@@ -26,6 +26,7 @@ from fakeprovider.messages import ApiError, StateChange, default_job_id
 from fakeprovider.provider import FakeProvider
 from fakeprovider.scenario import parse_scenario
 from fakeprovider.settings import RunSettings
+from tests.thorough import thorough
 
 TIMED = """
 seed: 3
@@ -262,7 +263,7 @@ def test_load_refuses_settings_with_another_epoch_than_the_clocks() -> None:
     assert provider.scenario.name == "unnamed"
 
 
-@settings(max_examples=200, deadline=None)
+@thorough(200, deadline=None)
 @given(
     epoch=st.sampled_from([0.0, 1_700_000_000.0, 1_700_000_000.25]),
     readings=st.lists(
@@ -306,7 +307,7 @@ def _checked_in_full(
     return (response.status, response.body, response.headers, problem)
 
 
-@settings(max_examples=300, deadline=None)
+@thorough(300, deadline=None)
 @given(
     status=st.one_of(st.sampled_from([200, 202, 204, 304, 405, 599, 600, 99]), st.integers(0, 700)),
     body=st.sampled_from([b"", b"{}"]),

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from fakeprovider import _judges, _stream
@@ -23,6 +23,7 @@ from fakeprovider.invariants import Limits, check
 from fakeprovider.journal import BatchedSink, Entry, Journal
 from fakeprovider.limits import limits_for
 from tests.test_checker_linear import entries
+from tests.thorough import thorough
 
 LIMITS = Limits(status_rate=2.0, max_retries=2, deadline=30.0)
 
@@ -73,7 +74,7 @@ STEPS = st.lists(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@thorough(150, deadline=None)
 @given(steps=STEPS, memory=st.integers(1, 4))
 def test_a_run_judged_as_its_file_is_read_gets_the_report_of_the_run_read_whole(
     tmp_path_factory: pytest.TempPathFactory, steps: list[tuple[str, Entry | None]], memory: int

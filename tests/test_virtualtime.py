@@ -12,12 +12,13 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from fakeprovider import virtualtime
 from fakeprovider.clock import VirtualClock
 from fakeprovider.virtualtime import VirtualTime
+from tests.thorough import thorough
 
 #: A real monotonic reading at entry that the clock's readings were once added to as they were:
 #: ``(130999.39583213006 + 93) - 130999.39583213006`` is 92.99999999999999 in floating point, so
@@ -50,7 +51,7 @@ def test_asyncio_sleep_lands_the_clock_exactly_on_its_timer(
 EXACT_UP_TO = 2.0**20
 
 
-@settings(max_examples=150, deadline=None)
+@thorough(150, deadline=None)
 @given(
     real=st.one_of(
         st.sampled_from([ROUNDING_DOWN_AT_ENTRY, 0.25, 86_400.75]),

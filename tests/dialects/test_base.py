@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 import pytest
-from hypothesis import example, given, settings
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from fakeprovider.dialects import DIALECTS, get_dialect
@@ -31,6 +31,7 @@ from fakeprovider.dialects.base import (
 from fakeprovider.http import HttpRequest, json_response
 from fakeprovider.messages import JobView, Reply, Request
 from fakeprovider.scenario import JobError, Result
+from tests.thorough import thorough
 
 
 class _Refusing(Dialect):
@@ -401,7 +402,7 @@ def _answer(dialect: Dialect, read: dict[str, Any]) -> Any:
 
 
 @pytest.mark.parametrize("name", _KEEPING)
-@settings(max_examples=150, deadline=None)
+@thorough(150, deadline=None)
 @given(reads=_status_reads())
 def test_a_kept_status_answer_is_the_answer_made_afresh(
     name: str, reads: list[dict[str, Any]]
@@ -461,7 +462,7 @@ _BODY_BYTES = st.sampled_from(
 )
 
 
-@settings(max_examples=500)
+@thorough(500)
 @given(
     body=st.one_of(
         st.lists(_BODY_BYTES, max_size=8).map(b"".join),
@@ -525,7 +526,7 @@ def _typed(value: Any) -> Any:
     return (type(value).__name__, repr(value))
 
 
-@settings(max_examples=300)
+@thorough(300)
 @given(
     body=st.one_of(
         st.dictionaries(st.text(max_size=3), _JSON_VALUES, max_size=4).flatmap(
@@ -585,7 +586,7 @@ _PROMPT_PIECES = st.sampled_from(
 _FLAT_VALUES = st.sampled_from(["1", "2.5", "null", "true", "[]", "{}", '"\\udc00"', "[[1]]"])
 
 
-@settings(max_examples=400)
+@thorough(400)
 @given(
     names=st.lists(st.sampled_from(["prompt", "a", "\u00e9", "\\ud800", "[{"]), max_size=3),
     prompts=st.lists(st.lists(_PROMPT_PIECES, max_size=40).map("".join), max_size=3),
@@ -653,7 +654,7 @@ def test_read_json_object_answers_a_content_type_alike_every_time(
     assert not base._JSON_TYPES
 
 
-@settings(max_examples=60)
+@thorough(60)
 @given(
     common=st.fixed_dictionaries(
         {"method": st.just("POST"), "path": st.sampled_from(["/v1/jobs", "/x"])},
@@ -728,7 +729,7 @@ _BODY_VALUES = st.recursive(
 )
 
 
-@settings(max_examples=400)
+@thorough(400)
 @given(
     body=st.dictionaries(
         st.sampled_from(["a", "b", "\ud800", "\u00e9", "c"]),

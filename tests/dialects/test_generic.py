@@ -5,13 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from fakeprovider.dialects.generic import _PIECES_KEPT, GenericDialect
 from fakeprovider.http import HttpRequest, json_response
 from fakeprovider.messages import JobView, Reply, Request
 from fakeprovider.scenario import JobError, Result
+from tests.thorough import thorough
 
 from .helpers import call, virtual
 
@@ -87,7 +88,7 @@ def _views(draw: st.DrawFn) -> list[JobView]:
     ]
 
 
-@settings(max_examples=300)
+@thorough(300)
 @given(views=_views(), headers=st.sampled_from([(), (("X-Extra", "1"),)]))
 def test_a_status_read_answers_the_same_bytes_with_the_pieces_kept_as_without(
     views: list[JobView], headers: tuple[tuple[str, str], ...]
@@ -206,7 +207,7 @@ def _submitted_views(draw: st.DrawFn) -> list[JobView]:
     ]
 
 
-@settings(max_examples=200)
+@thorough(200)
 @given(
     views=_submitted_views(),
     status=st.sampled_from([202, 200]),

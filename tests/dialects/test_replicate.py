@@ -7,10 +7,11 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
-from hypothesis import example, given, settings
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from fakeprovider.scenario import parse_scenario
+from tests.thorough import thorough
 
 from .helpers import (
     CLIENT_HEADERS,
@@ -458,7 +459,7 @@ def test_sdk_validates_every_genuine_webhook_and_refuses_forged_and_stale_ones()
     assert [v for v in violated(provider) if v == "webhook_ack"] == []
 
 
-@settings(max_examples=300)
+@thorough(300)
 @given(raw=st.binary(min_size=16, max_size=16) | st.binary(max_size=20))
 @example(raw=b"\x00" * 16)
 @example(raw=b"\xff" * 16)
