@@ -1,4 +1,4 @@
-"""tests/thorough.py: a differential test draws a third of its examples by default, every one
+"""tests/thorough.py: a long Hypothesis test draws a third of its examples by default, every one
 with FAKEPROVIDER_EXAMPLES=full, and is marked so that ci/test-slow can select it."""
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def test_the_default_run_draws_a_third_of_the_examples(
     assert _drawn(result) == "drew 30"
 
 
-def test_full_draws_every_example_and_the_marker_selects_only_the_differential_test(
+def test_full_draws_every_example_and_the_marker_selects_only_the_thorough_test(
     suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("FAKEPROVIDER_EXAMPLES", "full")

@@ -1,11 +1,11 @@
-"""How many examples a differential test draws: a third of its count in the default run, all of
+"""How many examples a long Hypothesis test draws: a third of its count in the default run, all of
 it in CI's slow step.
 
-The tests that hold a fast path to the reference it replaces (a judge to its rule, a streamed
-report to the in-memory one, a written line to ``json.dumps``) drew most of the default run's
-examples: twelve of its thirteen slowest tests, 178 of its 660 s of worker time, when it ran in
-5:29 on a two-core machine at a slow moment, over its five-minute budget. Each still runs in full
-in CI, after the default run.
+The long Hypothesis tests, most of them differential (a fast path held to the reference it
+replaces: a judge to its rule, a streamed report to the in-memory one, a written line to
+``json.dumps``), drew most of the default run's examples: twelve of its thirteen slowest tests,
+178 of its 660 s of worker time, when it ran in 5:29 on a two-core machine at a slow moment,
+over its five-minute budget. Each still runs in full in CI, after the default run.
 
 ``@thorough(n, ...)`` stands where ``@settings(max_examples=n, ...)`` stood. It marks the test
 ``thorough`` and draws ``n // 3`` examples (at least 10), or all ``n`` when the environment has
