@@ -46,9 +46,9 @@ def count(max_examples: int) -> int:
     return max_examples if _full() else min(max_examples, max(FLOOR, max_examples // SHARE))
 
 
-def thorough(max_examples: int, parent: settings | None = None, **kwargs: Any) -> Callable[[F], F]:
-    """``settings(parent, max_examples=count(max_examples), **kwargs)``, marked ``thorough``."""
-    chosen = settings(parent, max_examples=count(max_examples), **kwargs)
+def thorough(max_examples: int, **kwargs: Any) -> Callable[[F], F]:
+    """``settings(max_examples=count(max_examples), **kwargs)``, marked ``thorough``."""
+    chosen = settings(max_examples=count(max_examples), **kwargs)
 
     def decorate(test: F) -> F:
         marked: F = pytest.mark.thorough(chosen(test))
